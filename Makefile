@@ -1,0 +1,55 @@
+# Evalutron: `make demo` to try it, `make test` to check it.
+PYTHON ?= python3
+VENV := .venv
+BIN := $(VENV)/bin
+STAMP := $(VENV)/.installed
+HOST ?= 127.0.0.1
+PORT ?= 8000
+
+.PHONY: demo run test test-fast lint bench migrate seed worker clean
+
+$(STAMP): requirements.txt requirements-dev.txt
+	test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
+	$(BIN)/python -m pip install --quiet --upgrade pip
+	$(BIN)/python -m pip install --quiet -r requirements-dev.txt
+	touch $(STAMP)
+
+# Embedded setup: SQLite under var/, Celery tasks run in-process. Re-running keeps the data.
+demo: export DEBUG ?= true
+demo: $(STAMP)
+	$(BIN)/python manage.py migrate --no-input
+	$(BIN)/python manage.py seed_demo
+	@echo ""
+	@echo "  Evalutron is running at http://$(HOST):$(PORT)/"
+	@$(BIN)/python manage.py seed_demo --print-logins
+	@echo ""
+	$(BIN)/python manage.py runserver $(HOST):$(PORT)
+
+run: export DEBUG ?= true
+run: $(STAMP)
+	$(BIN)/python manage.py runserver $(HOST):$(PORT)
+
+worker: $(STAMP)
+	$(BIN)/celery -A evalutron worker --loglevel=info
+
+# The whole suite. With DATABASE_URL set to PostgreSQL the suite runs there, and the tests marked
+# both_backends run a second time on the embedded SQLite database.
+test: $(STAMP)
+	$(BIN)/python -m pytest $(PYTEST_ARGS)
+	@if [ -n "$$DATABASE_URL" ]; then \
+		echo "--- again on the embedded SQLite database: tests marked both_backends"; \
+		env -u DATABASE_URL $(BIN)/python -m pytest -m both_backends $(PYTEST_ARGS); \
+	fi
+
+test-fast: $(STAMP)
+	$(BIN)/python -m pytest -x -q -m "not browser and not redis" $(PYTEST_ARGS)
+
+lint: $(STAMP)
+	$(BIN)/ruff check .
+
+bench: $(STAMP)
+	$(BIN)/python bench/metrics.py
+	$(BIN)/python bench/orderings.py
+
+clean:
+	rm -rf $(VENV) var staticfiles .pytest_cache

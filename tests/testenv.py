@@ -1,0 +1,14 @@
+"""Test environment, loaded as a pytest plugin before Django is configured.
+
+- Gives the settings module what it needs to start (a SECRET_KEY, DEBUG on for plain HTTP).
+- Keeps Celery eager inside the test process even when the environment names a broker: tests that
+  need a real worker take the broker from EVALUTRON_TEST_BROKER_URL (see tests/services.py).
+"""
+import os
+
+os.environ.setdefault("SECRET_KEY", "test-secret-key-not-for-production-" + "k" * 20)
+os.environ.setdefault("DEBUG", "true")
+os.environ.setdefault("DATA_DIR", os.path.join(os.path.dirname(os.path.dirname(__file__)), "var"))
+broker = os.environ.pop("CELERY_BROKER_URL", "")
+os.environ.setdefault("EVALUTRON_TEST_BROKER_URL", broker or "redis://127.0.0.1:6379/15")
+os.environ.setdefault("ANALYSIS_DEBOUNCE_SECONDS", "0")
