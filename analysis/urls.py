@@ -1,3 +1,5 @@
 from django.urls import path  # noqa: F401
 
+app_name = "analysis"
+
 urlpatterns: list = []

@@ -20,4 +20,4 @@ urlpatterns = [
 if settings.DEBUG:
     # Media (uploaded and synthesised clips) in the embedded setup; production serves MEDIA_ROOT
     # from the web server in front of the app.
-    urlpatterns += [path(f"{settings.MEDIA_URL}<path:path>", serve, {"document_root": settings.MEDIA_ROOT})]
+    urlpatterns += [path("media/<path:path>", serve, {"document_root": settings.MEDIA_ROOT})]

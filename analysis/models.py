@@ -1,0 +1,64 @@
+from __future__ import annotations
+
+from django.conf import settings
+from django.db import models
+from django.db.models import Q
+
+from grading.models import Campaign
+
+
+class RunStatus(models.TextChoices):
+    QUEUED = "queued", "Queued"
+    RUNNING = "running", "Running"
+    SUCCEEDED = "succeeded", "Succeeded"
+    FAILED = "failed", "Failed"
+
+
+class RunTrigger(models.TextChoices):
+    MANUAL = "manual", "Started from the report page"
+    API = "api", "Started through the API"
+    CLI = "cli", "Started from the command line"
+    AUTO = "auto", "Started after new judgments"
+
+
+class AnalysisRun(models.Model):
+    """One background computation over a campaign: parameters in, progress while it works, result out."""
+
+    campaign = models.ForeignKey(Campaign, on_delete=models.CASCADE, related_name="analysis_runs")
+    kind = models.CharField(max_length=30, default="campaign_report")
+    parameters = models.JSONField(default=dict, blank=True)
+    seed = models.BigIntegerField(default=0)
+    trigger = models.CharField(max_length=10, choices=RunTrigger.choices, default=RunTrigger.MANUAL)
+    status = models.CharField(max_length=10, choices=RunStatus.choices, default=RunStatus.QUEUED)
+    progress = models.PositiveSmallIntegerField(default=0)
+    stage = models.CharField(max_length=100, blank=True)
+    result = models.JSONField(null=True, blank=True)
+    error = models.TextField(blank=True)
+    timings = models.JSONField(default=dict, blank=True)
+    attempts = models.PositiveSmallIntegerField(default=0)
+    task_id = models.CharField(max_length=64, blank=True)
+    created_by = models.ForeignKey(settings.AUTH_USER_MODEL, null=True, blank=True, on_delete=models.SET_NULL, related_name="+")
+    created_at = models.DateTimeField(auto_now_add=True)
+    not_before = models.DateTimeField(null=True, blank=True, help_text="Debounced runs start no earlier than this.")
+    started_at = models.DateTimeField(null=True, blank=True)
+    heartbeat_at = models.DateTimeField(null=True, blank=True)
+    finished_at = models.DateTimeField(null=True, blank=True)
+
+    class Meta:
+        ordering = ["-created_at", "-id"]
+        indexes = [models.Index(fields=["campaign", "status"])]
+        constraints = [
+            models.CheckConstraint(condition=Q(progress__lte=100), name="analysis_progress_0_100"),
+            models.CheckConstraint(condition=Q(status__in=RunStatus.values), name="analysis_status_valid"),
+            # Debouncing: at most one automatic run waits in the queue per campaign.
+            models.UniqueConstraint(
+                fields=["campaign"], condition=Q(status="queued", trigger="auto"), name="analysis_one_queued_auto_run"
+            ),
+        ]
+
+    def __str__(self) -> str:
+        return f"{self.kind} #{self.pk} of {self.campaign} ({self.status})"
+
+    @property
+    def is_finished(self) -> bool:
+        return self.status in (RunStatus.SUCCEEDED, RunStatus.FAILED)

@@ -1,0 +1,20 @@
+"""The grading data model (DESIGN.md §2)."""
+from grading.models.campaigns import Campaign, CampaignRole, GuidelinesVersion
+from grading.models.items import Candidate, CandidateProvenance, Query, System, SystemOutput, Unit
+from grading.models.judgments import Assignment, GradingEvent, Judgment, Ordering
+
+__all__ = [
+    "Assignment",
+    "Campaign",
+    "CampaignRole",
+    "Candidate",
+    "CandidateProvenance",
+    "GradingEvent",
+    "GuidelinesVersion",
+    "Judgment",
+    "Ordering",
+    "Query",
+    "System",
+    "SystemOutput",
+    "Unit",
+]

@@ -1,0 +1,152 @@
+"""Creating and configuring campaigns: guidelines versions, roles and the initial assignments."""
+from __future__ import annotations
+
+import random
+from collections.abc import Iterable
+from typing import Any
+
+from django.contrib.auth import get_user_model
+from django.contrib.auth.models import AbstractBaseUser
+from django.db import transaction
+from django.db.models import Count, Max
+
+from grading import schemes
+from grading.errors import InvalidValue
+from grading.models import Assignment, Campaign, CampaignRole, GuidelinesVersion, Query, Unit
+from grading.models.choices import AssignmentSource, CampaignStatus, Policy, Role, Scheme
+
+
+@transaction.atomic
+def campaign_create(
+    *,
+    name: str,
+    slug: str,
+    scheme: str,
+    scheme_params: dict[str, Any] | None = None,
+    guidelines: str = "",
+    description: str = "",
+    status: str = CampaignStatus.DRAFT,
+    initial_overlap: int = 2,
+    max_overlap: int = 5,
+    budget: int | None = None,
+    policy: str = Policy.FIXED,
+    policy_params: dict[str, Any] | None = None,
+    created_by: AbstractBaseUser | None = None,
+) -> Campaign:
+    params = schemes.normalise_params(scheme, scheme_params)
+    if status not in CampaignStatus.values:
+        raise InvalidValue(f"status {status!r} is not one of {', '.join(CampaignStatus.values)}.", field="status", value=status)
+    if policy not in Policy.values:
+        raise InvalidValue(f"policy {policy!r} is not one of {', '.join(Policy.values)}.", field="policy", value=policy)
+    if initial_overlap < 1 or max_overlap < initial_overlap:
+        raise InvalidValue(
+            f"overlaps must satisfy 1 ≤ initial_overlap ({initial_overlap}) ≤ max_overlap ({max_overlap}).",
+            field="max_overlap", value=max_overlap,
+        )
+    campaign = Campaign.objects.create(
+        name=name, slug=slug, scheme=scheme, scheme_params=params, description=description, status=status,
+        initial_overlap=initial_overlap, max_overlap=max_overlap, budget=budget, policy=policy,
+        policy_params=policy_params or {}, created_by=created_by,
+    )
+    if guidelines:
+        campaign_set_guidelines(campaign=campaign, text=guidelines)
+    return campaign
+
+
+@transaction.atomic
+def campaign_set_guidelines(*, campaign: Campaign, text: str) -> GuidelinesVersion:
+    """Record new guidelines; unchanged text keeps the current version."""
+    campaign = Campaign.objects.select_for_update().get(pk=campaign.pk)
+    current = campaign.guidelines.order_by("-version").first()
+    if current is not None and current.text == text:
+        return current
+    version = (current.version if current else 0) + 1
+    guidelines = GuidelinesVersion.objects.create(campaign=campaign, version=version, text=text)
+    Campaign.objects.filter(pk=campaign.pk).update(guidelines_version=version)
+    return guidelines
+
+
+def campaign_set_status(*, campaign: Campaign, status: str) -> Campaign:
+    if status not in CampaignStatus.values:
+        raise InvalidValue(f"status {status!r} is not one of {', '.join(CampaignStatus.values)}.", field="status", value=status)
+    campaign.status = status
+    campaign.save(update_fields=["status", "updated_at"])
+    return campaign
+
+
+def role_grant(*, campaign: Campaign, user: AbstractBaseUser, role: str) -> CampaignRole:
+    if role not in Role.values:
+        raise InvalidValue(f"role {role!r} is not one of {', '.join(Role.values)}.", field="role", value=role)
+    existing = CampaignRole.objects.filter(campaign=campaign, user=user, role=role).first()
+    if existing:
+        return existing
+    pseudonym = ""
+    if role == Role.GRADER:
+        count = CampaignRole.objects.filter(campaign=campaign, role=Role.GRADER).count()
+        pseudonym = f"G{count + 1:02d}"
+    return CampaignRole.objects.create(campaign=campaign, user=user, role=role, pseudonym=pseudonym)
+
+
+def graders_of(campaign: Campaign) -> list[AbstractBaseUser]:
+    user_ids = CampaignRole.objects.filter(campaign=campaign, role=Role.GRADER).values_list("user_id", flat=True)
+    return list(get_user_model().objects.filter(pk__in=user_ids).order_by("pk"))
+
+
+@transaction.atomic
+def assignments_create_initial(*, campaign: Campaign, seed: int = 0) -> int:
+    """Give every unit (ordering campaigns: every query) `initial_overlap` graders.
+
+    Graders are chosen least-loaded first, ties broken by a seeded shuffle, so the work is spread
+    evenly; each grader sees their assignments in their own shuffled order. Existing assignments
+    count towards the overlap, so calling this twice adds nothing.
+    """
+    graders = graders_of(campaign)
+    if len(graders) < campaign.initial_overlap:
+        raise InvalidValue(
+            f"campaign {campaign.slug} has {len(graders)} graders but an initial overlap of {campaign.initial_overlap}.",
+            field="initial_overlap", value=campaign.initial_overlap,
+        )
+    rng = random.Random(seed)
+    by_ordering = campaign.scheme == Scheme.ORDERING
+    targets: Iterable[Unit | Query] = (
+        campaign.queries.order_by("position", "pk") if by_ordering else campaign.units.order_by("query_id", "position", "pk")
+    )
+    key = "query_id" if by_ordering else "unit_id"
+    have: dict[int, set[int]] = {}
+    for target_id, grader_id in Assignment.objects.filter(campaign=campaign).values_list(key, "grader_id"):
+        have.setdefault(target_id, set()).add(grader_id)
+    load = dict(Assignment.objects.filter(campaign=campaign).values_list("grader_id").annotate(n=Count("pk")))
+    position = dict(Assignment.objects.filter(campaign=campaign).values_list("grader_id").annotate(m=Max("position")))
+    new: list[Assignment] = []
+    for target in targets:
+        taken = have.get(target.pk, set())
+        pool = [g for g in graders if g.pk not in taken]
+        rng.shuffle(pool)
+        pool.sort(key=lambda g: load.get(g.pk, 0))
+        for grader in pool[: max(0, campaign.initial_overlap - len(taken))]:
+            load[grader.pk] = load.get(grader.pk, 0) + 1
+            new.append(Assignment(campaign=campaign, grader=grader, source=AssignmentSource.INITIAL,
+                                  **({"query": target} if by_ordering else {"unit": target, "query_id": target.query_id})))
+    _shuffle_positions(new, rng, position)
+    Assignment.objects.bulk_create(new)
+    return len(new)
+
+
+def _shuffle_positions(new: list[Assignment], rng: random.Random, start: dict[int, int | None]) -> None:
+    """Per grader, a random order of queries (and of candidates within each query)."""
+    per_grader: dict[int, list[Assignment]] = {}
+    for a in new:
+        per_grader.setdefault(a.grader_id, []).append(a)
+    for grader_id, items in per_grader.items():
+        groups: dict[int | None, list[Assignment]] = {}
+        for a in items:
+            groups.setdefault(a.query_id, []).append(a)
+        order = list(groups)
+        rng.shuffle(order)
+        pos = (start.get(grader_id) or 0) + 1
+        for query_id in order:
+            group = groups[query_id]
+            rng.shuffle(group)
+            for a in group:
+                a.position = pos
+                pos += 1

@@ -1,0 +1,139 @@
+"""What each event type carries, checked against the campaign's scheme (DESIGN.md §2)."""
+from __future__ import annotations
+
+import math
+from typing import Any
+
+from grading import schemes
+from grading.errors import InvalidValue
+from grading.models import Campaign, Candidate, Judgment, Query
+from grading.models.choices import Broad, EventType, Scheme
+
+# Event type -> the Judgment field it sets.
+JUDGMENT_FIELD = {
+    EventType.BROAD_SET: "broad",
+    EventType.FINE_SET: "fine",
+    EventType.SCORE_SET: "score",
+    EventType.LABEL_SET: "label",
+    EventType.PAIRWISE_SET: "verdict",
+    EventType.SKIP: "skipped",
+}
+# Value events that only make sense under one scheme.
+SCHEME_OF = {
+    EventType.BROAD_SET: Scheme.BROAD_FINE,
+    EventType.FINE_SET: Scheme.BROAD_FINE,
+    EventType.SCORE_SET: Scheme.NUMERIC,
+    EventType.LABEL_SET: Scheme.CATEGORICAL,
+    EventType.PAIRWISE_SET: Scheme.PAIRWISE,
+    EventType.ORDERING_CHANGED: Scheme.ORDERING,
+    EventType.ORDERING_SUBMITTED: Scheme.ORDERING,
+}
+AUDITION_ACTIONS = ("play", "pause", "seek", "ended")
+MAX_COMMENT = 5000
+
+
+def check_type_fits_scheme(campaign: Campaign, kind: str) -> None:
+    wanted = SCHEME_OF.get(kind)
+    if wanted is not None and wanted != campaign.scheme:
+        raise InvalidValue(
+            f"a {kind} event does not fit campaign {campaign.pk}, whose scheme is {campaign.scheme}.", field="type", value=kind
+        )
+
+
+def parse(campaign: Campaign, kind: str, payload: dict[str, Any], *, query: Query | None) -> Any:
+    """The validated value an event carries (None for events that carry no value)."""
+    params = campaign.scheme_params or {}
+    if kind in (EventType.BROAD_SET, EventType.FINE_SET, EventType.SCORE_SET, EventType.LABEL_SET, EventType.PAIRWISE_SET):
+        if "value" not in payload:
+            raise InvalidValue("payload.value is required.", field="payload.value", value=None)
+        value = payload["value"]
+        if kind == EventType.BROAD_SET:
+            return schemes.parse_broad(value)
+        if kind == EventType.FINE_SET:
+            return schemes.parse_fine(value)
+        if kind == EventType.SCORE_SET:
+            return schemes.parse_score(schemes.normalise_params(Scheme.NUMERIC, params), value)
+        if kind == EventType.LABEL_SET:
+            return schemes.parse_label(params, value)
+        return schemes.parse_verdict(value)
+    if kind == EventType.SKIP:
+        _optional_text(payload, "reason", 500)
+        return True
+    if kind == EventType.COMMENT:
+        return _optional_text(payload, "text", MAX_COMMENT, required=True)
+    if kind == EventType.AUDITION:
+        return _audition(payload)
+    if kind in (EventType.ORDERING_CHANGED, EventType.ORDERING_SUBMITTED):
+        return parse_ordering(query, payload.get("items"), field="payload.items")
+    return None
+
+
+def _optional_text(payload: dict[str, Any], key: str, limit: int, *, required: bool = False) -> str:
+    text = payload.get(key, None)
+    if text is None and not required:
+        return ""
+    if not isinstance(text, str) or (required and not text.strip()):
+        raise InvalidValue(f"payload.{key} must be a non-empty string.", field=f"payload.{key}", value=text)
+    if len(text) > limit:
+        raise InvalidValue(f"payload.{key} is longer than {limit} characters.", field=f"payload.{key}", value=text[:40] + "…")
+    return text
+
+
+def _audition(payload: dict[str, Any]) -> dict[str, Any]:
+    action = payload.get("action")
+    if action not in AUDITION_ACTIONS:
+        raise InvalidValue(
+            f"payload.action must be one of {', '.join(AUDITION_ACTIONS)}, got {action!r}.", field="payload.action", value=action
+        )
+    position = payload.get("position", 0)
+    if isinstance(position, bool) or not isinstance(position, int | float) or not math.isfinite(position) or position < 0:
+        raise InvalidValue(
+            f"payload.position must be a non-negative number of seconds, got {position!r}.", field="payload.position", value=position
+        )
+    return {"action": action, "position": float(position)}
+
+
+def parse_ordering(query: Query | None, items: Any, *, field: str = "items") -> list[str]:
+    """Check that items are a permutation of the query's candidates (by public id)."""
+    if query is None:
+        raise InvalidValue("an ordering needs a query.", field="query", value=None)
+    if not isinstance(items, list) or not all(isinstance(x, str) for x in items):
+        raise InvalidValue(f"{field} must be a list of candidate ids.", field=field, value=items)
+    expected = set(
+        Candidate.objects.filter(units__query=query).values_list("public_id", flat=True).distinct()
+    )
+    duplicates = sorted({x for x in items if items.count(x) > 1})
+    if duplicates:
+        raise InvalidValue(f"{field} lists {', '.join(duplicates)} more than once.", field=field, value=duplicates[0])
+    unknown = [x for x in items if x not in expected]
+    if unknown:
+        raise InvalidValue(f"{field} names {unknown[0]!r}, which is not a candidate of this query.", field=field, value=unknown[0])
+    missing = expected - set(items)
+    if missing:
+        raise InvalidValue(
+            f"{field} is not a complete ordering: {len(missing)} of the query's {len(expected)} candidates are missing.",
+            field=field, value=sorted(missing)[0],
+        )
+    return items
+
+
+def judgment_complete(campaign: Campaign, judgment: Judgment) -> bool:
+    scheme = campaign.scheme
+    if scheme == Scheme.BROAD_FINE:
+        return judgment.broad is not None and judgment.fine is not None
+    if scheme == Scheme.NUMERIC:
+        return judgment.score is not None
+    if scheme == Scheme.CATEGORICAL:
+        return judgment.label is not None
+    if scheme == Scheme.PAIRWISE:
+        return judgment.verdict is not None
+    return False
+
+
+def consistency_hint(campaign: Campaign, judgment: Judgment) -> str | None:
+    """A gentle, non-blocking note when BROAD and FINE tell different stories."""
+    if campaign.scheme != Scheme.BROAD_FINE or not schemes.fine_outside_band(campaign.scheme_params, judgment.broad, judgment.fine):
+        return None
+    lo, hi = schemes.normalise_params(Scheme.BROAD_FINE, campaign.scheme_params)["fine_bands"][judgment.broad]
+    label = Broad(judgment.broad).label
+    return f"FINE {judgment.fine} is unusual for {label}: most graders give {lo:g}–{hi:g}. Keep it if you mean it."

@@ -1,0 +1,110 @@
+from decimal import Decimal
+from uuid import uuid4
+
+import pytest
+
+from grading.errors import CampaignClosed, EventConflict, InvalidValue, NotAssigned, NotFound
+from grading.models import Assignment, GradingEvent, Judgment, Ordering
+from grading.models.choices import AssignmentStatus, CampaignStatus, Scheme
+from tests.factories import make_campaign, make_user, record
+
+pytestmark = pytest.mark.django_db
+
+
+def first_unit_of(grader, campaign):
+    return Assignment.objects.filter(grader=grader, campaign=campaign).order_by("position").first().unit
+
+
+def test_broad_then_fine_makes_a_complete_judgment_and_closes_the_assignment():
+    campaign = make_campaign()
+    grader = campaign.roles.first().user
+    unit = first_unit_of(grader, campaign)
+    record(grader, campaign, "broad_set", {"value": "VS"}, unit=unit, seq=1)
+    outcome = record(grader, campaign, "fine_set", {"value": 8.3}, unit=unit, seq=2)
+    judgment = Judgment.objects.get(grader=grader, unit=unit)
+    assert (judgment.broad, judgment.fine) == ("VS", Decimal("8.3"))
+    assert judgment.guidelines_version == 1
+    assert outcome.hint is None
+    assert Assignment.objects.get(grader=grader, unit=unit).status == AssignmentStatus.DONE
+    assert GradingEvent.objects.filter(grader=grader).count() == 2
+
+
+def test_it_stores_a_replayed_id_once_and_answers_the_same():
+    campaign = make_campaign()
+    grader = campaign.roles.first().user
+    unit = first_unit_of(grader, campaign)
+    event_id = uuid4()
+    first = record(grader, campaign, "broad_set", {"value": "SS"}, unit=unit, event_id=event_id)
+    again = record(grader, campaign, "broad_set", {"value": "SS"}, unit=unit, event_id=event_id)
+    assert GradingEvent.objects.count() == 1
+    assert again.replayed and again.as_dict()["event"] == first.as_dict()["event"]
+
+
+def test_it_refuses_an_id_reused_by_another_grader():
+    campaign = make_campaign()
+    a, b = [r.user for r in campaign.roles.all()]
+    event_id = uuid4()
+    record(a, campaign, "broad_set", {"value": "SS"}, unit=first_unit_of(a, campaign), event_id=event_id)
+    with pytest.raises(EventConflict):
+        record(b, campaign, "broad_set", {"value": "SS"}, unit=first_unit_of(b, campaign), event_id=event_id)
+
+
+@pytest.mark.parametrize("kind,value,field", [
+    ("fine_set", 10.5, "payload.value"), ("fine_set", 7.25, "payload.value"), ("fine_set", "7", "payload.value"),
+    ("fine_set", float("nan"), "payload.value"), ("broad_set", "XX", "payload.value"), ("score_set", 3, "type"),
+])
+def test_it_rejects_bad_values_and_stores_nothing(kind, value, field):
+    campaign = make_campaign()
+    grader = campaign.roles.first().user
+    with pytest.raises(InvalidValue) as err:
+        record(grader, campaign, kind, {"value": value}, unit=first_unit_of(grader, campaign))
+    assert err.value.field == field
+    assert GradingEvent.objects.count() == 0 and Judgment.objects.count() == 0
+
+
+def test_it_refuses_units_not_assigned_closed_campaigns_and_strangers():
+    campaign = make_campaign(graders=3, overlap=1, n_queries=1, n_candidates=3)
+    a = campaign.roles.first().user
+    others = Assignment.objects.filter(campaign=campaign).exclude(grader=a).first().unit
+    with pytest.raises(NotAssigned):
+        record(a, campaign, "broad_set", {"value": "NS"}, unit=others)
+    with pytest.raises(NotFound):
+        record(make_user(), campaign, "broad_set", {"value": "NS"}, unit=others)
+    campaign.status = CampaignStatus.CLOSED
+    campaign.save()
+    with pytest.raises(CampaignClosed):
+        record(a, campaign, "broad_set", {"value": "NS"}, unit=first_unit_of(a, campaign))
+    assert GradingEvent.objects.count() == 0
+
+
+def test_a_late_event_from_an_older_sequence_does_not_overwrite_a_newer_value():
+    campaign = make_campaign()
+    grader = campaign.roles.first().user
+    unit = first_unit_of(grader, campaign)
+    record(grader, campaign, "broad_set", {"value": "VS"}, unit=unit, seq=5)
+    record(grader, campaign, "broad_set", {"value": "NS"}, unit=unit, seq=4)
+    assert Judgment.objects.get(grader=grader, unit=unit).broad == "VS"
+    assert GradingEvent.objects.count() == 2
+
+
+def test_fine_outside_the_broad_band_gives_a_hint():
+    campaign = make_campaign()
+    grader = campaign.roles.first().user
+    unit = first_unit_of(grader, campaign)
+    record(grader, campaign, "broad_set", {"value": "VS"}, unit=unit)
+    outcome = record(grader, campaign, "fine_set", {"value": 2.1}, unit=unit)
+    assert "unusual for Very Similar" in outcome.hint
+
+
+def test_an_ordering_must_be_a_permutation_of_the_query_candidates():
+    campaign = make_campaign(scheme=Scheme.ORDERING, n_queries=1, n_candidates=4)
+    grader = campaign.roles.first().user
+    query = campaign.queries.get()
+    ids = list(campaign.candidates.values_list("public_id", flat=True))
+    with pytest.raises(InvalidValue, match="not a complete ordering"):
+        record(grader, campaign, "ordering_submitted", {"items": ids[:3]}, query=query)
+    with pytest.raises(InvalidValue, match="more than once"):
+        record(grader, campaign, "ordering_submitted", {"items": ids[:3] + ids[:1]}, query=query)
+    record(grader, campaign, "ordering_submitted", {"items": ids[::-1]}, query=query)
+    assert Ordering.objects.get(grader=grader, query=query).items == ids[::-1]
+    assert Assignment.objects.get(grader=grader, query=query).status == AssignmentStatus.DONE
