@@ -2,3 +2,35 @@
 
 Public functions are re-exported here; see README.md, "Metrics library".
 """
+
+# Agreement, confusability and stability (issue 4; docs/metrics.md).
+from ._checks import Undefined, reason_of  # noqa: F401
+from .agreement import (  # noqa: F401
+    cohen_kappa,
+    confusion_matrix,
+    fleiss_kappa,
+    fleiss_kappa_per_category,
+    landis_koch,
+)
+from .bootstrap import Estimate, cohen_kappa_ci, fleiss_kappa_ci, percentile_interval  # noqa: F401
+from .confusability import (  # noqa: F401
+    ca_corr,
+    confusability_summary,
+    ground_truth,
+    metric_by_band,
+    unit_confusability,
+    weighted_pearson,
+)
+from .krippendorff import krippendorff_alpha, krippendorff_alpha_ci  # noqa: F401
+from .patterns import (  # noqa: F401
+    Chi2,
+    chi2_graders,
+    chi2_independence,
+    chi2_queries,
+    fine_within_broad,
+    kind_summary,
+    pattern_kinds,
+    pattern_table,
+)
+from .shapes import collapse_counts, long_to_counts, long_to_wide, wide_to_counts  # noqa: F401
+from .stability import engagement, engagement_summary, event_flags, judgment_stability  # noqa: F401

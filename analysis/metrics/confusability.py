@@ -1,0 +1,150 @@
+"""Per-unit confusability and aggregates (DESIGN.md §5.3).
+
+Confusability in the style of Fu et al. as DESIGN.md §5.3 defines it: range, sample standard
+deviation and entropy (bits) of one unit's judgments, and confusability-aware evaluation of a system
+(correlation per confusability band, and caCorr: Pearson weighted by ``1 - normalised confusability``).
+"""
+from __future__ import annotations
+
+from typing import Literal
+
+import numpy as np
+import pandas as pd
+from numpy.typing import ArrayLike
+
+from ._checks import as_labels, choice, factorize_long, short
+
+Aggregate = Literal["mean", "median", "majority"]
+Measure = Literal["dif", "std", "entropy"]
+COLUMNS = ["n", "mean", "median", "majority", "dif", "std", "entropy"]
+
+
+def _majority(frame: pd.DataFrame, means: pd.Series) -> pd.Series:
+    """Most frequent value per unit; ties toward the value nearest the unit mean, then the lower."""
+    tally = frame.groupby(["unit", "value"], sort=False).size().rename("count").reset_index()
+    tally["distance"] = (tally["value"] - tally["unit"].map(means)).abs()
+    tally = tally.sort_values(["unit", "count", "distance", "value"], ascending=[True, False, True, True])
+    return tally.drop_duplicates("unit").set_index("unit")["value"]
+
+
+def _entropy(frame: pd.DataFrame, n: pd.Series) -> pd.Series:
+    tally = frame.groupby(["unit", "value"], sort=False).size().rename("count").reset_index()
+    share = tally["count"] / tally["unit"].map(n)
+    return (-share * np.log2(share)).groupby(tally["unit"]).sum() + 0.0
+
+
+def unit_confusability(frame: pd.DataFrame) -> pd.DataFrame:
+    """Aggregates and confusability of each unit's numeric judgments.
+
+    Parameters
+    ----------
+    frame : long DataFrame with columns ``unit``, ``grader``, ``value`` (numeric; map ordered
+        categories to their positions first).
+
+    Returns
+    -------
+    DataFrame indexed by unit (sorted) with ``n``, ``mean``, ``median``, ``majority`` (ties toward
+    the value nearest the mean, then the lower), ``dif`` (max - min), ``std`` (ddof=1, NaN when
+    n = 1) and ``entropy`` (bits, over the distinct values). {5,5,5,5,1} gives dif 4, std 1.79,
+    entropy 0.72; {4,3,3,2,2} gives 2, 0.84, 1.52.
+    """
+    factorize_long(frame)
+    values = pd.to_numeric(frame["value"], errors="coerce")
+    if values.isna().any():
+        raise ValueError(f"`frame['value']` must be numeric; got {short(frame['value'][values.isna()].iloc[0])}")
+    frame = pd.DataFrame({"unit": frame["unit"].to_numpy(), "value": values.to_numpy(dtype=float)})
+    groups = frame.groupby("unit")["value"]
+    out = pd.DataFrame({"n": groups.size(), "mean": groups.mean(), "median": groups.median()})
+    out["majority"] = _majority(frame, out["mean"])
+    out["dif"] = groups.max() - groups.min()
+    out["std"] = groups.std(ddof=1)
+    out["entropy"] = _entropy(frame, out["n"])
+    return out[COLUMNS]
+
+
+def confusability_summary(units: pd.DataFrame, min_judgments: int = 2) -> dict[str, float | int]:
+    """Campaign summary: mean dif, std and entropy over units with at least ``min_judgments``.
+
+    Parameters
+    ----------
+    units : the frame of :func:`unit_confusability`.
+
+    Returns
+    -------
+    dict with ``mean_dif``, ``mean_std``, ``mean_entropy``, ``n_units`` (units summarised) and
+    ``n_excluded`` (units with fewer judgments).
+    """
+    missing = [c for c in ("n", "dif", "std", "entropy") if c not in units.columns]
+    if missing:
+        raise ValueError(f"`units` lacks column(s) {missing}; pass the result of unit_confusability")
+    kept = units[units["n"] >= min_judgments]
+    means = {f"mean_{c}": float(kept[c].mean()) if len(kept) else float("nan")
+             for c in ("dif", "std", "entropy")}
+    return {**means, "n_units": len(kept), "n_excluded": int(len(units) - len(kept))}
+
+
+def _paired(system: ArrayLike, truth: ArrayLike, weight: ArrayLike) -> tuple[np.ndarray, ...]:
+    arrays = [np.asarray(as_labels(a, name=n), dtype=float)
+              for a, n in ((system, "system"), (truth, "truth"), (weight, "confusability"))]
+    if len({a.size for a in arrays}) != 1:
+        raise ValueError(f"`system`, `truth` and `confusability` differ in length: {[a.size for a in arrays]}")
+    if any(np.isnan(a).any() for a in arrays):
+        raise ValueError("`system`, `truth` and `confusability` must not contain NaN")
+    return tuple(arrays)
+
+
+def weighted_pearson(x: np.ndarray, y: np.ndarray, w: np.ndarray) -> float:
+    """Pearson correlation with unit weights ``w`` (NaN when a weighted variance is 0)."""
+    w = w / w.sum()
+    dx, dy = x - w @ x, y - w @ y
+    denom = np.sqrt((w @ dx**2) * (w @ dy**2))
+    return float(w @ (dx * dy) / denom) if denom > 0 else float("nan")
+
+
+def ca_corr(system: ArrayLike, truth: ArrayLike, confusability: ArrayLike) -> float:
+    """caCorr: Pearson correlation of system scores and ground truth weighted by ``1 - ca_hat``.
+
+    Parameters
+    ----------
+    system, truth : (n_units,) system scores and ground truth (mean, median or majority).
+    confusability : (n_units,) a confusability measure (dif, std or entropy); min-max normalised to
+        [0, 1] over these units to give ``ca_hat``.
+
+    Returns
+    -------
+    float; NaN when every unit is maximally confusable or a weighted variance is 0.
+    """
+    system, truth, conf = _paired(system, truth, confusability)
+    spread = conf.max() - conf.min()
+    weight = 1.0 - ((conf - conf.min()) / spread if spread > 0 else np.zeros_like(conf))
+    return weighted_pearson(system, truth, weight)
+
+
+def metric_by_band(system: ArrayLike, truth: ArrayLike, confusability: ArrayLike,
+                   edges: ArrayLike) -> pd.DataFrame:
+    """Pearson correlation of system and truth within confusability bands ``[e_k, e_k+1)``.
+
+    Returns
+    -------
+    DataFrame with ``band`` (interval), ``n``, ``pearson`` and ``mean_confusability`` per band.
+    """
+    system, truth, conf = _paired(system, truth, confusability)
+    edges = np.asarray(edges, dtype=float)
+    if edges.ndim != 1 or edges.size < 2 or (np.diff(edges) <= 0).any():
+        raise ValueError(f"`edges` must be an increasing 1-D array of >= 2 values, got {short(edges)}")
+    band = pd.cut(conf, edges, right=False)
+    frame = pd.DataFrame({"band": band, "s": system, "t": truth, "c": conf})
+    groups = frame.groupby("band", observed=False)
+    return pd.DataFrame({"n": groups.size(), "pearson": groups.apply(_pearson, include_groups=False),
+                         "mean_confusability": groups["c"].mean()}).reset_index()
+
+
+def _pearson(group: pd.DataFrame) -> float:
+    return weighted_pearson(group["s"].to_numpy(), group["t"].to_numpy(), np.ones(len(group))) \
+        if len(group) >= 2 else float("nan")
+
+
+def ground_truth(units: pd.DataFrame, aggregate: Aggregate = "mean") -> pd.Series:
+    """The chosen aggregate column of :func:`unit_confusability` (mean, median or majority)."""
+    return units[choice(aggregate, {"mean": "mean", "median": "median", "majority": "majority"},
+                        name="aggregate")]

@@ -1,0 +1,175 @@
+"""Agreement patterns, chi-squared tests of disagreement, and FINE-within-BROAD distributions.
+
+The pattern analysis and the two chi-squared tests follow the MIREX Audio Music Similarity
+meta-evaluation: Jones, M. C., Downie, J. S. & Ehmann, A. F. (2007). Human similarity judgments:
+implications for the design of formal evaluations. ISMIR 2007, 539-542.
+"""
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import Any, NamedTuple
+
+import numpy as np
+import pandas as pd
+from numpy.typing import ArrayLike
+from scipy.stats import chi2_contingency
+
+from ._checks import as_count_table, as_labels, short
+
+KINDS = ("full", "partial", "none")
+OTHER = "·"
+
+
+class Chi2(NamedTuple):
+    """Pearson's chi-squared test of independence (no continuity correction)."""
+
+    chi2: float
+    df: int
+    p: float
+    reason: str | None = None  # why the test is undefined, when chi2 is NaN
+
+
+def pattern_kinds(counts: ArrayLike) -> np.ndarray:
+    """Agreement pattern of each unit: "full" (all equal), "partial" (the most frequent value occurs
+    at least twice, not all equal) or "none" (all different); "" for units with < 2 judgments.
+
+    Parameters
+    ----------
+    counts : (n_units, n_categories) count table.
+
+    Returns
+    -------
+    (n_units,) array of str.
+    """
+    table = as_count_table(counts)
+    n_i, top = table.sum(axis=1), table.max(axis=1)
+    kinds = np.select([n_i < 2, top == n_i, top >= 2], ["", "full", "partial"], default="none")
+    return kinds.astype(str)
+
+
+def _pattern_label(row: np.ndarray, categories: Sequence[Any]) -> str:
+    """"VS,VS,VS", "SS,SS,·" or "VS,SS,NS": modal labels repeated, "·" for each other judgment."""
+    order = np.arange(len(categories))[::-1]  # highest category first, as in "VS,SS,NS"
+    top = row.max()
+    if top == 1:
+        return ",".join(str(categories[j]) for j in order if row[j] == 1)
+    modal = [str(categories[j]) for j in order if row[j] == top for _ in range(int(top))]
+    return ",".join(modal + [OTHER] * int(row.sum() - len(modal)))
+
+
+def pattern_table(counts: ArrayLike, categories: Sequence[Any]) -> pd.DataFrame:
+    """Units tabulated by agreement pattern.
+
+    Parameters
+    ----------
+    counts : (n_units, n_categories) count table; units with < 2 judgments are left out.
+    categories : the column labels, in scale order (patterns list the highest first).
+
+    Returns
+    -------
+    DataFrame with columns ``pattern``, ``kind``, ``count``, ``percent``; sorted by kind (full,
+    partial, none) then count descending.
+    """
+    table = as_count_table(counts)
+    if len(categories) != table.shape[1]:
+        raise ValueError(f"`categories` has {len(categories)} labels for {table.shape[1]} columns: "
+                         f"{short(list(categories))}")
+    table = table[table.sum(axis=1) >= 2]
+    distinct, inverse, sizes = np.unique(table, axis=0, return_inverse=True, return_counts=True)
+    labels = [_pattern_label(row, categories) for row in distinct]  # one per distinct count row
+    frame = pd.DataFrame({"pattern": labels, "kind": pattern_kinds(distinct) if len(distinct) else [],
+                          "count": sizes})
+    frame = frame.groupby(["pattern", "kind"], as_index=False)["count"].sum()
+    frame["percent"] = 100.0 * frame["count"] / max(1, table.shape[0])
+    frame["rank"] = frame["kind"].map({k: i for i, k in enumerate(KINDS)})
+    return frame.sort_values(["rank", "count", "pattern"], ascending=[True, False, True]) \
+        .drop(columns="rank").reset_index(drop=True)
+
+
+def kind_summary(counts: ArrayLike) -> dict[str, dict[str, float]]:
+    """Count and percent of units per pattern kind (full / partial / none)."""
+    kinds = pattern_kinds(counts)
+    kinds = kinds[kinds != ""]
+    total = max(1, kinds.size)
+    return {k: {"count": int((kinds == k).sum()), "percent": 100.0 * (kinds == k).sum() / total}
+            for k in KINDS}
+
+
+def chi2_independence(table: ArrayLike) -> Chi2:
+    """Pearson's chi-squared test on a contingency table, after dropping empty rows and columns.
+
+    Parameters
+    ----------
+    table : (r, c) array of non-negative counts.
+
+    Returns
+    -------
+    Chi2(chi2, df, p, reason); NaN with a reason when fewer than two non-empty rows or columns remain.
+    """
+    observed = as_count_table(table, name="table")
+    observed = observed[observed.sum(axis=1) > 0][:, observed.sum(axis=0) > 0]
+    if min(observed.shape) < 2:
+        return Chi2(float("nan"), 0, float("nan"), f"table has shape {observed.shape} after dropping "
+                    "empty rows and columns; the test needs at least 2 x 2")
+    result = chi2_contingency(observed, correction=False)
+    return Chi2(float(result.statistic), int(result.dof), float(result.pvalue))
+
+
+def chi2_graders(graders: ArrayLike, values: ArrayLike) -> Chi2:
+    """Do graders use the categories differently? chi-squared on the graders x categories table.
+
+    Parameters
+    ----------
+    graders, values : (n_judgments,) grader ids and their category labels.
+    """
+    graders, values = as_labels(graders, name="graders"), as_labels(values, name="values")
+    if graders.shape != values.shape:
+        raise ValueError(f"`graders` and `values` differ in length: {graders.size} != {values.size}")
+    return chi2_independence(pd.crosstab(graders, values).to_numpy())
+
+
+def chi2_queries(queries: ArrayLike, kinds: ArrayLike) -> Chi2:
+    """Does disagreement vary across queries? chi-squared on queries x {full, partial, none}.
+
+    Parameters
+    ----------
+    queries : (n_units,) the query of each unit.
+    kinds : (n_units,) pattern kinds from :func:`pattern_kinds`; units with "" are ignored.
+    """
+    queries, kinds = as_labels(queries, name="queries"), as_labels(kinds, name="kinds").astype(str)
+    if queries.shape != kinds.shape:
+        raise ValueError(f"`queries` and `kinds` differ in length: {queries.size} != {kinds.size}")
+    unknown = ~np.isin(kinds, [*KINDS, ""])
+    if unknown.any():
+        raise ValueError(f"`kinds` must be one of {KINDS}; got {kinds[unknown][0]!r}")
+    keep = kinds != ""
+    return chi2_independence(pd.crosstab(queries[keep], kinds[keep]).to_numpy())
+
+
+def fine_within_broad(broad: ArrayLike, fine: ArrayLike, categories: Sequence[Any]) -> pd.DataFrame:
+    """Distribution of FINE scores per BROAD category.
+
+    Parameters
+    ----------
+    broad : (n_judgments,) BROAD labels, one of ``categories``.
+    fine : (n_judgments,) FINE scores of the same judgments.
+    categories : BROAD labels in scale order (rows of the result, all present).
+
+    Returns
+    -------
+    DataFrame indexed by category: ``n``, ``mean``, ``std`` (ddof=1), ``min``, ``q1``, ``median``,
+    ``q3``, ``max``; NaN where a category has too few judgments.
+    """
+    broad = as_labels(broad, name="broad")
+    fine = np.asarray(as_labels(fine, name="fine"), dtype=float)
+    if broad.shape != fine.shape:
+        raise ValueError(f"`broad` and `fine` differ in length: {broad.size} != {fine.size}")
+    unknown = ~pd.Index(broad).isin(list(categories))
+    if unknown.any():
+        raise ValueError(f"`broad` has a label outside {list(categories)}: {broad[unknown][0]!r}")
+    groups = pd.Series(fine).groupby(pd.Categorical(broad, categories=list(categories)), observed=False)
+    out = pd.DataFrame({"n": groups.size(), "mean": groups.mean(), "std": groups.std(ddof=1),
+                        "min": groups.min(), "q1": groups.quantile(0.25), "median": groups.median(),
+                        "q3": groups.quantile(0.75), "max": groups.max()})
+    out.index = pd.Index(list(categories), name="broad")
+    return out

@@ -1,0 +1,109 @@
+"""Conversions between the three data shapes of DESIGN.md §3.
+
+- long: a DataFrame with one row per judgment, columns ``unit``, ``grader``, ``value``;
+- wide: an ``(n_units, n_graders)`` float matrix with NaN for missing;
+- counts: an ``(n_units, n_categories)`` table, ``counts[i, j]`` = judgments of unit i in category j.
+"""
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from typing import Any
+
+import numpy as np
+import pandas as pd
+from numpy.typing import ArrayLike
+
+from ._checks import as_count_table, as_wide, category_codes, factorize_long, short
+
+
+def long_to_wide(frame: pd.DataFrame) -> tuple[np.ndarray, pd.Index, pd.Index]:
+    """Pivot a long frame of numeric values to the wide matrix.
+
+    Parameters
+    ----------
+    frame : DataFrame with columns ``unit``, ``grader``, ``value`` (numeric), one row per pair.
+
+    Returns
+    -------
+    wide : (n_units, n_graders) float array, NaN where a grader did not judge a unit.
+    units, graders : the row and column labels, sorted.
+    """
+    unit_codes, units, grader_codes, graders = factorize_long(frame)
+    values = pd.to_numeric(frame["value"], errors="coerce").to_numpy(dtype=float)
+    if np.isnan(values).any():
+        raise ValueError(f"`frame['value']` must be numeric; got {short(frame['value'][np.isnan(values)].iloc[0])}")
+    wide = np.full((len(units), len(graders)), np.nan)
+    wide[unit_codes, grader_codes] = values
+    return wide, units, graders
+
+
+def codes_for(values: ArrayLike, categories: Sequence[Any] | None, *, name: str) -> tuple[np.ndarray, list]:
+    """Category codes 0..k-1 for ``values`` in the order of ``categories`` (default: sorted labels)."""
+    if categories is None:
+        categories = sorted(pd.unique(pd.Series(np.asarray(values))).tolist())
+    return category_codes(values, categories, name=name), list(categories)
+
+
+def long_to_counts(frame: pd.DataFrame, categories: Sequence[Any] | None = None,
+                   ) -> tuple[np.ndarray, pd.Index, list]:
+    """Count table from a long frame of category labels.
+
+    Returns
+    -------
+    counts : (n_units, n_categories) float array.
+    units : sorted unit labels (rows).
+    categories : the column labels, in the given order or sorted.
+    """
+    unit_codes, units, _, _ = factorize_long(frame)
+    codes, categories = codes_for(frame["value"], categories, name="frame['value']")
+    k = len(categories)
+    flat = np.bincount(unit_codes * k + codes, minlength=len(units) * k)
+    return flat.reshape(len(units), k).astype(float), units, categories
+
+
+def wide_to_counts(ratings: ArrayLike, n_categories: int | None = None) -> np.ndarray:
+    """Count table from a wide matrix of integer category codes ``0..k-1`` (NaN missing).
+
+    Returns
+    -------
+    counts : (n_units, n_categories) float array.
+    """
+    wide = as_wide(ratings)
+    observed = ~np.isnan(wide)
+    codes = wide[observed]
+    if (codes < 0).any() or (codes != np.round(codes)).any():
+        raise ValueError(f"`ratings` must hold category codes 0..k-1; got {codes[(codes < 0) | (codes != np.round(codes))][0]!r}")
+    k = int(codes.max()) + 1 if n_categories is None else n_categories
+    if codes.max() >= k:
+        raise ValueError(f"`ratings` has code {codes.max()!r} >= n_categories={k}")
+    units = np.nonzero(observed)[0]
+    flat = np.bincount(units * k + codes.astype(np.int64), minlength=wide.shape[0] * k)
+    return flat.reshape(wide.shape[0], k).astype(float)
+
+
+def collapse_counts(counts: ArrayLike, categories: Sequence[Any], mapping: Mapping[Any, Any],
+                    ) -> tuple[np.ndarray, list]:
+    """Merge categories of a count table, e.g. ``{"VS": "S", "SS": "S"}`` turns NS/SS/VS into NS/S.
+
+    Categories not named in ``mapping`` keep their label. The new categories keep the order in which
+    they first appear along ``categories``.
+
+    Returns
+    -------
+    counts : (n_units, n_new_categories) float array.
+    categories : the new labels.
+    """
+    table = as_count_table(counts)
+    categories = list(categories)
+    if len(categories) != table.shape[1]:
+        raise ValueError(f"`categories` has {len(categories)} labels for {table.shape[1]} columns: "
+                         f"{short(categories)}")
+    unknown = [key for key in mapping if key not in categories]
+    if unknown:
+        raise ValueError(f"`mapping` names categories that do not exist: {unknown}; "
+                         f"categories are {categories}")
+    target = [mapping.get(c, c) for c in categories]
+    new_codes, new_categories = pd.factorize(pd.Index(target, dtype=object))
+    collapsed = np.zeros((table.shape[0], len(new_categories)))
+    np.add.at(collapsed.T, new_codes, table.T)
+    return collapsed, list(new_categories)

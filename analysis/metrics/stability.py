@@ -1,0 +1,127 @@
+"""Judgment stability and engagement from the event log (DESIGN.md §5.2).
+
+Input: one row per set-event of one scale (BROAD or FINE), columns ``grader``, ``unit``, ``seq``
+(anything that orders a grader's events: a sequence number or a timestamp) and ``value``. A grading
+opportunity is a (grader, unit) pair. Its first event sets the initial value; each later event is a
+*change*; a change back to the initial value (from another) is a *revert*; a change to the value
+already current is a *repeat*. FINE compares with a tolerance: ``|a - b| <= tolerance`` is equal.
+"""
+from __future__ import annotations
+
+import numpy as np
+import pandas as pd
+
+from ._checks import as_long, short
+
+EVENT_COLUMNS = ("grader", "unit", "seq", "value")
+
+
+def _as_events(events: pd.DataFrame, tolerance: float) -> pd.DataFrame:
+    if not isinstance(tolerance, int | float) or not tolerance >= 0:
+        raise ValueError(f"`tolerance` must be a number >= 0, got {short(tolerance)}")
+    as_long(events, name="events", columns=EVENT_COLUMNS[:3])
+    if "value" not in events.columns or events["value"].isna().any():
+        raise ValueError("`events` needs a `value` column without missing values")
+    if events.duplicated(["grader", "unit", "seq"]).any():
+        row = events[events.duplicated(["grader", "unit", "seq"])].iloc[0]
+        raise ValueError(f"`events` has two events with seq {row['seq']!r} for grader {row['grader']!r}, "
+                         f"unit {row['unit']!r}")
+    return events.sort_values(["grader", "unit", "seq"], kind="stable").reset_index(drop=True)
+
+
+def _same(a: pd.Series, b: pd.Series, tolerance: float) -> np.ndarray:
+    if tolerance == 0 or not pd.api.types.is_numeric_dtype(a):
+        return (a == b).to_numpy()
+    return ((a - b).abs() <= tolerance + 1e-12).to_numpy()
+
+
+def event_flags(events: pd.DataFrame, *, tolerance: float = 0.0) -> pd.DataFrame:
+    """Each event flagged as ``first``, ``change``, ``revert`` and ``repeat``.
+
+    Parameters
+    ----------
+    events : DataFrame with columns grader, unit, seq, value (see the module docstring).
+    tolerance : values within it count as equal (0 for BROAD; e.g. 0.05 for FINE).
+
+    Returns
+    -------
+    The events sorted by grader, unit, seq with boolean columns added.
+    """
+    frame = _as_events(events, tolerance)
+    key = frame.groupby(["grader", "unit"], sort=False).ngroup()
+    first = (key != key.shift()).to_numpy()
+    initial = frame["value"].groupby(key).transform("first")
+    previous = frame["value"].shift()
+    repeat = ~first & _same(frame["value"], previous, tolerance)
+    revert = ~first & ~repeat & _same(frame["value"], initial, tolerance)
+    return frame.assign(opportunity=key.to_numpy(), first=first, change=~first, revert=revert,
+                        repeat=repeat)
+
+
+def _summarise(flags: pd.DataFrame) -> dict[str, float | int]:
+    per_opp = flags.groupby("opportunity")["first"].size()
+    freq = per_opp.value_counts()
+    mode = int(freq.sort_index().idxmax())  # lowest of the most frequent
+    changes = int(flags["change"].sum())
+    return {
+        "opportunities": int(per_opp.size), "events": int(len(flags)),
+        "mean_events": float(per_opp.mean()), "max_events": int(per_opp.max()),
+        "mode_events": mode, "share_at_mode": float(freq[mode] / per_opp.size),
+        "pct_changed": float(100.0 * (per_opp > 1).mean()), "changes": changes,
+        "reverts": int(flags["revert"].sum()),
+        "pct_reverts": float(100.0 * flags["revert"].sum() / changes) if changes else 0.0,
+        "repeats": int(flags["repeat"].sum()),
+    }
+
+
+def judgment_stability(events: pd.DataFrame, *, tolerance: float = 0.0) -> dict[str, object]:
+    """Stability of judgments: overall and per grader.
+
+    Parameters
+    ----------
+    events : DataFrame with columns grader, unit, seq, value -- one scale's set-events.
+    tolerance : equality tolerance for numeric values (FINE).
+
+    Returns
+    -------
+    dict with ``overall`` (opportunities, events, mean_events, max_events, mode_events,
+    share_at_mode, pct_changed, changes, reverts, pct_reverts, repeats) and ``per_grader`` (a
+    DataFrame with the same columns, indexed by grader).
+    """
+    flags = event_flags(events, tolerance=tolerance)
+    per_grader = pd.DataFrame.from_dict(
+        {g: _summarise(part) for g, part in flags.groupby("grader", sort=True)}, orient="index")
+    per_grader.index.name = "grader"
+    return {"overall": _summarise(flags), "per_grader": per_grader}
+
+
+def engagement(events: pd.DataFrame) -> pd.DataFrame:
+    """Time on unit and auditions per grading opportunity.
+
+    Parameters
+    ----------
+    events : DataFrame with columns grader, unit, ``ts`` (datetime or seconds) and ``type`` (event
+        type names of DESIGN.md §2: an ``audition`` row counts as one audition -- pass only the
+        ``play`` actions if pauses and seeks should not count).
+
+    Returns
+    -------
+    DataFrame indexed by (grader, unit): ``seconds`` (last event time - first event time) and
+    ``auditions``.
+    """
+    as_long(events, name="events", columns=("grader", "unit", "ts", "type"))
+    ts = events["ts"]
+    seconds = ts.astype("int64") / 1e9 if pd.api.types.is_datetime64_any_dtype(ts) else ts.astype(float)
+    frame = pd.DataFrame({"grader": events["grader"], "unit": events["unit"], "t": seconds,
+                          "audition": (events["type"] == "audition").astype(int)})
+    groups = frame.groupby(["grader", "unit"])
+    return pd.DataFrame({"seconds": groups["t"].max() - groups["t"].min(),
+                         "auditions": groups["audition"].sum()})
+
+
+def engagement_summary(per_opportunity: pd.DataFrame) -> dict[str, float]:
+    """Mean and median seconds on a unit and auditions per unit, over opportunities."""
+    return {"mean_seconds": float(per_opportunity["seconds"].mean()),
+            "median_seconds": float(per_opportunity["seconds"].median()),
+            "mean_auditions": float(per_opportunity["auditions"].mean()),
+            "median_auditions": float(per_opportunity["auditions"].median())}
