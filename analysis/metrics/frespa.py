@@ -376,3 +376,27 @@ def frespa_support_counts(golds: ArrayLike, target: ArrayLike | None = None, *, 
     cap = params.length_range(k)[1]
     return support_counts(precedence(gpos), [Problem(tuple(range(n)), targets)],
                           params.support_threshold(n), cap)[0][-1]
+
+
+def leave_one_out_terms(gpos: np.ndarray, extra: np.ndarray, grid: list[FrespaParams]) -> np.ndarray:
+    """``S(O_i; refs) - S(reverse(O_i); refs)`` for each gold i and each parameter set.
+
+    ``refs`` are the other golds plus the ``(e, k)`` ``extra`` positions (noise orderings). The
+    exact counts are computed once, at the lowest support threshold and longest length of ``grid``,
+    and every parameter set is scored from them. Returns shape ``(len(grid), n)``, NaN where P is empty.
+    """
+    n, k = gpos.shape
+    n_ref = n - 1 + len(extra)
+    s_min = min(p.support_threshold(n_ref) for p in grid)
+    max_len = max(p.length_range(k)[1] for p in grid)
+    out = np.full((len(grid), n), math.nan)
+    if s_min > n_ref or max_len < 2:
+        return out
+    stack = np.concatenate([gpos, extra]) if len(extra) else gpos
+    problems = [Problem(tuple(j for j in range(len(stack)) if j != i),
+                        precedence(np.stack([gpos[i], k - 1 - gpos[i]]))) for i in range(n)]
+    for i, counts in enumerate(support_counts(precedence(stack), problems, s_min, max_len)):
+        for g, params in enumerate(grid):
+            out[g, i] = (weighted_ratio(counts[1], counts[0], params, n_ref, k)
+                         - weighted_ratio(counts[2], counts[0], params, n_ref, k))
+    return out
