@@ -34,3 +34,24 @@ from .patterns import (  # noqa: F401
 )
 from .shapes import collapse_counts, long_to_counts, long_to_wide, wide_to_counts  # noqa: F401
 from .stability import engagement, engagement_summary, event_flags, judgment_stability  # noqa: F401
+
+# isort: split
+# Orderings: AC/WCA/RBA, exact FreSPA, ED, noise robustness (issue 5; docs/orderings.md).
+from .frespa import FrespaParams, frespa, frespa_scores, frespa_support_counts  # noqa: F401
+from .orderings import (  # noqa: F401
+    METHODS,
+    ac_score,
+    correlation_matrix,
+    evaluation_discriminativeness,
+    frespa_grid_search,
+    kendall_tau,
+    kendall_w,
+    mean_pairwise_tau,
+    noise_robustness,
+    rba_consensus,
+    rba_score,
+    score_orderings,
+    spearman_rho,
+    wca_score,
+    wca_weights,
+)
