@@ -39,8 +39,8 @@ def reason_of(value: float) -> str | None:
 
 
 def short(value: Any, limit: int = 80) -> str:
-    """A repr cut to ``limit`` characters, for error messages."""
-    text = repr(value)
+    """A repr cut to ``limit`` characters, for error messages (numpy scalars shown as Python ones)."""
+    text = repr(value.item() if isinstance(value, np.generic) else value)
     return text if len(text) <= limit else text[: limit - 3] + "..."
 
 
@@ -73,7 +73,7 @@ def as_count_table(counts: ArrayLike, *, name: str = "counts") -> np.ndarray:
     if bad.any():
         row, col = np.argwhere(bad)[0]
         raise ValueError(f"`{name}` must hold non-negative integer counts; "
-                         f"{name}[{row}, {col}] = {table[row, col]!r}")
+                         f"{name}[{row}, {col}] = {table[row, col]:g}")
     return table
 
 
@@ -82,15 +82,15 @@ def as_wide(ratings: ArrayLike, *, name: str = "ratings") -> np.ndarray:
     wide = _as_2d_float(ratings, name=name)
     if np.isinf(wide).any():
         row, col = np.argwhere(np.isinf(wide))[0]
-        raise ValueError(f"`{name}` must be finite or NaN; {name}[{row}, {col}] = {wide[row, col]!r}")
+        raise ValueError(f"`{name}` must be finite or NaN; {name}[{row}, {col}] = {wide[row, col]:g}")
     if np.isnan(wide).all():
         raise ValueError(f"`{name}` holds no ratings (all NaN, shape {wide.shape})")
     return wide
 
 
-def as_labels(values: ArrayLike, *, name: str) -> np.ndarray:
+def as_labels(values: ArrayLike, *, name: str, dtype: Any = None) -> np.ndarray:
     """A non-empty 1-D array."""
-    array = np.asarray(values)
+    array = np.asarray(values, dtype=dtype)
     if array.ndim != 1:
         raise ValueError(f"`{name}` must be 1-D, got shape {array.shape}")
     if array.size == 0:
@@ -111,7 +111,7 @@ def as_long(frame: pd.DataFrame, *, name: str = "frame",
     for column in columns:
         if frame[column].hasnans:
             row = frame.index[np.argmax(frame[column].isna().to_numpy())]
-            raise ValueError(f"`{name}` has a missing {column!r} in row {row!r}")
+            raise ValueError(f"`{name}` has a missing {short(column)} in row {short(row)}")
     return frame
 
 
@@ -130,8 +130,8 @@ def factorize_long(frame: pd.DataFrame, *, name: str = "frame",
     seen = np.bincount(key)
     if seen.max() > 1:
         row = frame.iloc[int(np.nonzero(seen[key] > 1)[0][1])]
-        raise ValueError(f"`{name}` has more than one judgment for unit {row['unit']!r} "
-                         f"by grader {row['grader']!r}")
+        raise ValueError(f"`{name}` has more than one judgment for unit {short(row['unit'])} "
+                         f"by grader {short(row['grader'])}")
     return unit_codes, units, grader_codes, graders
 
 
@@ -140,7 +140,7 @@ def check_in_scale(values: np.ndarray, *, low: float, high: float, name: str) ->
     outside = ~np.isnan(values) & ((values < low) | (values > high))
     if outside.any():
         raise ValueError(f"`{name}` has a value outside the scale [{low}, {high}]: "
-                         f"{values[outside].flat[0]!r}")
+                         f"{values[outside].flat[0]:g}")
 
 
 def category_codes(values: ArrayLike, categories: Sequence[Any], *, name: str) -> np.ndarray:
@@ -152,7 +152,7 @@ def category_codes(values: ArrayLike, categories: Sequence[Any], *, name: str) -
     positions = known.get_indexer(pd.Index(uniques))
     if (positions < 0).any():
         raise ValueError(f"`{name}` has a value outside the declared categories {list(categories)}: "
-                         f"{uniques[np.argmax(positions < 0)]!r}")
+                         f"{short(uniques[np.argmax(positions < 0)])}")
     return positions[codes].astype(np.int64)
 
 

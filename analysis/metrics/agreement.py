@@ -145,8 +145,8 @@ def confusion_matrix(ratings1: ArrayLike, ratings2: ArrayLike, categories: Seque
         (default: the sorted labels seen).
     categories : the labels.
     """
-    a = as_labels(ratings1, name="ratings1").astype(object)
-    b = as_labels(ratings2, name="ratings2").astype(object)
+    a = as_labels(ratings1, name="ratings1", dtype=object)
+    b = as_labels(ratings2, name="ratings2", dtype=object)
     if a.shape != b.shape:
         raise ValueError(f"`ratings1` and `ratings2` differ in length: {a.shape[0]} != {b.shape[0]}")
     both = ~(_missing(a) | _missing(b))

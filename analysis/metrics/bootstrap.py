@@ -17,7 +17,7 @@ from typing import Any, NamedTuple
 import numpy as np
 from numpy.typing import ArrayLike
 
-from ._checks import Undefined, as_count_table, as_positive_int, as_rng, reason_of
+from ._checks import Undefined, as_count_table, as_positive_int, as_rng, reason_of, short
 from .agreement import (
     Weights,
     cohen_from_table,
@@ -63,7 +63,7 @@ def bootstrap_replicates(n_units: int, replicate: Callable[[np.ndarray], np.ndar
 def percentile_interval(replicates: np.ndarray, confidence: float = 0.95) -> tuple[float, float]:
     """The central ``confidence`` interval of the defined (non-NaN) replicates; NaN if none are."""
     if not 0 < confidence < 1:
-        raise ValueError(f"`confidence` must lie in (0, 1), got {confidence!r}")
+        raise ValueError(f"`confidence` must lie in (0, 1), got {short(confidence)}")
     defined = replicates[~np.isnan(replicates)]
     if defined.size == 0:
         return float("nan"), float("nan")

@@ -141,7 +141,7 @@ def chi2_queries(queries: ArrayLike, kinds: ArrayLike) -> Chi2:
         raise ValueError(f"`queries` and `kinds` differ in length: {queries.size} != {kinds.size}")
     unknown = ~np.isin(kinds, [*KINDS, ""])
     if unknown.any():
-        raise ValueError(f"`kinds` must be one of {KINDS}; got {kinds[unknown][0]!r}")
+        raise ValueError(f"`kinds` must be one of {KINDS}; got {short(kinds[unknown][0])}")
     keep = kinds != ""
     return chi2_independence(pd.crosstab(queries[keep], kinds[keep]).to_numpy())
 
@@ -166,7 +166,7 @@ def fine_within_broad(broad: ArrayLike, fine: ArrayLike, categories: Sequence[An
         raise ValueError(f"`broad` and `fine` differ in length: {broad.size} != {fine.size}")
     unknown = ~pd.Index(broad).isin(list(categories))
     if unknown.any():
-        raise ValueError(f"`broad` has a label outside {list(categories)}: {broad[unknown][0]!r}")
+        raise ValueError(f"`broad` has a label outside {list(categories)}: {short(broad[unknown][0])}")
     groups = pd.Series(fine).groupby(pd.Categorical(broad, categories=list(categories)), observed=False)
     out = pd.DataFrame({"n": groups.size(), "mean": groups.mean(), "std": groups.std(ddof=1),
                         "min": groups.min(), "q1": groups.quantile(0.25), "median": groups.median(),

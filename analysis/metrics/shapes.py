@@ -75,7 +75,7 @@ def wide_to_counts(ratings: ArrayLike, n_categories: int | None = None) -> np.nd
         raise ValueError(f"`ratings` must hold category codes 0..k-1; got {codes[(codes < 0) | (codes != np.round(codes))][0]!r}")
     k = int(codes.max()) + 1 if n_categories is None else n_categories
     if codes.max() >= k:
-        raise ValueError(f"`ratings` has code {codes.max()!r} >= n_categories={k}")
+        raise ValueError(f"`ratings` has code {short(codes.max())} >= n_categories={k}")
     units = np.nonzero(observed)[0]
     flat = np.bincount(units * k + codes.astype(np.int64), minlength=wide.shape[0] * k)
     return flat.reshape(wide.shape[0], k).astype(float)

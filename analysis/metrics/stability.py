@@ -24,8 +24,8 @@ def _as_events(events: pd.DataFrame, tolerance: float) -> pd.DataFrame:
         raise ValueError("`events` needs a `value` column without missing values")
     if events.duplicated(["grader", "unit", "seq"]).any():
         row = events[events.duplicated(["grader", "unit", "seq"])].iloc[0]
-        raise ValueError(f"`events` has two events with seq {row['seq']!r} for grader {row['grader']!r}, "
-                         f"unit {row['unit']!r}")
+        raise ValueError(f"`events` has two events with seq {short(row['seq'])} for grader {short(row['grader'])}, "
+                         f"unit {short(row['unit'])}")
     return events.sort_values(["grader", "unit", "seq"], kind="stable").reset_index(drop=True)
 
 

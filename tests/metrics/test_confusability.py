@@ -1,0 +1,76 @@
+"""Per-unit confusability, aggregates and confusability-aware evaluation (DESIGN.md §5.3)."""
+import numpy as np
+import pandas as pd
+import pytest
+
+from analysis.metrics import ca_corr, confusability_summary, ground_truth, metric_by_band, unit_confusability
+
+
+def long(units: dict) -> pd.DataFrame:
+    rows = [(u, f"g{i}", v) for u, values in units.items() for i, v in enumerate(values)]
+    return pd.DataFrame(rows, columns=["unit", "grader", "value"])
+
+
+def test_design_examples():
+    table = unit_confusability(long({"a": [5, 5, 5, 5, 1], "b": [4, 3, 3, 2, 2]}))
+    assert table.loc["a", ["dif", "std", "entropy"]].round(2).tolist() == [4, 1.79, 0.72]
+    assert table.loc["b", ["dif", "std", "entropy"]].round(2).tolist() == [2, 0.84, 1.52]
+    assert table.loc["a", "majority"] == 5 and table.loc["a", "median"] == 5
+
+
+def test_majority_ties_go_to_the_value_nearest_the_mean_then_the_lower():
+    table = unit_confusability(long({"near": [1, 1, 4, 4, 5], "lower": [2, 2, 4, 4], "b": [4, 3, 3, 2, 2]}))
+    assert table.loc["near", "majority"] == 4  # mean 3.0: 4 is nearer than 1
+    assert table.loc["lower", "majority"] == 2  # mean 3.0: equidistant, take the lower
+    assert table.loc["b", "majority"] == 3  # mean 2.8: 3 is nearer than 2
+
+
+def test_single_judgment_has_nan_std_and_is_excluded_from_the_summary():
+    table = unit_confusability(long({"a": [3], "b": [1, 3]}))
+    assert np.isnan(table.loc["a", "std"]) and table.loc["a", "entropy"] == 0
+    summary = confusability_summary(table)
+    assert summary == {"mean_dif": 2.0, "mean_std": pytest.approx(np.sqrt(2)), "mean_entropy": 1.0,
+                       "n_units": 1, "n_excluded": 1}
+
+
+def test_matches_a_direct_computation_on_random_data():
+    rng = np.random.default_rng(2)
+    frame = pd.DataFrame({"unit": np.repeat(np.arange(200), 5), "grader": np.tile(np.arange(5), 200),
+                          "value": rng.integers(0, 5, 1000).astype(float)})
+    table = unit_confusability(frame.sample(frac=1, random_state=1))
+    values = frame["value"].to_numpy().reshape(200, 5)
+    assert table["std"].to_numpy() == pytest.approx(values.std(axis=1, ddof=1))
+    assert table["dif"].to_numpy() == pytest.approx(np.ptp(values, axis=1))
+    p = np.stack([(values == v).mean(1) for v in range(5)], axis=1)
+    entropy = -(np.where(p > 0, p * np.log2(np.where(p > 0, p, 1)), 0)).sum(1)
+    assert table["entropy"].to_numpy() == pytest.approx(entropy)
+
+
+def test_ca_corr_is_pearson_with_confusability_weights():
+    rng = np.random.default_rng(4)
+    truth, system, conf = rng.normal(size=30), rng.normal(size=30), rng.random(30)
+    w = 1 - (conf - conf.min()) / np.ptp(conf)
+    expected = np.cov(system, truth, aweights=w)[0, 1] / np.sqrt(
+        np.cov(system, aweights=w) * np.cov(truth, aweights=w))
+    assert ca_corr(system, truth, conf) == pytest.approx(expected)
+    assert ca_corr(system, truth, np.ones(30)) == pytest.approx(np.corrcoef(system, truth)[0, 1])
+
+
+def test_metric_by_band_and_ground_truth():
+    rng = np.random.default_rng(6)
+    truth, conf = rng.normal(size=40), np.linspace(0, 2, 40)
+    bands = metric_by_band(truth + rng.normal(size=40) * conf, truth, conf, [0, 1, 2.01])
+    assert bands["n"].tolist() == [20, 20] and bands["pearson"].iloc[0] > bands["pearson"].iloc[1]
+    table = unit_confusability(long({"a": [1, 2, 2]}))
+    assert ground_truth(table, "majority").tolist() == [2]
+
+
+def test_errors():
+    with pytest.raises(ValueError, match="`aggregate` must be one of 'mean', 'median', 'majority'"):
+        ground_truth(unit_confusability(long({"a": [1, 2]})), "mode")
+    with pytest.raises(ValueError, match="must be numeric"):
+        unit_confusability(long({"a": ["x", "y"]}))
+    with pytest.raises(ValueError, match="differ in length"):
+        ca_corr([1, 2], [1, 2], [1])
+    with pytest.raises(ValueError, match="`edges` must be an increasing"):
+        metric_by_band([1, 2], [1, 2], [0, 1], [1, 0])

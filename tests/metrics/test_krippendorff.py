@@ -1,0 +1,88 @@
+"""Krippendorff's alpha: the published worked example, the `krippendorff` package, invariances."""
+import krippendorff
+import numpy as np
+import pytest
+
+from analysis.metrics import Undefined, krippendorff_alpha, reason_of
+
+nan = np.nan
+# Krippendorff (2011), "Computing Krippendorff's Alpha-Reliability", section C: 4 observers x 12
+# units with missing values; the paper gives alpha = 0.743 (nominal), 0.815 (ordinal), 0.849
+# (interval) and 0.797 (ratio).
+KRIPPENDORFF_2011 = np.array([
+    [1, 2, 3, 3, 2, 1, 4, 1, 2, nan, nan, nan],
+    [1, 2, 3, 3, 2, 2, 4, 1, 2, 5, nan, 3],
+    [nan, 3, 3, 3, 2, 3, 4, 2, 2, 5, 1, nan],
+    [1, 2, 3, 3, 2, 4, 4, 1, 2, 5, 1, nan],
+]).T  # (units, observers)
+
+
+@pytest.mark.parametrize("level, expected", [("nominal", 0.743), ("ordinal", 0.815),
+                                             ("interval", 0.849), ("ratio", 0.797)])
+def test_krippendorff_2011_worked_example(level, expected):
+    assert krippendorff_alpha(KRIPPENDORFF_2011, level) == pytest.approx(expected, abs=5e-4)
+
+
+def test_krippendorff_2011_binary_example():
+    # Krippendorff (2011), section A: two observers, ten units, binary data; alpha = 0.095.
+    a = [0, 1, 0, 0, 0, 0, 0, 0, 1, 0]
+    b = [1, 1, 1, 0, 0, 1, 0, 0, 0, 0]
+    assert krippendorff_alpha(np.column_stack([a, b]), "nominal") == pytest.approx(0.095, abs=5e-4)
+
+
+@pytest.mark.parametrize("level", ["nominal", "ordinal", "interval", "ratio"])
+def test_matches_the_krippendorff_package_on_random_data(level):
+    rng = np.random.default_rng(["nominal", "ordinal", "interval", "ratio"].index(level))
+    compared = 0
+    for _ in range(100):
+        n_units, n_graders = int(rng.integers(2, 40)), int(rng.integers(2, 7))
+        scale = rng.choice([3, 5, 11])
+        wide = rng.integers(1, scale + 1, size=(n_units, n_graders)).astype(float)
+        wide[rng.random(wide.shape) < rng.uniform(0, 0.5)] = nan
+        pairable = (~np.isnan(wide)).sum(1) >= 2
+        if pairable.sum() < 1 or np.unique(wide[pairable][~np.isnan(wide[pairable])]).size < 2:
+            continue
+        expected = krippendorff.alpha(reliability_data=wide.T, level_of_measurement=level)
+        assert krippendorff_alpha(wide, level) == pytest.approx(expected, abs=1e-9)
+        compared += 1
+    assert compared > 80
+
+
+def test_continuous_values_interval():
+    rng = np.random.default_rng(5)
+    wide = rng.normal(size=(50, 4)) + rng.normal(size=(50, 1)) * 2
+    wide[rng.random(wide.shape) < 0.2] = nan
+    expected = krippendorff.alpha(reliability_data=wide.T, level_of_measurement="interval")
+    assert krippendorff_alpha(wide, "interval") == pytest.approx(expected, abs=1e-9)
+
+
+@pytest.mark.parametrize("level", ["nominal", "ordinal", "interval", "ratio"])
+def test_invariant_to_shuffling_units_and_graders(level):
+    rng = np.random.default_rng(0)
+    shuffled = KRIPPENDORFF_2011[rng.permutation(12)][:, rng.permutation(4)]
+    assert krippendorff_alpha(shuffled, level) == pytest.approx(krippendorff_alpha(KRIPPENDORFF_2011, level))
+
+
+def test_nominal_is_invariant_to_relabelling_and_interval_to_affine_maps():
+    relabelled = np.array([0, 7, 3, 9, 1, 4])[np.nan_to_num(KRIPPENDORFF_2011).astype(int)]
+    relabelled = np.where(np.isnan(KRIPPENDORFF_2011), nan, relabelled)
+    assert krippendorff_alpha(relabelled, "nominal") == pytest.approx(0.743, abs=5e-4)
+    assert krippendorff_alpha(3 * KRIPPENDORFF_2011 - 7, "interval") == pytest.approx(0.849, abs=5e-4)
+
+
+def test_perfect_agreement_gives_one_and_no_variation_gives_nan():
+    assert krippendorff_alpha([[1, 1], [2, 2], [3, nan]], "ordinal") == 1.0
+    alpha = krippendorff_alpha([[2, 2], [2, 2, ]], "interval")
+    assert isinstance(alpha, Undefined) and "identical" in reason_of(alpha)
+    assert "no unit" in reason_of(krippendorff_alpha([[1, nan], [nan, 2]], "nominal"))
+
+
+def test_errors_name_the_argument():
+    with pytest.raises(ValueError, match="`level` must be one of 'nominal', 'ordinal', 'interval', 'ratio'; got 'metric'"):
+        krippendorff_alpha(KRIPPENDORFF_2011, "metric")
+    with pytest.raises(ValueError, match="all NaN"):
+        krippendorff_alpha([[nan, nan]], "nominal")
+    with pytest.raises(ValueError, match=r"ratings\[0, 1\] = inf"):
+        krippendorff_alpha([[1, np.inf]], "nominal")
+    with pytest.raises(ValueError, match="rectangular"):
+        krippendorff_alpha([[1, 2], [3]], "nominal")

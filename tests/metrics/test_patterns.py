@@ -1,0 +1,92 @@
+"""Agreement patterns, chi-squared tests and FINE within BROAD."""
+import numpy as np
+import pytest
+from scipy.stats import chi2_contingency
+
+from analysis.metrics import (
+    chi2_graders,
+    chi2_independence,
+    chi2_queries,
+    collapse_counts,
+    fine_within_broad,
+    kind_summary,
+    pattern_kinds,
+    pattern_table,
+)
+
+LEVELS = ["NS", "SS", "VS"]
+
+
+def test_kinds_full_partial_none():
+    counts = [[3, 0, 0], [2, 1, 0], [1, 1, 1], [1, 0, 0], [2, 2, 0], [0, 4, 1]]
+    assert pattern_kinds(counts).tolist() == ["full", "partial", "none", "", "partial", "partial"]
+
+
+def test_pattern_table_at_three_and_two_levels():
+    counts = np.array([[0, 0, 3], [0, 0, 3], [0, 2, 1], [1, 1, 1], [3, 0, 0], [0, 1, 0]])
+    table = pattern_table(counts, LEVELS)
+    assert table[["pattern", "kind", "count"]].values.tolist() == [
+        ["VS,VS,VS", "full", 2], ["NS,NS,NS", "full", 1], ["SS,SS,·", "partial", 1], ["VS,SS,NS", "none", 1]]
+    assert table["percent"].sum() == pytest.approx(100)
+    two, labels = collapse_counts(counts, LEVELS, {"VS": "S", "SS": "S"})
+    table2 = pattern_table(two, labels)
+    assert table2[["pattern", "count"]].values.tolist() == [["S,S,S", 3], ["NS,NS,NS", 1], ["S,S,·", 1]]
+
+
+def test_kind_summary_percentages():
+    summary = kind_summary([[3, 0, 0], [2, 1, 0], [1, 1, 1], [0, 0, 3], [1, 0, 0]])
+    assert summary["full"] == {"count": 2, "percent": 50.0}
+    assert summary["none"]["count"] == 1
+
+
+def test_chi2_matches_scipy_on_random_tables():
+    rng = np.random.default_rng(11)
+    for _ in range(300):
+        table = rng.integers(0, 30, size=(rng.integers(2, 6), rng.integers(2, 6)))
+        table = table[table.sum(1) > 0][:, table.sum(0) > 0]
+        if min(table.shape) < 2:
+            continue
+        expected = chi2_contingency(table, correction=False)
+        result = chi2_independence(table)
+        assert result.chi2 == pytest.approx(expected.statistic, abs=1e-9)
+        assert result.p == pytest.approx(expected.pvalue, abs=1e-9)
+        assert result.df == expected.dof
+
+
+def test_chi2_graders_builds_the_graders_by_categories_table():
+    graders = ["a"] * 4 + ["b"] * 4
+    values = ["NS", "NS", "SS", "VS", "VS", "VS", "SS", "VS"]
+    expected = chi2_contingency(np.array([[2, 1, 1], [0, 1, 3]]), correction=False)
+    assert chi2_graders(graders, values).chi2 == pytest.approx(expected.statistic)
+
+
+def test_chi2_queries_ignores_units_without_a_pattern():
+    queries = ["q1", "q1", "q2", "q2", "q3"]
+    kinds = ["full", "none", "partial", "partial", ""]
+    expected = chi2_contingency(np.array([[1, 1, 0], [0, 0, 2]]), correction=False)
+    assert chi2_queries(queries, kinds).chi2 == pytest.approx(expected.statistic)
+
+
+def test_degenerate_table_gives_nan_with_reason():
+    result = chi2_graders(["a", "b"], ["NS", "NS"])
+    assert np.isnan(result.chi2) and "2 x 2" in result.reason
+
+
+def test_fine_within_broad_quartiles():
+    broad = ["NS", "NS", "NS", "VS", "VS"]
+    fine = [0.0, 1.0, 2.0, 9.0, 10.0]
+    table = fine_within_broad(broad, fine, LEVELS)
+    assert table.loc["NS", "median"] == 1.0 and table.loc["NS", "q1"] == 0.5
+    assert table.loc["VS", "std"] == pytest.approx(np.std([9, 10], ddof=1))
+    assert table.loc["SS", "n"] == 0 and np.isnan(table.loc["SS", "mean"])
+
+
+def test_errors():
+    with pytest.raises(ValueError, match="`kinds` must be one of"):
+        chi2_queries(["q"], ["most"])
+    with pytest.raises(ValueError, match="`broad` has a label outside"):
+        fine_within_broad(["XX"], [1.0], LEVELS)
+    with pytest.raises(ValueError, match="`categories` has 2 labels for 3 columns"):
+        pattern_table([[1, 1, 1]], ["NS", "SS"])
+    with pytest.raises(ValueError, match="differ in length"):
+        chi2_graders(["a"], ["NS", "SS"])

@@ -1,0 +1,65 @@
+"""Judgment stability and engagement from the event log (DESIGN.md §5.2)."""
+import pandas as pd
+import pytest
+
+from analysis.metrics import engagement, engagement_summary, event_flags, judgment_stability
+
+
+def events(rows):
+    return pd.DataFrame(rows, columns=["grader", "unit", "seq", "value"])
+
+
+LOG = events([
+    ("g", "u1", 1, "SS"), ("g", "u1", 2, "VS"), ("g", "u1", 3, "VS"), ("g", "u1", 4, "SS"),
+    ("g", "u2", 1, "NS"),
+    ("h", "u1", 2, "NS"), ("h", "u1", 1, "NS"),
+])
+
+
+def test_changes_reverts_and_repeats():
+    flags = event_flags(LOG)
+    g_u1 = flags[(flags.grader == "g") & (flags.unit == "u1")]
+    assert g_u1[["change", "revert", "repeat"]].values.tolist() == [
+        [False, False, False], [True, False, False], [True, False, True], [True, True, False]]
+
+
+def test_overall_summary():
+    overall = judgment_stability(LOG)["overall"]
+    assert overall == {
+        "opportunities": 3, "events": 7, "mean_events": pytest.approx(7 / 3), "max_events": 4,
+        "mode_events": 1, "share_at_mode": pytest.approx(1 / 3), "pct_changed": pytest.approx(200 / 3),
+        "changes": 4, "reverts": 1, "pct_reverts": 25.0, "repeats": 2}
+
+
+def test_per_grader_summary_and_order_independence():
+    shuffled = LOG.sample(frac=1, random_state=3)
+    per_grader = judgment_stability(shuffled)["per_grader"]
+    assert per_grader.loc["g", "opportunities"] == 2 and per_grader.loc["h", "repeats"] == 1
+    assert per_grader.loc["g", "mode_events"] == 1  # tie between 1 and 4 events: the lower
+
+
+def test_fine_with_tolerance():
+    log = events([("g", "u", 1, 5.0), ("g", "u", 2, 5.05), ("g", "u", 3, 7.0), ("g", "u", 4, 5.1)])
+    strict = judgment_stability(log)["overall"]
+    tolerant = judgment_stability(log, tolerance=0.1)["overall"]
+    assert (strict["repeats"], strict["reverts"]) == (0, 0)
+    assert (tolerant["repeats"], tolerant["reverts"]) == (1, 1)
+
+
+def test_engagement_from_timestamps():
+    ts = pd.to_datetime(["2024-01-01 10:00:00", "2024-01-01 10:00:30", "2024-01-01 10:01:00",
+                         "2024-01-01 11:00:00"])
+    log = pd.DataFrame({"grader": ["g", "g", "g", "h"], "unit": ["u", "u", "u", "u"], "ts": ts,
+                        "type": ["unit_viewed", "audition", "broad_set", "audition"]})
+    per = engagement(log)
+    assert per.loc[("g", "u"), "seconds"] == 60 and per.loc[("g", "u"), "auditions"] == 1
+    assert engagement_summary(per)["mean_seconds"] == 30
+
+
+def test_errors():
+    with pytest.raises(ValueError, match="`tolerance` must be a number >= 0"):
+        judgment_stability(LOG, tolerance=-1)
+    with pytest.raises(ValueError, match="lacks column"):
+        judgment_stability(LOG.drop(columns="seq"))
+    with pytest.raises(ValueError, match="two events with seq 1"):
+        judgment_stability(pd.concat([LOG, LOG.iloc[:1]]))
