@@ -56,13 +56,14 @@ def campaign_create(
 @transaction.atomic
 def campaign_set_guidelines(*, campaign: Campaign, text: str) -> GuidelinesVersion:
     """Record new guidelines; unchanged text keeps the current version."""
-    campaign = Campaign.objects.select_for_update().get(pk=campaign.pk)
+    Campaign.objects.select_for_update().filter(pk=campaign.pk).first()  # serialise concurrent edits
     current = campaign.guidelines.order_by("-version").first()
     if current is not None and current.text == text:
         return current
     version = (current.version if current else 0) + 1
     guidelines = GuidelinesVersion.objects.create(campaign=campaign, version=version, text=text)
     Campaign.objects.filter(pk=campaign.pk).update(guidelines_version=version)
+    campaign.guidelines_version = version
     return guidelines
 
 
