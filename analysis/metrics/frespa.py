@@ -81,7 +81,7 @@ def as_orderings(orderings: ArrayLike, *, name: str = "orderings") -> tuple[np.n
     dup = np.argwhere(srt[:, 1:] == srt[:, :-1])
     if len(dup):
         row, col = dup[0]
-        raise ValueError(f"`{name}` row {row} repeats item {srt[row, col]!r}")
+        raise ValueError(f"`{name}` row {row} repeats item {srt[row, col].item()!r}")
     bad = np.flatnonzero((srt != srt[0]).any(axis=1))
     if len(bad):
         row = bad[0]
@@ -356,7 +356,8 @@ def frespa(golds: ArrayLike, target: ArrayLike, *, min_sup: float = 0.75, min_le
     1.0
     """
     params = FrespaParams(min_sup, min_len, max_len, w_len, w_sup)
-    return float(frespa_scores(golds, np.asarray(target)[None, :], params)[0])
+    items, gpos = as_orderings(golds, name="golds")
+    return float(_scores(gpos, as_target(target, items)[None, :], params)[0])
 
 
 def frespa_support_counts(golds: ArrayLike, target: ArrayLike | None = None, *, min_sup: float = 0.0,
