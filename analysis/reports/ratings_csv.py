@@ -1,0 +1,91 @@
+"""Read a long ratings CSV (``unit,grader,value`` or ``unit,grader,broad,fine``, optional ``query``).
+
+Errors name the line and the field: ``RatingsFileError("line 7, field 'value': 'x' is not a number")``.
+Line numbers count the header as line 1 (a quoted field spanning lines would shift them).
+"""
+from __future__ import annotations
+
+from collections.abc import Sequence
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import pandas as pd
+
+REQUIRED = {"categorical": ("unit", "grader", "value"), "numeric": ("unit", "grader", "value"),
+            "broad_fine": ("unit", "grader", "broad", "fine")}
+FINE_SCALE = (0.0, 10.0)
+
+
+class RatingsFileError(ValueError):
+    """A malformed ratings file; the message names the line and field."""
+
+
+def read_ratings_csv(path: str | Path, *, scheme: str, categories: Sequence[Any] | None = None) -> pd.DataFrame:
+    """The judgments of a ratings CSV as a long DataFrame (values as str, or float where numeric)."""
+    try:
+        frame = pd.read_csv(path, dtype=str, keep_default_na=False, skip_blank_lines=False,
+                            skipinitialspace=True)
+    except FileNotFoundError:
+        raise RatingsFileError(f"{path}: no such file") from None
+    except (pd.errors.ParserError, UnicodeDecodeError) as exc:
+        raise RatingsFileError(f"{path}: {str(exc).strip()}") from None
+    except pd.errors.EmptyDataError:
+        raise RatingsFileError(f"{path}: the file is empty (expected a header line)") from None
+    frame.columns = [str(c).strip() for c in frame.columns]
+    missing = [c for c in REQUIRED[scheme] if c not in frame.columns]
+    if missing:
+        raise RatingsFileError(f"{path}: line 1 (header) lacks field {missing[0]!r}; "
+                               f"a {scheme} file needs {','.join(REQUIRED[scheme])}")
+    columns = [*REQUIRED[scheme], *(["query"] if "query" in frame.columns else [])]
+    frame = frame[columns].apply(lambda column: column.str.strip())
+    if frame.empty:
+        raise RatingsFileError(f"{path}: no judgments after the header")
+    _check_filled(frame, path)
+    _check_values(frame, path, scheme, categories)
+    _check_unique(frame, path)
+    return frame
+
+
+def _line(frame: pd.DataFrame, mask: np.ndarray) -> int:
+    return int(frame.index[np.argmax(mask)]) + 2
+
+
+def _check_filled(frame: pd.DataFrame, path: str | Path) -> None:
+    for column in frame.columns:
+        empty = frame[column].isna().to_numpy() | (frame[column] == "").to_numpy()
+        if empty.any():
+            raise RatingsFileError(f"{path}: line {_line(frame, empty)}, field {column!r}: empty")
+
+
+def _check_values(frame: pd.DataFrame, path: str | Path, scheme: str, categories: Sequence[Any] | None) -> None:
+    numeric = {"numeric": "value", "broad_fine": "fine"}.get(scheme)
+    if numeric:
+        values = pd.to_numeric(frame[numeric], errors="coerce")
+        bad = values.isna().to_numpy() | ~np.isfinite(values.to_numpy(dtype=float, na_value=np.nan))
+        if bad.any():
+            raise RatingsFileError(f"{path}: line {_line(frame, bad)}, field {numeric!r}: "
+                                   f"{frame[numeric].to_numpy()[bad][0]!r} is not a number")
+        if scheme == "broad_fine":
+            outside = ((values < FINE_SCALE[0]) | (values > FINE_SCALE[1])).to_numpy()
+            if outside.any():
+                raise RatingsFileError(f"{path}: line {_line(frame, outside)}, field 'fine': "
+                                       f"{values.to_numpy()[outside][0]:g} is outside the scale 0-10")
+        frame[numeric] = values
+    label = {"categorical": "value", "broad_fine": "broad"}.get(scheme)
+    if label and categories is not None:
+        unknown = ~frame[label].isin([str(c) for c in categories]).to_numpy()
+        if unknown.any():
+            raise RatingsFileError(f"{path}: line {_line(frame, unknown)}, field {label!r}: "
+                                   f"{frame[label].to_numpy()[unknown][0]!r} is not one of "
+                                   f"{','.join(map(str, categories))}")
+
+
+def _check_unique(frame: pd.DataFrame, path: str | Path) -> None:
+    repeated = frame.duplicated(["unit", "grader"]).to_numpy()
+    if repeated.any():
+        row = frame.iloc[int(np.argmax(repeated))]
+        first = frame[(frame["unit"] == row["unit"]) & (frame["grader"] == row["grader"])].index[0] + 2
+        raise RatingsFileError(f"{path}: line {_line(frame, repeated)}, fields 'unit','grader': second "
+                               f"judgment of unit {row['unit']!r} by grader {row['grader']!r} "
+                               f"(first on line {first})")
