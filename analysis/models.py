@@ -62,3 +62,36 @@ class AnalysisRun(models.Model):
     @property
     def is_finished(self) -> bool:
         return self.status in (RunStatus.SUCCEEDED, RunStatus.FAILED)
+
+
+class UnitResult(models.Model):
+    """One unit's aggregates and confusability as computed by one analysis run.
+
+    Stored as rows rather than inside ``AnalysisRun.result`` so that a campaign of 200,000 units
+    does not make every report view parse a huge JSON document: the report queries the few rows it
+    shows, and the ground-truth export streams them.
+    """
+
+    run = models.ForeignKey(AnalysisRun, on_delete=models.CASCADE, related_name="unit_results")
+    unit = models.ForeignKey("grading.Unit", on_delete=models.CASCADE, related_name="+")
+    query_id = models.BigIntegerField(null=True, blank=True)
+    n = models.PositiveIntegerField()
+    mean = models.FloatField(null=True)
+    median = models.FloatField(null=True)
+    majority = models.FloatField(null=True)
+    dif = models.FloatField(null=True)
+    std = models.FloatField(null=True)
+    entropy = models.FloatField(null=True)
+    # The BROAD distribution (broad_fine campaigns), or label counts (categorical) in `distribution`.
+    n_ns = models.PositiveIntegerField(null=True)
+    n_ss = models.PositiveIntegerField(null=True)
+    n_vs = models.PositiveIntegerField(null=True)
+    distribution = models.JSONField(null=True, blank=True)
+
+    class Meta:
+        ordering = ["run", "unit"]
+        indexes = [models.Index(fields=["run", "std"]), models.Index(fields=["run", "entropy"])]
+        constraints = [models.UniqueConstraint(fields=["run", "unit"], name="unit_result_unique")]
+
+    def __str__(self) -> str:
+        return f"unit {self.unit_id} in run {self.run_id}"

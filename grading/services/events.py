@@ -9,6 +9,7 @@ from __future__ import annotations
 import json
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
+from functools import partial
 from typing import Any
 from uuid import UUID
 
@@ -17,6 +18,7 @@ from django.db import IntegrityError, transaction
 from django.utils import timezone
 
 from grading.errors import CampaignClosed, EventConflict, InvalidValue, NotAssigned, NotFound
+from grading.hooks import judgments_changed
 from grading.models import Assignment, Campaign, GradingEvent, Judgment, Ordering, Query, Unit
 from grading.models.choices import AssignmentStatus, EventType, Role, Scheme
 from grading.services import payloads
@@ -125,6 +127,7 @@ def event_record(*, grader: AbstractBaseUser, data: EventInput) -> EventOutcome:
     elif data.type in payloads.JUDGMENT_FIELD:
         outcome.judgment = _apply_judgment(event, campaign, assignment, data.type, value)
         outcome.hint = payloads.consistency_hint(campaign, outcome.judgment)
+    transaction.on_commit(partial(judgments_changed, campaign.pk))  # reports read events too (stability)
     return outcome
 
 

@@ -1,0 +1,174 @@
+"""Reads for analysis: campaign data as DataFrames, overview counts, runs and their stored results.
+
+Loading uses ``values_list`` in chunks (never model instances), so a million judgments become a
+DataFrame without a million Python objects alive at once.
+"""
+from __future__ import annotations
+
+from collections.abc import Iterator
+from itertools import islice
+from typing import Any
+
+import pandas as pd
+from django.contrib.auth.models import AbstractBaseUser
+from django.db.models import Count, FloatField, Max, Min, Q, QuerySet
+from django.db.models.functions import Cast
+
+from analysis.models import AnalysisRun, RunStatus, UnitResult
+from grading.models import Assignment, Campaign, CampaignRole, GradingEvent, Judgment, Ordering, Query, Unit
+from grading.models.choices import AssignmentStatus, EventType, Role
+
+CHUNK = 50_000
+VALUE_EVENTS = (EventType.BROAD_SET, EventType.FINE_SET, EventType.SCORE_SET, EventType.LABEL_SET)
+JUDGMENT_COLUMNS = ["unit", "grader", "query", "broad", "fine", "score", "label", "verdict"]
+
+
+def _chunks(rows: Iterator[tuple], size: int = CHUNK) -> Iterator[list[tuple]]:
+    while batch := list(islice(rows, size)):
+        yield batch
+
+
+def _frame(qs: QuerySet, columns: list[str]) -> pd.DataFrame:
+    parts = [pd.DataFrame.from_records(batch, columns=columns) for batch in _chunks(qs.iterator(chunk_size=CHUNK))]
+    return pd.concat(parts, ignore_index=True) if parts else pd.DataFrame(columns=columns)
+
+
+def judgments_frame(*, campaign_id: int) -> pd.DataFrame:
+    """One row per (unit, grader) judgment that is not skipped: the long shape, all value columns."""
+    qs = (
+        Judgment.objects.filter(campaign_id=campaign_id, skipped=False)
+        .order_by()
+        .values_list("unit_id", "grader_id", "unit__query_id", "broad", Cast("fine", FloatField()), "score",
+                     "label", "verdict")
+    )
+    frame = _frame(qs, JUDGMENT_COLUMNS)
+    for column in ("fine", "score"):
+        frame[column] = pd.to_numeric(frame[column], errors="coerce").astype(float)
+    return frame
+
+
+def value_events_frame(*, campaign_id: int) -> pd.DataFrame:
+    """The value-setting events (broad_set, fine_set, score_set, label_set) in the order they were made.
+
+    Columns: grader, unit, type, seq (0.. within each grader × unit × type, by client time, then the
+    page session's sequence number, then arrival), value.
+    """
+    qs = (
+        GradingEvent.objects.filter(campaign_id=campaign_id, type__in=VALUE_EVENTS, unit__isnull=False)
+        .order_by()
+        .values_list("grader_id", "unit_id", "type", "client_ts", "seq", "server_ts", "payload__value")
+    )
+    frame = _frame(qs, ["grader", "unit", "type", "client_ts", "session_seq", "server_ts", "value"])
+    frame = frame.sort_values(["client_ts", "session_seq", "server_ts"], kind="stable")
+    frame["seq"] = frame.groupby(["grader", "unit", "type"]).cumcount()
+    return frame[["grader", "unit", "type", "seq", "value"]].reset_index(drop=True)
+
+
+def unit_events_frame(*, campaign_id: int) -> pd.DataFrame:
+    """Every event about a unit (grader, unit, ts, type), for time on unit and auditions (plays)."""
+    qs = (
+        GradingEvent.objects.filter(campaign_id=campaign_id, unit__isnull=False)
+        .order_by()
+        .values_list("grader_id", "unit_id", "client_ts", "type", "payload__action")
+    )
+    frame = _frame(qs, ["grader", "unit", "ts", "type", "action"])
+    frame["ts"] = pd.to_datetime(frame["ts"], utc=True)
+    # An audition counts once, when it starts playing: pauses, seeks and ends are not new auditions.
+    frame.loc[(frame["type"] == EventType.AUDITION) & (frame["action"] != "play"), "type"] = "audition_other"
+    return frame.drop(columns="action")
+
+
+def orderings_frame(*, campaign_id: int) -> pd.DataFrame:
+    """One row per submitted ordering: query, grader, items (candidate public ids, first = most)."""
+    qs = Ordering.objects.filter(campaign_id=campaign_id).order_by("query_id", "grader_id").values_list(
+        "query_id", "grader_id", "items")
+    return _frame(qs, ["query", "grader", "items"])
+
+
+def query_labels(*, campaign_id: int) -> dict[int, str]:
+    return {pk: title or ext for pk, ext, title in
+            Query.objects.filter(campaign_id=campaign_id).values_list("pk", "external_id", "title")}
+
+
+def unit_labels(*, unit_ids: list[int]) -> dict[int, dict[str, Any]]:
+    rows = Unit.objects.filter(pk__in=unit_ids).values_list("pk", "external_id", "query_id", "candidate__public_id")
+    return {pk: {"external_id": ext, "query": q, "candidate": cand} for pk, ext, q, cand in rows}
+
+
+def grader_pseudonyms(*, campaign_id: int) -> dict[int, str]:
+    """user id -> pseudonym for the campaign's graders (a stable fallback when none is set)."""
+    rows = CampaignRole.objects.filter(campaign_id=campaign_id, role=Role.GRADER).values_list("user_id", "pseudonym")
+    return {user_id: pseudonym or f"grader-{user_id}" for user_id, pseudonym in rows}
+
+
+def campaign_overview(*, campaign_id: int) -> dict[str, Any]:
+    """The Evalutron 6000 summary table: counts and the time span of the event log."""
+    campaign = Campaign.objects.get(pk=campaign_id)
+    assignments = Assignment.objects.filter(campaign_id=campaign_id).aggregate(
+        total=Count("pk"), done=Count("pk", filter=Q(status=AssignmentStatus.DONE)),
+        open=Count("pk", filter=Q(status=AssignmentStatus.OPEN)),
+        skipped=Count("pk", filter=Q(status=AssignmentStatus.SKIPPED)),
+    )
+    events = GradingEvent.objects.filter(campaign_id=campaign_id).order_by().aggregate(
+        n=Count("pk"), first=Min("server_ts"), last=Max("server_ts"))
+    judgments = Judgment.objects.filter(campaign_id=campaign_id, skipped=False).order_by().aggregate(
+        n=Count("pk"), graders=Count("grader_id", distinct=True), units=Count("unit_id", distinct=True))
+    span = (events["last"] - events["first"]).total_seconds() if events["first"] else None
+    return {
+        "campaign": campaign.name, "scheme": campaign.scheme, "status": campaign.status,
+        "guidelines_version": campaign.guidelines_version,
+        "units": campaign.units.count(), "queries": campaign.queries.count(),
+        "graders": CampaignRole.objects.filter(campaign_id=campaign_id, role=Role.GRADER).count(),
+        "active_graders": judgments["graders"], "judgments": judgments["n"], "units_judged": judgments["units"],
+        "orderings": Ordering.objects.filter(campaign_id=campaign_id).count(),
+        "events": events["n"], "assignments": assignments["total"], "assignments_done": assignments["done"],
+        "assignments_open": assignments["open"], "assignments_skipped": assignments["skipped"],
+        "first_event": events["first"].isoformat() if events["first"] else None,
+        "last_event": events["last"].isoformat() if events["last"] else None,
+        "span_seconds": span,
+    }
+
+
+# --- runs ---------------------------------------------------------------------------------------
+
+def run_latest(*, campaign_id: int) -> AnalysisRun | None:
+    return AnalysisRun.objects.filter(campaign_id=campaign_id).order_by("-created_at", "-id").first()
+
+
+def run_latest_good(*, campaign_id: int) -> AnalysisRun | None:
+    return (AnalysisRun.objects.filter(campaign_id=campaign_id, status=RunStatus.SUCCEEDED)
+            .order_by("-finished_at", "-id").first())
+
+
+def run_active(*, campaign_id: int) -> AnalysisRun | None:
+    return (AnalysisRun.objects.filter(campaign_id=campaign_id, status__in=[RunStatus.QUEUED, RunStatus.RUNNING])
+            .order_by("-created_at", "-id").first())
+
+
+def unit_results(*, run_id: int) -> QuerySet[UnitResult]:
+    return UnitResult.objects.filter(run_id=run_id).order_by("unit_id")
+
+
+def unit_results_extremes(*, run_id: int, measure: str = "std", limit: int = 10) -> dict[str, list[dict[str, Any]]]:
+    """The most and least confusable units of a run by ``measure`` (units with ≥ 2 judgments)."""
+    base = UnitResult.objects.filter(run_id=run_id, n__gte=2, **{f"{measure}__isnull": False})
+    fields = ["unit_id", "unit__external_id", "query_id", "n", "mean", "dif", "std", "entropy"]
+    most = list(base.order_by(f"-{measure}", "unit_id").values(*fields)[:limit])
+    least = list(base.order_by(measure, "unit_id").values(*fields)[:limit])
+    return {"most": most, "least": least}
+
+
+# --- permissions ----------------------------------------------------------------------------------
+
+def user_can_view_reports(*, user: AbstractBaseUser, campaign_id: int) -> bool:
+    """Organizers of the campaign and staff. Graders never see reports."""
+    if not user.is_authenticated:
+        return False
+    if user.is_staff:
+        return True
+    return CampaignRole.objects.filter(campaign_id=campaign_id, user=user, role=Role.ORGANIZER).exists()
+
+
+def user_can_export(*, user: AbstractBaseUser) -> bool:
+    """Ground truth and raw event logs leave the system through admins only."""
+    return bool(user.is_authenticated and user.is_staff)

@@ -1,0 +1,1 @@
+"""Writes for analysis: runs (create, execute, sweep), the campaign report, exports."""

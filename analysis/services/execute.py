@@ -1,0 +1,98 @@
+"""Executing one analysis run: claim it, compute the report with progress, store the result."""
+from __future__ import annotations
+
+import logging
+import math
+from contextlib import nullcontext
+from typing import Any
+
+import pandas as pd
+from django.db import InterfaceError, OperationalError, transaction
+from django.utils import timezone
+
+from analysis.models import AnalysisRun, RunStatus, UnitResult
+from analysis.services import runs
+from analysis.services.report import report_compute
+
+logger = logging.getLogger(__name__)
+STORE_BATCH = 5_000
+UNIT_FIELDS = ["n", "mean", "median", "majority", "dif", "std", "entropy", "n_ns", "n_ss", "n_vs"]
+
+
+class Transient(Exception):
+    """The database went away mid-run: the task should retry."""
+
+
+def run_execute(*, run_id: int, task_id: str = "", worker_heartbeat: bool = False) -> str:
+    """Claim, compute and store one run. Returns its final status, or why it was not run.
+
+    Any error in the computation marks the run failed with a readable message; a lost database
+    connection gives the run back to the queue and raises Transient for the task to retry.
+    """
+    runs.run_sweep_stale()
+    claimed = runs.run_claim(run_id=run_id, task_id=task_id)
+    if isinstance(claimed, str):
+        return claimed
+    run = claimed
+    progress = runs.Progress(run_id=run.pk, attempt=run.attempts, parameters=run.parameters)
+    beating = runs.heartbeat_thread(progress) if worker_heartbeat else nullcontext()
+    try:
+        with beating:
+            result, units = report_compute(campaign_id=run.campaign_id, parameters=run.parameters, seed=run.seed,
+                                           progress=progress)
+            progress.stage("storing results", 95)
+            stored = _store(run, result, units, progress)
+    except runs.RunLost:
+        logger.warning("analysis run %s: attempt %s lost ownership; result discarded", run.pk, run.attempts)
+        return "lost"
+    except (OperationalError, InterfaceError) as exc:
+        _release_quietly(run, f"Database error, retrying: {exc}")
+        raise Transient(str(exc)) from exc
+    except Exception as exc:  # the run records any failure; the worker carries on
+        logger.exception("analysis run %s failed at stage %r", run.pk, progress._stage)
+        runs.run_fail(run_id=run.pk, attempt=run.attempts,
+                      error=f"{type(exc).__name__} during “{progress._stage}”: {exc}")
+        return RunStatus.FAILED
+    return RunStatus.SUCCEEDED if stored else "lost"
+
+
+def _release_quietly(run: AnalysisRun, error: str) -> None:
+    try:
+        runs.run_release(run_id=run.pk, attempt=run.attempts, error=error)
+    except Exception:  # the database is gone; the sweeper will find the run
+        logger.exception("analysis run %s: could not release", run.pk)
+
+
+def _store(run: AnalysisRun, result: dict[str, Any], units: pd.DataFrame, progress: runs.Progress) -> bool:
+    with transaction.atomic():
+        owned = AnalysisRun.objects.select_for_update().filter(
+            pk=run.pk, status=RunStatus.RUNNING, attempts=run.attempts).exists()
+        if not owned:
+            return False
+        UnitResult.objects.filter(run_id=run.pk).delete()
+        for start in range(0, len(units), STORE_BATCH):
+            UnitResult.objects.bulk_create(_unit_rows(run.pk, units.iloc[start:start + STORE_BATCH]))
+        timings = progress.finish()
+        AnalysisRun.objects.filter(pk=run.pk).update(
+            status=RunStatus.SUCCEEDED, result=result, progress=100, stage="done", error="",
+            timings=timings, finished_at=timezone.now(), heartbeat_at=timezone.now(),
+        )
+    return True
+
+
+def _num(value: Any) -> float | None:
+    return None if value is None or (isinstance(value, float) and math.isnan(value)) else float(value)
+
+
+def _unit_rows(run_id: int, frame: pd.DataFrame) -> list[UnitResult]:
+    frame = frame.astype(object).where(frame.notna(), None)
+    rows = []
+    for rec in frame.to_dict("records"):
+        data = {name: _num(rec.get(name)) for name in UNIT_FIELDS}
+        for name in ("n", "n_ns", "n_ss", "n_vs"):
+            data[name] = None if data[name] is None else int(data[name])
+        rows.append(UnitResult(run_id=run_id, unit_id=int(rec["unit"]),
+                               query_id=None if rec.get("query") is None else int(rec["query"]),
+                               distribution=rec.get("distribution"), **data))
+    return rows
+

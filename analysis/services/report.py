@@ -1,0 +1,96 @@
+"""The campaign report: load the campaign from the database, run the metrics stage by stage.
+
+``report_compute`` returns the JSON result stored on the AnalysisRun and the per-unit table stored
+as UnitResult rows. Each stage reports its name and progress (which also heartbeats the run).
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any, Protocol
+
+import numpy as np
+import pandas as pd
+
+from analysis import selectors
+from analysis.services import behaviour, sections
+from analysis.services.serialize import jsonable
+from analysis.services.values import ValueSpec, value_spec
+from grading.models import Campaign
+from grading.models.choices import Scheme
+
+RESULT_SCHEMA = 1
+
+
+class ProgressSink(Protocol):
+    def stage(self, name: str, percent: int) -> None: ...
+
+
+class _NoProgress:
+    def stage(self, name: str, percent: int) -> None:
+        return None
+
+
+@dataclass
+class CampaignData:
+    campaign_id: int
+    scheme: str
+    spec: ValueSpec
+    judgments: pd.DataFrame
+    value_events: pd.DataFrame
+    unit_events: pd.DataFrame
+    orderings: pd.DataFrame
+    pseudonyms: dict[int, str]
+    query_labels: dict[int, str]
+
+
+def campaign_data_load(*, campaign_id: int) -> CampaignData:
+    campaign = Campaign.objects.get(pk=campaign_id)
+    return CampaignData(
+        campaign_id=campaign_id, scheme=campaign.scheme, spec=value_spec(campaign),
+        judgments=selectors.judgments_frame(campaign_id=campaign_id),
+        value_events=selectors.value_events_frame(campaign_id=campaign_id),
+        unit_events=selectors.unit_events_frame(campaign_id=campaign_id),
+        orderings=selectors.orderings_frame(campaign_id=campaign_id),
+        pseudonyms=selectors.grader_pseudonyms(campaign_id=campaign_id),
+        query_labels=selectors.query_labels(campaign_id=campaign_id),
+    )
+
+
+def report_compute(*, campaign_id: int, parameters: dict[str, Any], seed: int,
+                   progress: ProgressSink | None = None) -> tuple[dict[str, Any], pd.DataFrame]:
+    """Every section of the campaign report (DESIGN.md §5) and the per-unit results.
+
+    Parameters
+    ----------
+    parameters : cleaned run parameters (n_boot, confidence, fine_tolerance).
+    seed : seeds the one ``np.random.Generator`` all bootstrap intervals draw from, in a fixed order.
+    """
+    progress = progress or _NoProgress()
+    progress.stage("loading judgments", 2)
+    data = campaign_data_load(campaign_id=campaign_id)
+    rng = np.random.default_rng(seed)
+    n_boot, confidence = int(parameters["n_boot"]), float(parameters["confidence"])
+    result: dict[str, Any] = {"schema": RESULT_SCHEMA, "scheme": data.scheme, "seed": seed,
+                              "parameters": parameters}
+    progress.stage("overview", 15)
+    result["overview"] = selectors.campaign_overview(campaign_id=campaign_id)
+    progress.stage("agreement", 20)
+    result["agreement"] = sections.agreement(data.judgments, data.spec, rng=rng, n_boot=n_boot,
+                                             confidence=confidence)
+    progress.stage("confusability", 55)
+    units = sections.unit_table(data.judgments, data.spec)
+    result["confusability"] = sections.confusability(units)
+    result["fine_within_broad"] = sections.fine_within_broad(data.judgments, data.spec)
+    progress.stage("stability", 70)
+    result["stability"] = behaviour.stability(data.value_events, data.unit_events, data.spec,
+                                             tolerance=float(parameters["fine_tolerance"]))
+    progress.stage("graders", 80)
+    result["graders"] = behaviour.graders(data.judgments, data.spec, data.unit_events, data.pseudonyms)
+    progress.stage("queries", 85)
+    result["queries"] = behaviour.queries(data.judgments, data.spec, units, data.query_labels)
+    if data.scheme == Scheme.ORDERING:
+        progress.stage("orderings", 88)
+        from analysis.services.ordering_section import orderings
+
+        result["orderings"] = orderings(data.orderings, data.query_labels, data.pseudonyms, rng=rng)
+    return jsonable(result), units

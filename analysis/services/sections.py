@@ -1,0 +1,172 @@
+"""The sections of the campaign report, each composed from `analysis.metrics` functions.
+
+Every function takes DataFrames (the long judgment frame of `analysis.selectors`) and returns plain
+data for the JSON result; none touches the database.
+"""
+from __future__ import annotations
+
+from typing import Any
+
+import numpy as np
+import pandas as pd
+
+from analysis import metrics as m
+from analysis.metrics.bootstrap import undefined_estimate
+from analysis.services.values import ValueSpec, categorical_long, numeric_long, with_values
+from grading.models.choices import Scheme
+
+HIST_BINS = 20
+CRESCENT_MAX_POINTS = 2500
+CRESCENT_GRID = (40, 25)
+
+
+def estimate(est: m.Estimate, *, label: bool = True) -> dict[str, Any]:
+    out = {"value": est.value, "ci_low": est.ci_low, "ci_high": est.ci_high, "reason": est.reason}
+    if label:
+        out["label"] = m.landis_koch(est.value)
+    return out
+
+
+def _records(frame: pd.DataFrame) -> list[dict[str, Any]]:
+    return frame.to_dict("records")
+
+
+# --- agreement ------------------------------------------------------------------------------------
+
+def agreement(judgments: pd.DataFrame, spec: ValueSpec, *, rng: np.random.Generator, n_boot: int,
+              confidence: float) -> dict[str, Any]:
+    """Fleiss' kappa (all levels, collapsed levels), per-category kappas, patterns, χ² tests, alpha."""
+    frame = with_values(judgments, spec)
+    out: dict[str, Any] = {"levels": [], "alpha": None, "chi2_graders": None, "chi2_queries": None,
+                           "confidence": confidence, "n_boot": n_boot}
+    if spec.has_categories:
+        out.update(_categorical_agreement(categorical_long(frame, spec), spec, rng=rng, n_boot=n_boot,
+                                          confidence=confidence))
+    if spec.has_numbers:
+        out["alpha"] = _alpha(numeric_long(frame), spec, rng=rng, n_boot=n_boot, confidence=confidence)
+    return out
+
+
+def _categorical_agreement(cat: pd.DataFrame, spec: ValueSpec, *, rng: np.random.Generator, n_boot: int,
+                           confidence: float) -> dict[str, Any]:
+    if cat.empty:
+        return {"units_rated": 0, "units_excluded": 0}
+    counts, units, cats = m.long_to_counts(cat[["unit", "grader", "value"]], spec.categories)
+    rated = counts.sum(axis=1) >= 2
+    out: dict[str, Any] = {"units_rated": int(rated.sum()), "units_excluded": int((~rated).sum()),
+                           "chi2_graders": m.chi2_graders(cat["grader"].to_numpy(), cat["value"].astype(str).to_numpy())._asdict()}
+    levels = [(f"{len(cats)} levels", counts, cats)]
+    if spec.collapse:
+        collapsed, new_cats = m.collapse_counts(counts, cats, spec.collapse)
+        levels.append((f"{len(new_cats)} levels", collapsed, new_cats))
+    out["levels"] = [_level(name, table[rated], labels, rng=rng, n_boot=n_boot, confidence=confidence)
+                     for name, table, labels in levels]
+    query_of = cat.drop_duplicates("unit").set_index("unit")["query"].reindex(units)
+    if rated.any() and query_of.notna().any():
+        kinds = m.pattern_kinds(counts)
+        has_query = query_of.notna().to_numpy()
+        out["chi2_queries"] = m.chi2_queries(query_of.to_numpy()[has_query].astype(np.int64),
+                                             kinds[has_query])._asdict()
+    return out
+
+
+def _level(name: str, counts: np.ndarray, categories: list[Any], *, rng: np.random.Generator, n_boot: int,
+           confidence: float) -> dict[str, Any]:
+    labels = [str(c) for c in categories]
+    if counts.shape[0] == 0:
+        reason = "no unit has two or more judgments"
+        return {"name": name, "categories": labels, "kappa": estimate(undefined_estimate(reason)),
+                "per_category": [], "patterns": [], "kinds": {}}
+    kappa = m.fleiss_kappa_ci(counts, rng=rng, n_boot=n_boot, confidence=confidence)
+    per_category = m.fleiss_kappa_per_category(counts)
+    patterns = m.pattern_table(counts, labels)
+    return {
+        "name": name, "categories": labels, "kappa": estimate(kappa),
+        "per_category": [{"category": c, "kappa": float(k), "label": m.landis_koch(float(k))}
+                         for c, k in zip(labels, per_category, strict=True)],
+        "patterns": _records(patterns), "kinds": m.kind_summary(counts),
+    }
+
+
+def _alpha(num: pd.DataFrame, spec: ValueSpec, *, rng: np.random.Generator, n_boot: int,
+           confidence: float) -> dict[str, Any]:
+    out = {"level": spec.alpha_level, "scale": spec.num_label}
+    if num.empty or num.groupby("unit").size().max() < 2:
+        return {**out, **estimate(undefined_estimate("no unit has two or more judgments"))}
+    wide, _, _ = m.long_to_wide(num[["unit", "grader", "value"]])
+    est = m.krippendorff_alpha_ci(wide, spec.alpha_level, rng=rng, n_boot=n_boot, confidence=confidence)
+    return {**out, **estimate(est)}
+
+
+# --- per unit ---------------------------------------------------------------------------------------
+
+def unit_table(judgments: pd.DataFrame, spec: ValueSpec) -> pd.DataFrame:
+    """Per unit: query, n, mean, median, majority, dif, std, entropy, and the BROAD/label distribution."""
+    frame = with_values(judgments, spec)
+    if frame.empty or not (spec.has_numbers or spec.has_categories):
+        return pd.DataFrame(columns=["unit", "query", "n"])
+    queries = frame.drop_duplicates("unit").set_index("unit")["query"]
+    table = pd.DataFrame(index=pd.Index(sorted(queries.index), name="unit"))
+    table["query"] = queries.reindex(table.index)
+    if spec.has_numbers:
+        num = numeric_long(frame)
+        if not num.empty:
+            table = table.join(m.unit_confusability(num[["unit", "grader", "value"]]), how="left")
+    if spec.has_categories:
+        cat = categorical_long(frame, spec)
+        counts = pd.crosstab(cat["unit"], cat["value"]).reindex(index=table.index, columns=spec.categories,
+                                                                 fill_value=0)
+        if spec.scheme == Scheme.BROAD_FINE:
+            for label in spec.categories:
+                table[f"n_{label.lower()}"] = counts[label].to_numpy()
+        else:
+            table["distribution"] = [dict(zip(map(str, spec.categories), map(int, row), strict=True))
+                                     for row in counts.to_numpy()]
+        if "n" not in table:
+            table["n"] = counts.sum(axis=1)
+    table["n"] = table["n"].fillna(0).astype(int)
+    return table.reset_index()
+
+
+def _histogram(values: np.ndarray) -> dict[str, list[float]]:
+    values = values[np.isfinite(values)]
+    if values.size == 0:
+        return {"edges": [], "counts": []}
+    counts, edges = np.histogram(values, bins=HIST_BINS)
+    return {"edges": edges.tolist(), "counts": counts.tolist()}
+
+
+def confusability(units: pd.DataFrame) -> dict[str, Any]:
+    """Summary, distributions of dif/std/entropy, instrument precision and the crescent's data."""
+    if units.empty or "std" not in units:
+        return {"available": False}
+    rated = units[units["n"] >= 2]
+    std = rated["std"].to_numpy(dtype=float)
+    out: dict[str, Any] = {"available": True, "summary": m.confusability_summary(units),
+                           "distributions": {c: _histogram(rated[c].to_numpy(dtype=float))
+                                             for c in ("dif", "std", "entropy")}}
+    if std.size:
+        low, high = np.quantile(std, [1 / 6, 5 / 6])
+        out["precision"] = {"mean_std": float(std.mean()), "std_std": float(std.std(ddof=1)) if std.size > 1 else None,
+                            "band_67": [float(low), float(high)]}
+    out["crescent"] = _crescent(rated["mean"].to_numpy(dtype=float), std)
+    return out
+
+
+def _crescent(mean: np.ndarray, std: np.ndarray) -> dict[str, Any]:
+    """Points (few units) or a 2-D count grid (many), so the plot stays small."""
+    if mean.size <= CRESCENT_MAX_POINTS:
+        return {"kind": "points", "points": np.column_stack([mean, std]).tolist()}
+    grid, x_edges, y_edges = np.histogram2d(mean, std, bins=CRESCENT_GRID)
+    return {"kind": "grid", "counts": grid.astype(int).tolist(), "x_edges": x_edges.tolist(),
+            "y_edges": y_edges.tolist(), "n": int(mean.size)}
+
+
+def fine_within_broad(judgments: pd.DataFrame, spec: ValueSpec) -> list[dict[str, Any]] | None:
+    if spec.scheme != Scheme.BROAD_FINE:
+        return None
+    both = judgments[judgments["broad"].notna() & judgments["fine"].notna()]
+    if both.empty:
+        return []
+    table = m.fine_within_broad(both["broad"].to_numpy(), both["fine"].to_numpy(dtype=float), spec.categories)
+    return _records(table.reset_index())

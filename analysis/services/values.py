@@ -1,0 +1,102 @@
+"""What a campaign's judgments mean to the metrics: a category per judgment, a number, or both.
+
+- broad_fine: BROAD (NS < SS < VS; collapsed to NS / S for 2 levels) and FINE (0–10, interval);
+- numeric: the score (interval); its scale points are categories too when there are at most 11;
+- categorical: the label (ordinal positions when the labels are ordered, else nominal codes);
+- pairwise: the verdict (B < equal < A);
+- ordering: no per-unit values (orderings are analysed per query).
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any
+
+import numpy as np
+import pandas as pd
+
+from grading.models import Campaign
+from grading.models.choices import Scheme
+
+BROAD = ["NS", "SS", "VS"]
+BROAD_COLLAPSE = {"VS": "S", "SS": "S"}
+MAX_NUMERIC_CATEGORIES = 11
+
+
+@dataclass(frozen=True)
+class ValueSpec:
+    """How to read judgments: the category column and its levels, the numeric column and its level."""
+
+    scheme: str
+    cat_column: str | None = None
+    categories: list[Any] = field(default_factory=list)
+    collapse: dict[Any, Any] | None = None
+    num_column: str | None = None
+    num_label: str = ""
+    alpha_level: str = "interval"
+    ordered: bool = True
+
+    @property
+    def has_categories(self) -> bool:
+        return self.cat_column is not None
+
+    @property
+    def has_numbers(self) -> bool:
+        return self.num_column is not None
+
+
+def value_spec(campaign: Campaign) -> ValueSpec:
+    params = campaign.scheme_params or {}
+    if campaign.scheme == Scheme.BROAD_FINE:
+        return ValueSpec(Scheme.BROAD_FINE, "broad", BROAD, BROAD_COLLAPSE, "fine", "FINE", "interval")
+    if campaign.scheme == Scheme.NUMERIC:
+        lo, hi, step = float(params.get("min", 0)), float(params.get("max", 10)), float(params.get("step", 1))
+        points = int(round((hi - lo) / step)) + 1
+        if points <= MAX_NUMERIC_CATEGORIES:
+            grid = [round(lo + i * step, 10) for i in range(points)]
+            return ValueSpec(Scheme.NUMERIC, "score", grid, None, "score", "score", "interval")
+        return ValueSpec(Scheme.NUMERIC, None, [], None, "score", "score", "interval")
+    if campaign.scheme == Scheme.CATEGORICAL:
+        ordered = bool(params.get("ordered", False))
+        return ValueSpec(Scheme.CATEGORICAL, "label", list(params.get("labels", [])), None, "label_position",
+                         "label position", "ordinal" if ordered else "nominal", ordered)
+    if campaign.scheme == Scheme.PAIRWISE:
+        return ValueSpec(Scheme.PAIRWISE, "verdict", ["B", "equal", "A"], None, "verdict_position",
+                         "verdict (B=0, equal=1, A=2)", "ordinal")
+    return ValueSpec(campaign.scheme)
+
+
+def with_values(judgments: pd.DataFrame, spec: ValueSpec) -> pd.DataFrame:
+    """The long frame with ``cat`` and ``num`` columns added (rows lacking them kept, as NaN/None).
+
+    ``label_position`` / ``verdict_position`` columns are derived from the label's place in the scale.
+    """
+    frame = judgments.copy()
+    if spec.cat_column is not None:
+        frame["cat"] = frame[spec.cat_column]
+        if spec.scheme == Scheme.NUMERIC:
+            frame["cat"] = frame["score"].round(10)
+    if spec.num_column in ("label_position", "verdict_position"):
+        positions = {label: float(i) for i, label in enumerate(spec.categories)}
+        frame["num"] = frame[spec.cat_column].map(positions).astype(float)
+    elif spec.num_column is not None:
+        frame["num"] = frame[spec.num_column].astype(float)
+    return frame
+
+
+def categorical_long(frame: pd.DataFrame, spec: ValueSpec) -> pd.DataFrame:
+    """Judgments with a category in the scale: columns unit, grader, query, value."""
+    rows = frame[frame["cat"].notna()]
+    rows = rows[rows["cat"].isin(spec.categories)]
+    return pd.DataFrame({"unit": rows["unit"].to_numpy(), "grader": rows["grader"].to_numpy(),
+                         "query": rows["query"].to_numpy(), "value": rows["cat"].to_numpy()})
+
+
+def numeric_long(frame: pd.DataFrame) -> pd.DataFrame:
+    """Judgments with a number: columns unit, grader, query, value (float)."""
+    rows = frame[frame["num"].notna()]
+    return pd.DataFrame({"unit": rows["unit"].to_numpy(), "grader": rows["grader"].to_numpy(),
+                         "query": rows["query"].to_numpy(), "value": rows["num"].to_numpy(dtype=float)})
+
+
+def finite(values: np.ndarray) -> np.ndarray:
+    return values[np.isfinite(values)]

@@ -1,0 +1,13 @@
+"""The narrow entry points through which grading tells other apps that something happened.
+
+Grading never imports `analysis` at module level (DESIGN.md §3): each hook imports its target
+lazily, so grading works and tests alone, and the dependency stays one-way.
+"""
+from __future__ import annotations
+
+
+def judgments_changed(campaign_id: int) -> None:
+    """New grading events were committed for a campaign: schedule a (debounced) automatic analysis."""
+    from analysis.scheduling import schedule_auto_run
+
+    schedule_auto_run(campaign_id=campaign_id)
