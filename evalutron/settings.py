@@ -95,9 +95,13 @@ else:
         "NAME": DATA_DIR / "evalutron.sqlite3",
         "OPTIONS": {"timeout": 20, "transaction_mode": "IMMEDIATE", "init_command": "PRAGMA journal_mode=WAL;"},
     }
+# Test databases: a suffix (set by the test plugin to the process id) lets several test runs share
+# one machine; on SQLite a file, not memory, so that a Celery worker started by a test sees it.
+_test_suffix = env_str("EVALUTRON_TEST_DB_SUFFIX")
 if _db["ENGINE"] == "django.db.backends.sqlite3":
-    # A file, not memory, so that a Celery worker started by the tests sees the test database.
-    _db.setdefault("TEST", {})["NAME"] = str(DATA_DIR / "test-evalutron.sqlite3")
+    _db.setdefault("TEST", {})["NAME"] = str(DATA_DIR / f"test-evalutron{_test_suffix}.sqlite3")
+elif _test_suffix:
+    _db.setdefault("TEST", {})["NAME"] = f"test_{_db['NAME']}{_test_suffix}"
 DATABASES = {"default": _db}
 DEFAULT_AUTO_FIELD = "django.db.models.BigAutoField"
 
