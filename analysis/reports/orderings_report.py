@@ -35,11 +35,11 @@ class OrderingsFrameError(ValueError):
         self.who = who
 
 
-def _where(frame: pd.DataFrame, index: Any, first_line: int | None) -> str:
-    return f"row {index}" if first_line is None else f"line {frame.index.get_loc(index) + first_line}"
+def _where(frame: pd.DataFrame, index: Any) -> str:
+    return f"{'line' if frame.index.name == 'line' else 'row'} {index}"
 
 
-def orderings_from_frame(frame: pd.DataFrame, *, who: str = "grader", first_line: int | None = 2) -> Orderings:
+def orderings_from_frame(frame: pd.DataFrame, *, who: str = "grader") -> Orderings:
     """Validate a long ``(query, <who>, rank, item)`` frame and group it into orderings per query.
 
     Parameters
@@ -48,9 +48,9 @@ def orderings_from_frame(frame: pd.DataFrame, *, who: str = "grader", first_line
         One row per placed item; values are read as strings (ranks as positive integers).
     who : "grader" or "system"
         Name of the column telling whose ordering a row belongs to.
-    first_line : int or None
-        File line of the frame's first row, for messages (2 for a CSV with a header); None
-        speaks of frame rows instead.
+
+    Messages name ``line N`` when the frame's index is named "line" and holds file line numbers
+    (as the command's CSV reader makes it), ``row N`` of the index otherwise.
 
     Returns
     -------
@@ -67,61 +67,63 @@ def orderings_from_frame(frame: pd.DataFrame, *, who: str = "grader", first_line
     columns = ["query", who, "rank", "item"]
     missing = [c for c in columns if c not in frame.columns]
     if missing:
-        raise OrderingsFrameError(f"line 1: missing column(s) {missing}; expected header {','.join(columns)}",
+        where = "line 1: " if frame.index.name == "line" else ""
+        raise OrderingsFrameError(f"{where}missing column(s) {missing}; expected header {','.join(columns)}",
                                   who=who)
     df = frame[columns].astype(str).apply(lambda col: col.str.strip())
     empty = df.eq("") | frame[columns].isna()
     if empty.any(axis=None):
         index = empty.any(axis=1).idxmax()
         column = empty.columns[empty.loc[index]][0]
-        raise OrderingsFrameError(f"{_where(frame, index, first_line)}: empty `{column}`", who=who)
+        raise OrderingsFrameError(f"{_where(frame, index)}: empty `{column}`", who=who)
     rank = pd.to_numeric(df["rank"], errors="coerce")
     bad = rank.isna() | (rank < 1) | (rank % 1 != 0)
     if bad.any():
         index = bad.idxmax()
-        raise OrderingsFrameError(f"{_where(frame, index, first_line)}: rank {df.loc[index, 'rank']!r} is not "
+        raise OrderingsFrameError(f"{_where(frame, index)}: rank {df.loc[index, 'rank']!r} is not "
                                   "a positive integer", who=who)
     df["rank"] = rank.astype(np.int64)
-    _check_duplicates(frame, df, who, first_line)
-    _check_ranks(frame, df, who, first_line)
-    return _group(frame, df, who, first_line)
+    _check_duplicates(frame, df, who)
+    _check_ranks(frame, df, who)
+    return _group(frame, df, who)
 
 
-def _check_duplicates(frame: pd.DataFrame, df: pd.DataFrame, who: str, first_line: int | None) -> None:
+def _check_duplicates(frame: pd.DataFrame, df: pd.DataFrame, who: str) -> None:
     for key, what in (("rank", "rank"), ("item", "item")):
         dup = df.duplicated(["query", who, key])
         if dup.any():
             row = df.loc[dup.idxmax()]
-            raise OrderingsFrameError(f"{_where(frame, dup.idxmax(), first_line)}: {who} {row[who]!r} gives "
-                                      f"{what} {row[key]!r} twice in query {row['query']!r}", who=who)
+            value = int(row[key]) if key == "rank" else repr(row[key])
+            raise OrderingsFrameError(f"{_where(frame, dup.idxmax())}: {who} {row[who]!r} gives "
+                                      f"{what} {value} twice in query {row['query']!r}", who=who)
 
 
-def _check_ranks(frame: pd.DataFrame, df: pd.DataFrame, who: str, first_line: int | None) -> None:
+def _check_ranks(frame: pd.DataFrame, df: pd.DataFrame, who: str) -> None:
     groups = df.groupby(["query", who], sort=False)["rank"]
     bad = groups.transform("max") != groups.transform("size")
     if bad.any():
         row = df.loc[bad.idxmax()]
         key = (row["query"], row[who])
-        raise OrderingsFrameError(f"{_where(frame, bad.idxmax(), first_line)}: ranks of {who} {row[who]!r} in "
+        raise OrderingsFrameError(f"{_where(frame, bad.idxmax())}: ranks of {who} {row[who]!r} in "
                                   f"query {row['query']!r} are not 1..k (largest {groups.max()[key]}, "
                                   f"{groups.size()[key]} items)", who=who)
 
 
-def _group(frame: pd.DataFrame, df: pd.DataFrame, who: str, first_line: int | None) -> Orderings:
+def _group(frame: pd.DataFrame, df: pd.DataFrame, who: str) -> Orderings:
     out: Orderings = {}
     for query, part in df.sort_values([who, "rank"], kind="stable").groupby("query", sort=False):
         wide = part.pivot(index=who, columns="rank", values="item")
         labels = part[who].drop_duplicates().tolist()
         orderings = wide.loc[labels].to_numpy()
         if orderings.shape[1] < 2:
-            raise OrderingsFrameError(f"{_where(frame, part.index[0], first_line)}: query {query!r} has fewer "
+            raise OrderingsFrameError(f"{_where(frame, part.index[0])}: query {query!r} has fewer "
                                       "than 2 items", who=who)
         reference = np.sort(orderings[0])
         for label, row in zip(labels, np.sort(orderings, axis=1), strict=True):
             if not np.array_equal(row, reference):
                 index = part.index[part[who] == label][0]
                 raise OrderingsFrameError(
-                    f"{_where(frame, index, first_line)}: {who} {label!r} in query {query!r} ranks items "
+                    f"{_where(frame, index)}: {who} {label!r} in query {query!r} ranks items "
                     f"{sorted(row.tolist())} but {who} {labels[0]!r} ranks {sorted(reference.tolist())}", who=who)
         out[query] = (labels, orderings)
     return {q: out[q] for q in df["query"].drop_duplicates()}
@@ -155,7 +157,7 @@ def _query_report(query: str, graders: list[str], golds: np.ndarray, systems: tu
 
 def build_orderings_report(golds: pd.DataFrame, systems: pd.DataFrame | None = None, *,
                            frespa: FrespaParams | None = None, noise: bool = False,
-                           rng: np.random.Generator | None = None, first_line: int | None = 2) -> dict[str, Any]:
+                           rng: np.random.Generator | None = None) -> dict[str, Any]:
     """The JSON-able ordering-aggregation report.
 
     Parameters
@@ -168,8 +170,6 @@ def build_orderings_report(golds: pd.DataFrame, systems: pd.DataFrame | None = N
     noise : bool
         Add the noise-robustness table (queries with at least 2 graders); needs ``rng``.
     rng : numpy.random.Generator, optional
-    first_line : int or None
-        See :func:`orderings_from_frame`.
 
     Returns
     -------
@@ -183,10 +183,10 @@ def build_orderings_report(golds: pd.DataFrame, systems: pd.DataFrame | None = N
     if noise and not isinstance(rng, np.random.Generator):
         raise ValueError(f"`rng` must be a numpy.random.Generator when `noise` is on, got {rng!r}")
     params = frespa or FrespaParams()
-    gold_sets = orderings_from_frame(golds, who="grader", first_line=first_line)
-    system_sets = {} if systems is None else orderings_from_frame(systems, who="system", first_line=first_line)
+    gold_sets = orderings_from_frame(golds, who="grader")
+    system_sets = {} if systems is None else orderings_from_frame(systems, who="system")
     if systems is not None:
-        _check_systems(systems, gold_sets, system_sets, first_line)
+        _check_systems(systems, gold_sets, system_sets)
     queries = [_query_report(q, labels, g, system_sets.get(q), params) for q, (labels, g) in gold_sets.items()]
     ed = {m: _mean([q["ed"][m] for q in queries]) for m in METHODS}
     defined = {m: v for m, v in ed.items() if v is not None}
@@ -199,11 +199,10 @@ def build_orderings_report(golds: pd.DataFrame, systems: pd.DataFrame | None = N
     return report
 
 
-def _check_systems(systems: pd.DataFrame, gold_sets: Orderings, system_sets: Orderings,
-                   first_line: int | None) -> None:
+def _check_systems(systems: pd.DataFrame, gold_sets: Orderings, system_sets: Orderings) -> None:
     for query, (names, orderings) in system_sets.items():
         index = systems.index[systems["query"].astype(str).str.strip() == query][0]
-        where = _where(systems, index, first_line)
+        where = _where(systems, index)
         if query not in gold_sets:
             raise OrderingsFrameError(f"{where}: query {query!r} has no gold orderings", who="system")
         gold_items = np.sort(gold_sets[query][1][0])

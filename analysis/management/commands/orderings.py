@@ -6,7 +6,9 @@ the systems' scores. Works on any file; it never touches the database.
 """
 from __future__ import annotations
 
+import csv
 import json
+import re
 from typing import Any
 
 import numpy as np
@@ -28,17 +30,27 @@ def _fail(message: str) -> CommandError:
 
 
 def read_orderings_csv(path: str) -> pd.DataFrame:
-    """The CSV as strings, one row per data line (index 0 = line 2); blank lines are dropped."""
+    """The CSV as a frame of strings indexed by file line number ("line"); blank lines are skipped."""
+    rows, lines = [], []
     try:
-        frame = pd.read_csv(path, dtype=str, keep_default_na=False, skip_blank_lines=False)
+        with open(path, newline="", encoding="utf-8-sig") as handle:
+            reader = csv.reader(handle)
+            header = next(reader, None)
+            if header is None:
+                raise _fail(f"{path}: the file is empty (expected a header line)")
+            for row in reader:
+                if not any(cell.strip() for cell in row):
+                    continue
+                if len(row) != len(header):
+                    raise _fail(f"{path}: line {reader.line_num}: expected {len(header)} fields "
+                                f"({','.join(header)}), got {len(row)}")
+                rows.append(row)
+                lines.append(reader.line_num)
     except FileNotFoundError:
         raise _fail(f"{path}: no such file") from None
-    except pd.errors.EmptyDataError:
-        raise _fail(f"{path}: the file is empty (expected a header line)") from None
-    except (pd.errors.ParserError, UnicodeDecodeError) as exc:
-        raise _fail(f"{path}: {str(exc).strip()}") from None
-    frame.columns = [str(c).strip() for c in frame.columns]
-    return frame[~(frame == "").all(axis=1)]
+    except (UnicodeDecodeError, csv.Error) as exc:
+        raise _fail(f"{path}: not a readable UTF-8 CSV file ({exc})") from None
+    return pd.DataFrame(rows, columns=[h.strip() for h in header], index=pd.Index(lines, name="line"))
 
 
 class Command(BaseCommand):
@@ -64,7 +76,7 @@ class Command(BaseCommand):
             params = FrespaParams(options["min_sup"], options["min_len"], options["max_len"],
                                   options["w_len"], options["w_sup"])
         except ValueError as exc:
-            raise _fail(str(exc).replace("`", "--").replace("_", "-")) from exc
+            raise _fail(re.sub(r"`(\w+)`", lambda m: "--" + m[1].replace("_", "-"), str(exc))) from exc
         golds = read_orderings_csv(options["golds"])
         systems = read_orderings_csv(options["systems"]) if options["systems"] else None
         try:
