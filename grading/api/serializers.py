@@ -1,0 +1,274 @@
+"""Input and output shapes of the grading API. Validation of *values* lives in the services; these
+only check that a request has the right shape (types, ids, timestamps)."""
+from __future__ import annotations
+
+import math
+from typing import Any
+
+from drf_spectacular.utils import extend_schema_field
+from rest_framework import serializers
+
+from grading.models import Assignment, Campaign, Candidate, Judgment, Query
+from grading.models.choices import CampaignStatus, EventType, Policy, Role, Scheme
+from grading.services.events import judgment_summary
+
+MAX_ID = 2**63 - 1
+MAX_SEQ = 2**31 - 1
+MAX_BATCH = 500
+
+
+def json_problem(value: Any, path: str, depth: int = 0) -> tuple[str, Any] | None:
+    """The first place in a JSON value that a database would refuse, as (path, value), or None:
+    NaN/Infinity (PostgreSQL's jsonb has no such numbers) and NUL characters."""
+    if depth > 32:
+        return path, "(nested too deeply)"
+    if isinstance(value, float) and not math.isfinite(value):
+        return path, str(value)
+    if isinstance(value, str) and "\x00" in value:
+        return path, value.replace("\x00", "\\u0000")[:40]
+    if isinstance(value, dict):
+        for key, item in value.items():
+            if "\x00" in key:
+                return path, key.replace("\x00", "\\u0000")[:40]
+            found = json_problem(item, f"{path}.{key}", depth + 1)
+            if found:
+                return found
+    if isinstance(value, list):
+        for i, item in enumerate(value):
+            found = json_problem(item, f"{path}[{i}]", depth + 1)
+            if found:
+                return found
+    return None
+
+
+class JSONObjectField(serializers.JSONField):
+    """A JSON object whose numbers are finite and whose strings hold no NUL characters."""
+
+    def to_internal_value(self, data: Any) -> Any:
+        data = super().to_internal_value(data)
+        if not isinstance(data, dict):
+            raise serializers.ValidationError(f"must be a JSON object, got {type(data).__name__}.")
+        problem = json_problem(data, self.field_name)
+        if problem:
+            raise serializers.ValidationError(f"{problem[0]} must be a finite number or clean text, got {problem[1]}.")
+        return data
+
+
+def id_field(**kwargs: Any) -> serializers.IntegerField:
+    return serializers.IntegerField(min_value=1, max_value=MAX_ID, **kwargs)
+
+
+# --- auth -------------------------------------------------------------------------------------------
+class TokenIn(serializers.Serializer):
+    username = serializers.CharField(max_length=150)
+    password = serializers.CharField(max_length=256, trim_whitespace=False, style={"input_type": "password"})
+
+
+class TokenOut(serializers.Serializer):
+    token = serializers.CharField()
+
+
+# --- events -----------------------------------------------------------------------------------------
+class EventIn(serializers.Serializer):
+    id = serializers.UUIDField(help_text="Client-generated UUID: the idempotency key.")
+    campaign = id_field()
+    unit = id_field(required=False, allow_null=True, default=None)
+    query = id_field(required=False, allow_null=True, default=None)
+    type = serializers.ChoiceField(choices=EventType.choices)
+    payload = JSONObjectField(required=False, default=dict)
+    client_ts = serializers.DateTimeField(help_text="ISO-8601 timestamp from the client's clock.")
+    seq = serializers.IntegerField(min_value=0, max_value=MAX_SEQ, required=False, default=0)
+    session_id = serializers.CharField(max_length=64, required=False, allow_blank=True, default="")
+
+
+class EventResult(serializers.Serializer):
+    id = serializers.CharField(allow_null=True)
+    status = serializers.CharField(help_text="stored, replayed or rejected.")
+    http_status = serializers.IntegerField(required=False)
+    index = serializers.IntegerField(required=False)
+    event = serializers.DictField(required=False)
+    judgment = serializers.DictField(required=False)
+    ordering = serializers.DictField(required=False)
+    hint = serializers.CharField(required=False)
+    error = serializers.DictField(required=False)
+
+
+class BatchResult(serializers.Serializer):
+    stored = serializers.IntegerField()
+    replayed = serializers.IntegerField()
+    rejected = serializers.IntegerField()
+    results = EventResult(many=True)
+
+
+class ErrorOut(serializers.Serializer):
+    code = serializers.CharField()
+    detail = serializers.CharField()
+    field = serializers.CharField(required=False)
+    value = serializers.JSONField(required=False)
+
+
+class OrderingIn(serializers.Serializer):
+    campaign = id_field()
+    query = id_field()
+    items = serializers.ListField(child=serializers.CharField(max_length=40), max_length=10000)
+    id = serializers.UUIDField(required=False, help_text="Optional client UUID; replays return the original result.")
+    client_ts = serializers.DateTimeField(required=False)
+    seq = serializers.IntegerField(min_value=0, max_value=MAX_SEQ, required=False, default=0)
+    session_id = serializers.CharField(max_length=64, required=False, allow_blank=True, default="")
+
+
+# --- what a grader may see -------------------------------------------------------------------------
+class CandidateOut(serializers.ModelSerializer):
+    """A candidate as a grader sees it: opaque id and content, no provenance, no external id."""
+
+    id = serializers.CharField(source="public_id")
+    media_url = serializers.CharField(source="media_src")
+
+    class Meta:
+        model = Candidate
+        fields = ["id", "kind", "text", "media_url"]
+
+
+class QueryOut(serializers.ModelSerializer):
+    media_url = serializers.CharField(source="media_src")
+
+    class Meta:
+        model = Query
+        fields = ["id", "public_id", "kind", "title", "text", "media_url"]
+
+
+class UnitOut(serializers.Serializer):
+    id = serializers.IntegerField()
+    candidate = CandidateOut()
+    candidate_b = CandidateOut(allow_null=True)
+
+
+class JudgmentOut(serializers.ModelSerializer):
+    fine = serializers.FloatField(allow_null=True)
+
+    class Meta:
+        model = Judgment
+        fields = ["unit", "broad", "fine", "score", "label", "verdict", "comment", "skipped", "guidelines_version", "updated_at"]
+
+
+class AssignmentOut(serializers.ModelSerializer):
+    status = serializers.CharField(help_text="open, done or skipped.")
+    unit = serializers.SerializerMethodField()
+    query = serializers.SerializerMethodField()
+    judgment = serializers.SerializerMethodField()
+
+    class Meta:
+        model = Assignment
+        fields = ["id", "campaign", "status", "position", "lease_expires_at", "unit", "query", "judgment"]
+
+    @extend_schema_field(UnitOut(allow_null=True))
+    def get_unit(self, obj: Assignment) -> dict[str, Any] | None:
+        return UnitOut(obj.unit).data if obj.unit_id else None
+
+    @extend_schema_field(QueryOut(allow_null=True))
+    def get_query(self, obj: Assignment) -> dict[str, Any] | None:
+        query = obj.query or (obj.unit.query if obj.unit_id else None)
+        return QueryOut(query).data if query else None
+
+    @extend_schema_field(JudgmentOut(allow_null=True))
+    def get_judgment(self, obj: Assignment) -> dict[str, Any] | None:
+        judgment = self.context.get("judgments", {}).get(obj.unit_id)
+        return judgment_summary(judgment) if judgment else None
+
+
+class CampaignOut(serializers.ModelSerializer):
+    roles = serializers.SerializerMethodField()
+    progress = serializers.SerializerMethodField()
+    guidelines = serializers.SerializerMethodField()
+
+    class Meta:
+        model = Campaign
+        fields = [
+            "id", "name", "slug", "description", "scheme", "scheme_params", "status", "guidelines_version", "guidelines",
+            "initial_overlap", "max_overlap", "budget", "policy", "policy_params", "roles", "progress", "created_at",
+        ]
+
+    def get_roles(self, obj: Campaign) -> list[str]:
+        return sorted(self.context.get("roles", {}).get(obj.pk, []))
+
+    def get_progress(self, obj: Campaign) -> dict[str, int]:
+        return {"assigned": getattr(obj, "n_assigned", 0), "done": getattr(obj, "n_done", 0)}
+
+    def get_guidelines(self, obj: Campaign) -> str:
+        current = obj.guidelines.order_by("-version").first()
+        return current.text if current else ""
+
+
+class CampaignIn(serializers.Serializer):
+    name = serializers.CharField(max_length=200)
+    slug = serializers.SlugField(max_length=80)
+    scheme = serializers.ChoiceField(choices=Scheme.choices)
+    scheme_params = JSONObjectField(required=False, default=dict)
+    guidelines = serializers.CharField(required=False, allow_blank=True, default="", max_length=100_000)
+    description = serializers.CharField(required=False, allow_blank=True, default="", max_length=10_000)
+    status = serializers.ChoiceField(choices=CampaignStatus.choices, required=False, default=CampaignStatus.DRAFT)
+    initial_overlap = serializers.IntegerField(min_value=1, max_value=100, required=False, default=2)
+    max_overlap = serializers.IntegerField(min_value=1, max_value=100, required=False, default=5)
+    budget = serializers.IntegerField(min_value=1, max_value=MAX_SEQ, required=False, allow_null=True, default=None)
+    policy = serializers.ChoiceField(choices=Policy.choices, required=False, default=Policy.FIXED)
+    policy_params = JSONObjectField(required=False, default=dict)
+
+
+class CampaignPatchIn(serializers.Serializer):
+    name = serializers.CharField(max_length=200, required=False)
+    scheme_params = JSONObjectField(required=False)
+    guidelines = serializers.CharField(required=False, allow_blank=True, max_length=100_000)
+    description = serializers.CharField(required=False, allow_blank=True, max_length=10_000)
+    status = serializers.ChoiceField(choices=CampaignStatus.choices, required=False)
+    initial_overlap = serializers.IntegerField(min_value=1, max_value=100, required=False)
+    max_overlap = serializers.IntegerField(min_value=1, max_value=100, required=False)
+    budget = serializers.IntegerField(min_value=1, max_value=MAX_SEQ, required=False, allow_null=True)
+    policy = serializers.ChoiceField(choices=Policy.choices, required=False)
+    policy_params = JSONObjectField(required=False)
+
+
+class MemberIn(serializers.Serializer):
+    username = serializers.CharField(max_length=150)
+    role = serializers.ChoiceField(choices=Role.choices)
+
+
+class MemberOut(serializers.Serializer):
+    role = serializers.CharField()
+    pseudonym = serializers.CharField()
+
+
+class AssignIn(serializers.Serializer):
+    grader = serializers.CharField(max_length=20, required=False, help_text="Pseudonym; omit to create the initial overlap.")
+    units = serializers.ListField(child=id_field(), required=False, max_length=100_000)
+    seed = serializers.IntegerField(min_value=0, max_value=MAX_SEQ, required=False, default=0)
+
+    def validate(self, attrs: dict[str, Any]) -> dict[str, Any]:
+        if ("grader" in attrs) != ("units" in attrs):
+            raise serializers.ValidationError({"units": "grader and units go together (omit both for the initial overlap)."})
+        return attrs
+
+
+class AssignOut(serializers.Serializer):
+    created = serializers.IntegerField()
+
+
+class ProgressRow(serializers.Serializer):
+    unit = serializers.IntegerField(required=False)
+    query = serializers.IntegerField(required=False)
+    external_id = serializers.CharField()
+    assigned = serializers.IntegerField()
+    done = serializers.IntegerField()
+
+
+class GraderProgressRow(serializers.Serializer):
+    grader = serializers.CharField(help_text="The grader's pseudonym in this campaign.")
+    assigned = serializers.IntegerField()
+    done = serializers.IntegerField()
+
+
+class ProgressOut(serializers.Serializer):
+    campaign = serializers.IntegerField()
+    n_assigned = serializers.IntegerField()
+    n_done = serializers.IntegerField()
+    per_unit = ProgressRow(many=True)
+    per_grader = GraderProgressRow(many=True)

@@ -1,0 +1,247 @@
+"""The grading REST API. Each view: validate with an input serializer, call one service or
+selector, serialize the output. Errors come back as {code, detail, field, value} (see errors.py)."""
+from __future__ import annotations
+
+from datetime import UTC, datetime
+from typing import Any
+from uuid import uuid4
+
+from django.contrib.auth import authenticate
+from drf_spectacular.types import OpenApiTypes
+from drf_spectacular.utils import OpenApiParameter, OpenApiResponse, extend_schema
+from rest_framework import status
+from rest_framework.authtoken.models import Token
+from rest_framework.generics import GenericAPIView
+from rest_framework.permissions import AllowAny
+from rest_framework.request import Request
+from rest_framework.response import Response
+
+from grading import selectors
+from grading.api import serializers as s
+from grading.api.permissions import GradingAPIView, error_body, validated
+from grading.errors import GradingError, InvalidValue
+from grading.models import Campaign, CampaignRole
+from grading.models.choices import EventType
+from grading.services import allocation, organizer
+from grading.services.events import EventInput, event_record
+
+CAMPAIGN_PARAM = OpenApiParameter("campaign", OpenApiTypes.INT, required=True, description="Campaign id.")
+ERRORS = {code: OpenApiResponse(s.ErrorOut, description=text) for code, text in [
+    (400, "Invalid input; `field` and `value` name what was wrong."), (403, "Not allowed."), (404, "Not found."),
+]}
+
+
+class TokenView(GradingAPIView):
+    """Exchange a username and password for an API token (token auth for scripts)."""
+
+    authentication_classes: list = []
+    permission_classes = [AllowAny]
+
+    @extend_schema(request=s.TokenIn, responses={200: s.TokenOut, 400: s.ErrorOut}, auth=[])
+    def post(self, request: Request) -> Response:
+        data = validated(s.TokenIn, request.data)
+        user = authenticate(request, username=data["username"], password=data["password"])
+        if user is None or not user.is_active:
+            raise InvalidValue("unable to log in with these credentials.", field="password", value=None)
+        token, _ = Token.objects.get_or_create(user=user)
+        return Response({"token": token.key})
+
+
+# --- campaigns ---------------------------------------------------------------------------------------
+def _roles_by_campaign(user: Any) -> dict[int, set[str]]:
+    out: dict[int, set[str]] = {}
+    for campaign_id, role in CampaignRole.objects.filter(user=user).values_list("campaign_id", "role"):
+        out.setdefault(campaign_id, set()).add(role)
+    return out
+
+
+class CampaignListView(GradingAPIView, GenericAPIView):
+    """`GET`: the campaigns I have a role in, with my progress. `POST`: create one (I organize it)."""
+
+    serializer_class = s.CampaignOut
+    queryset = Campaign.objects.none()
+
+    @extend_schema(responses={200: s.CampaignOut(many=True)})
+    def get(self, request: Request) -> Response:
+        page = self.paginate_queryset(selectors.campaign_list_for_user(user=request.user))
+        out = s.CampaignOut(page, many=True, context={"roles": _roles_by_campaign(request.user)})
+        return self.get_paginated_response(out.data)
+
+    @extend_schema(request=s.CampaignIn, responses={201: s.CampaignOut, **ERRORS})
+    def post(self, request: Request) -> Response:
+        data = validated(s.CampaignIn, request.data)
+        campaign = organizer.campaign_create_for(user=request.user, **data)
+        return Response(_campaign_out(request, campaign.pk), status=status.HTTP_201_CREATED)
+
+
+def _campaign_out(request: Request, campaign_id: int) -> dict[str, Any]:
+    campaign = selectors.campaign_list_for_user(user=request.user).get(pk=campaign_id)
+    return s.CampaignOut(campaign, context={"roles": _roles_by_campaign(request.user)}).data
+
+
+class CampaignDetailView(GradingAPIView):
+    """One campaign: any member may read it; its organizers change or delete it."""
+
+    @extend_schema(responses={200: s.CampaignOut, **ERRORS})
+    def get(self, request: Request, pk: int) -> Response:
+        campaign = selectors.campaign_get_for_member(user=request.user, campaign_id=pk)
+        return Response(_campaign_out(request, campaign.pk))
+
+    @extend_schema(request=s.CampaignPatchIn, responses={200: s.CampaignOut, **ERRORS})
+    def patch(self, request: Request, pk: int) -> Response:
+        data = validated(s.CampaignPatchIn, request.data)
+        campaign = selectors.campaign_get_for_organizer(user=request.user, campaign_id=pk)
+        organizer.campaign_update(campaign=campaign, **data)
+        return Response(_campaign_out(request, campaign.pk))
+
+    @extend_schema(responses={204: None, **ERRORS, 409: s.ErrorOut})
+    def delete(self, request: Request, pk: int) -> Response:
+        campaign = selectors.campaign_get_for_organizer(user=request.user, campaign_id=pk)
+        organizer.campaign_delete(campaign=campaign)
+        return Response(status=status.HTTP_204_NO_CONTENT)
+
+
+class CampaignProgressView(GradingAPIView):
+    """Organizers: progress per unit (per query for ordering campaigns) and per grader (pseudonyms)."""
+
+    @extend_schema(responses={200: s.ProgressOut, **ERRORS})
+    def get(self, request: Request, pk: int) -> Response:
+        campaign = selectors.campaign_get_for_organizer(user=request.user, campaign_id=pk)
+        return Response(selectors.campaign_progress(campaign=campaign))
+
+
+class CampaignMembersView(GradingAPIView):
+    """Organizers: give a user a role (grader or organizer) in the campaign."""
+
+    @extend_schema(request=s.MemberIn, responses={201: s.MemberOut, **ERRORS})
+    def post(self, request: Request, pk: int) -> Response:
+        data = validated(s.MemberIn, request.data)
+        campaign = selectors.campaign_get_for_organizer(user=request.user, campaign_id=pk)
+        role = organizer.member_add(campaign=campaign, **data)
+        return Response({"role": role.role, "pseudonym": role.pseudonym}, status=status.HTTP_201_CREATED)
+
+
+class CampaignAssignView(GradingAPIView):
+    """Organizers: create the initial overlap (empty body), or assign units to one grader."""
+
+    @extend_schema(request=s.AssignIn, responses={201: s.AssignOut, **ERRORS})
+    def post(self, request: Request, pk: int) -> Response:
+        data = validated(s.AssignIn, request.data)
+        campaign = selectors.campaign_get_for_organizer(user=request.user, campaign_id=pk)
+        created = organizer.assignments_assign(campaign=campaign, **data)
+        return Response({"created": created}, status=status.HTTP_201_CREATED)
+
+
+# --- a grader's work ---------------------------------------------------------------------------------
+class AssignmentListView(GradingAPIView, GenericAPIView):
+    """My assignments in a campaign, in my order, with what a grader may see of each unit."""
+
+    serializer_class = s.AssignmentOut
+    queryset = Campaign.objects.none()
+
+    @extend_schema(parameters=[CAMPAIGN_PARAM], responses={200: s.AssignmentOut(many=True), **ERRORS})
+    def get(self, request: Request) -> Response:
+        campaign = selectors.campaign_get_for_grader(grader=request.user, campaign_id=request.query_params.get("campaign"))
+        page = self.paginate_queryset(selectors.assignment_list_for_grader(grader=request.user, campaign=campaign))
+        judgments = selectors.judgments_by_unit(grader=request.user, campaign=campaign)
+        return self.get_paginated_response(s.AssignmentOut(page, many=True, context={"judgments": judgments}).data)
+
+
+class NextAssignmentView(GradingAPIView):
+    """The assignment to work on next, leased to me; 204 when there is nothing left."""
+
+    @extend_schema(parameters=[CAMPAIGN_PARAM], responses={200: s.AssignmentOut, 204: None, **ERRORS})
+    def get(self, request: Request) -> Response:
+        campaign = selectors.campaign_get_for_grader(grader=request.user, campaign_id=request.query_params.get("campaign"))
+        assignment = allocation.assignment_next(grader=request.user, campaign=campaign)
+        if assignment is None:
+            return Response(status=status.HTTP_204_NO_CONTENT)
+        assignment = selectors.assignment_list_for_grader(grader=request.user, campaign=campaign).get(pk=assignment.pk)
+        judgments = selectors.judgments_by_unit(grader=request.user, campaign=campaign)
+        return Response(s.AssignmentOut(assignment, context={"judgments": judgments}).data)
+
+
+class JudgmentListView(GradingAPIView, GenericAPIView):
+    """My current judgments in a campaign."""
+
+    serializer_class = s.JudgmentOut
+    queryset = Campaign.objects.none()
+
+    @extend_schema(parameters=[CAMPAIGN_PARAM], responses={200: s.JudgmentOut(many=True), **ERRORS})
+    def get(self, request: Request) -> Response:
+        campaign = selectors.campaign_get_for_grader(grader=request.user, campaign_id=request.query_params.get("campaign"))
+        page = self.paginate_queryset(selectors.judgment_list_for_grader(grader=request.user, campaign=campaign))
+        return self.get_paginated_response(s.JudgmentOut(page, many=True).data)
+
+
+def _event_input(data: dict[str, Any]) -> EventInput:
+    return EventInput(
+        id=data["id"], campaign_id=data["campaign"], type=data["type"], client_ts=data["client_ts"],
+        payload=data["payload"], unit_id=data["unit"], query_id=data["query"], seq=data["seq"], session_id=data["session_id"],
+    )
+
+
+def _record_one(user: Any, raw: Any) -> tuple[int, dict[str, Any]]:
+    """Validate and record one event in its own transaction: (http status, result)."""
+    event_id = str(raw.get("id")) if isinstance(raw, dict) and raw.get("id") is not None else None
+    try:
+        outcome = event_record(grader=user, data=_event_input(validated(s.EventIn, raw)))
+    except GradingError as exc:
+        return exc.http_status, {"id": event_id, "status": "rejected", "error": error_body(exc)}
+    code = status.HTTP_200_OK if outcome.replayed else status.HTTP_201_CREATED
+    return code, outcome.as_dict()
+
+
+class EventView(GradingAPIView):
+    """Record one event or a list of them.
+
+    A single event: 201 when stored, 200 when its id was seen before (the original result), 4xx
+    when rejected (nothing stored). A list: each event in its own transaction; 200 with a per-event
+    status (`stored`, `replayed`, `rejected` with its error), in the order sent.
+    """
+
+    @extend_schema(
+        request=s.EventIn,
+        responses={201: s.EventResult, 200: s.BatchResult, **ERRORS, 409: s.ErrorOut},
+        description="The body may also be a JSON list of events (at most 500): the answer is then a BatchResult.",
+    )
+    def post(self, request: Request) -> Response:
+        body = request.data
+        if isinstance(body, list):
+            return Response(self._batch(request.user, body))
+        if not isinstance(body, dict):
+            raise InvalidValue("the body must be an event object or a list of events.", field="body", value=type(body).__name__)
+        code, result = _record_one(request.user, body)
+        return Response(result["error"] if result["status"] == "rejected" else result, status=code)
+
+    @staticmethod
+    def _batch(user: Any, events: list[Any]) -> dict[str, Any]:
+        if len(events) > s.MAX_BATCH:
+            raise InvalidValue(f"a batch holds at most {s.MAX_BATCH} events, got {len(events)}.", field="body", value=len(events))
+        results = []
+        for index, raw in enumerate(events):
+            code, result = _record_one(user, raw)
+            results.append({"index": index, "http_status": code, **result})
+        counts = {k: sum(r["status"] == k for r in results) for k in ("stored", "replayed", "rejected")}
+        return {**counts, "results": results}
+
+
+class OrderingView(GradingAPIView):
+    """Submit a complete ordering of a query's candidates (candidate ids, first = most)."""
+
+    @extend_schema(request=s.OrderingIn, responses={201: s.EventResult, 200: s.EventResult, **ERRORS})
+    def post(self, request: Request) -> Response:
+        data = validated(s.OrderingIn, request.data)
+        event = EventInput(
+            id=data.get("id") or uuid4(), campaign_id=data["campaign"], query_id=data["query"],
+            type=EventType.ORDERING_SUBMITTED, payload={"items": data["items"]},
+            client_ts=data.get("client_ts") or datetime.now(UTC), seq=data["seq"], session_id=data["session_id"],
+        )
+        try:
+            outcome = event_record(grader=request.user, data=event)
+        except GradingError as exc:
+            if exc.field == "payload.items":
+                exc.field = "items"
+            raise
+        return Response(outcome.as_dict(), status=status.HTTP_200_OK if outcome.replayed else status.HTTP_201_CREATED)
+

@@ -1,0 +1,212 @@
+"""Reads: what a grader or an organizer may see. Writes live in grading.services."""
+from __future__ import annotations
+
+import random
+from dataclasses import dataclass, field
+from typing import Any
+
+from django.contrib.auth.models import AbstractBaseUser
+from django.db.models import Count, Q, QuerySet
+
+from grading.errors import InvalidValue, NotFound
+from grading.models import (
+    Assignment,
+    Campaign,
+    CampaignRole,
+    GuidelinesVersion,
+    Judgment,
+    Ordering,
+    Query,
+    Unit,
+)
+from grading.models.choices import AssignmentStatus, Role, Scheme
+
+# Units without a query are shown this many to a page.
+UNITS_PER_PAGE = 10
+
+
+# --- campaigns ----------------------------------------------------------------------------------
+def campaign_list_for_user(*, user: AbstractBaseUser) -> QuerySet[Campaign]:
+    """Campaigns in which the user has a role (staff: all), with the user's own progress."""
+    campaigns = Campaign.objects.all() if user.is_staff else Campaign.objects.filter(roles__user=user).distinct()
+    mine = Q(assignments__grader=user)
+    return campaigns.annotate(
+        n_assigned=Count("assignments", filter=mine, distinct=True),
+        n_done=Count("assignments", filter=mine & ~Q(assignments__status=AssignmentStatus.OPEN), distinct=True),
+    ).order_by("-created_at", "pk")
+
+
+def roles_of(*, user: AbstractBaseUser, campaign: Campaign) -> set[str]:
+    return set(CampaignRole.objects.filter(campaign=campaign, user=user).values_list("role", flat=True))
+
+
+def campaign_get_for_grader(*, grader: AbstractBaseUser, campaign_id: Any) -> Campaign:
+    """The campaign, if the user grades in it; NotFound otherwise (never says whether it exists)."""
+    campaign_id = parse_id(campaign_id, field="campaign")
+    campaign = Campaign.objects.filter(pk=campaign_id, roles__user=grader, roles__role=Role.GRADER).first()
+    if campaign is None:
+        raise NotFound(f"campaign {campaign_id} does not exist or you do not grade in it.", field="campaign", value=campaign_id)
+    return campaign
+
+
+def campaign_get_for_member(*, user: AbstractBaseUser, campaign_id: Any) -> Campaign:
+    campaign_id = parse_id(campaign_id, field="campaign")
+    campaigns = Campaign.objects.all() if user.is_staff else Campaign.objects.filter(roles__user=user)
+    campaign = campaigns.filter(pk=campaign_id).first()
+    if campaign is None:
+        raise NotFound(f"campaign {campaign_id} does not exist or you have no role in it.", field="campaign", value=campaign_id)
+    return campaign
+
+
+def parse_id(value: Any, *, field: str) -> int:
+    """An id from a query string or body: a positive integer, else InvalidValue naming the field."""
+    if value is None or value == "":
+        raise InvalidValue(f"{field} is required.", field=field, value=None)
+    if isinstance(value, bool):
+        raise InvalidValue(f"{field} must be an integer id, got {value!r}.", field=field, value=value)
+    try:
+        number = int(value)
+    except (TypeError, ValueError):
+        raise InvalidValue(f"{field} must be an integer id, got {value!r}.", field=field, value=value) from None
+    if not 1 <= number < 2**63 or (isinstance(value, float) and value != number):
+        raise InvalidValue(f"{field} must be a positive integer id, got {value!r}.", field=field, value=value)
+    return number
+
+
+def guidelines_current(*, campaign: Campaign) -> GuidelinesVersion | None:
+    return campaign.guidelines.order_by("-version").first()
+
+
+# --- a grader's work ----------------------------------------------------------------------------
+def assignment_list_for_grader(*, grader: AbstractBaseUser, campaign: Campaign) -> QuerySet[Assignment]:
+    return (
+        Assignment.objects.filter(grader=grader, campaign=campaign)
+        .select_related("unit__candidate", "unit__candidate_b", "unit__query", "query")
+        .order_by("position", "pk")
+    )
+
+
+def judgment_list_for_grader(*, grader: AbstractBaseUser, campaign: Campaign) -> QuerySet[Judgment]:
+    return Judgment.objects.filter(grader=grader, campaign=campaign).order_by("unit_id")
+
+
+def judgments_by_unit(*, grader: AbstractBaseUser, campaign: Campaign) -> dict[int, Judgment]:
+    return {j.unit_id: j for j in judgment_list_for_grader(grader=grader, campaign=campaign)}
+
+
+@dataclass
+class GradingPage:
+    """One screen of work: a query's assignments (or a chunk of query-less units)."""
+
+    number: int
+    query: Query | None
+    assignments: list[Assignment]
+    judgments: dict[int, Judgment] = field(default_factory=dict)
+    ordering: list[Any] = field(default_factory=list)
+
+    @property
+    def open_count(self) -> int:
+        return sum(a.status == AssignmentStatus.OPEN for a in self.assignments)
+
+
+def grading_pages(*, grader: AbstractBaseUser, campaign: Campaign) -> list[GradingPage]:
+    """The grader's assignments grouped into pages, in the grader's own shuffled order."""
+    pages: list[GradingPage] = []
+    by_query: dict[int, GradingPage] = {}
+    for a in assignment_list_for_grader(grader=grader, campaign=campaign):
+        query = a.query or (a.unit.query if a.unit_id else None)
+        if query is not None:
+            page = by_query.get(query.pk)
+            if page is None:
+                page = by_query[query.pk] = GradingPage(number=len(pages) + 1, query=query, assignments=[])
+                pages.append(page)
+        elif pages and pages[-1].query is None and len(pages[-1].assignments) < UNITS_PER_PAGE:
+            page = pages[-1]
+        else:
+            page = GradingPage(number=len(pages) + 1, query=None, assignments=[])
+            pages.append(page)
+        page.assignments.append(a)
+    return pages
+
+
+def grading_page_get(*, grader: AbstractBaseUser, campaign: Campaign, number: int) -> tuple[GradingPage, int]:
+    """Page `number` (1-based) with the grader's judgments or ordering, and the page count."""
+    pages = grading_pages(grader=grader, campaign=campaign)
+    if not 1 <= number <= len(pages):
+        raise NotFound(f"page {number} does not exist: you have {len(pages)} pages.", field="page", value=number)
+    page = pages[number - 1]
+    if campaign.scheme == Scheme.ORDERING:
+        page.ordering = ordering_for_grader(grader=grader, query=page.query)
+    else:
+        unit_ids = [a.unit_id for a in page.assignments]
+        page.judgments = {j.unit_id: j for j in Judgment.objects.filter(grader=grader, unit_id__in=unit_ids)}
+    return page, len(pages)
+
+
+def page_to_continue(*, grader: AbstractBaseUser, campaign: Campaign) -> int | None:
+    """Where the grader left off: the first page with open work, else the last page; None if no work."""
+    pages = grading_pages(grader=grader, campaign=campaign)
+    if not pages:
+        return None
+    return next((p.number for p in pages if p.open_count), pages[-1].number)
+
+
+def ordering_for_grader(*, grader: AbstractBaseUser, query: Query | None) -> list[Any]:
+    """The candidates of a query in the grader's current order: their submitted ordering, else a
+    shuffle seeded by grader and query so that every grader starts from a different order."""
+    if query is None:
+        return []
+    units = list(Unit.objects.filter(query=query).select_related("candidate").order_by("position", "pk"))
+    candidates = {u.candidate.public_id: u.candidate for u in units}
+    saved = Ordering.objects.filter(grader=grader, query=query).values_list("items", flat=True).first()
+    if saved and set(saved) == set(candidates):
+        return [candidates[c] for c in saved]
+    order = list(candidates.values())
+    random.Random(f"{grader.pk}:{query.pk}").shuffle(order)
+    return order
+
+
+# --- organizers -----------------------------------------------------------------------------------
+def campaign_progress(*, campaign: Campaign) -> dict[str, Any]:
+    """Progress per unit and per grader; graders appear under their pseudonyms only."""
+    pseudonyms = dict(
+        CampaignRole.objects.filter(campaign=campaign, role=Role.GRADER).values_list("user_id", "pseudonym")
+    )
+    done = ~Q(assignments__status=AssignmentStatus.OPEN)
+    target = campaign.queries if campaign.scheme == Scheme.ORDERING else campaign.units
+    per_target = (
+        target.annotate(n_assigned=Count("assignments", distinct=True), n_done=Count("assignments", filter=done, distinct=True))
+        .order_by("pk").values("pk", "external_id", "n_assigned", "n_done")
+    )
+    per_grader = (
+        Assignment.objects.filter(campaign=campaign).values("grader_id")
+        .annotate(n_assigned=Count("pk"), n_done=Count("pk", filter=~Q(status=AssignmentStatus.OPEN)))
+        .order_by("grader_id")
+    )
+    key = "query" if campaign.scheme == Scheme.ORDERING else "unit"
+    totals = Assignment.objects.filter(campaign=campaign).aggregate(
+        n_assigned=Count("pk"), n_done=Count("pk", filter=~Q(status=AssignmentStatus.OPEN))
+    )
+    return {
+        "campaign": campaign.pk,
+        **totals,
+        "per_unit": [
+            {key: row["pk"], "external_id": row["external_id"], "assigned": row["n_assigned"], "done": row["n_done"]}
+            for row in per_target
+        ],
+        "per_grader": [
+            {"grader": pseudonyms.get(row["grader_id"]) or f"#{row['grader_id']}", "assigned": row["n_assigned"], "done": row["n_done"]}
+            for row in per_grader
+        ],
+    }
+
+
+def campaign_get_for_organizer(*, user: AbstractBaseUser, campaign_id: Any) -> Campaign:
+    """The campaign, if the user organizes it (or is staff). A member without the organizer role
+    gets NotOrganizer (403); anyone else NotFound (404), which says nothing about its existence."""
+    from grading.services.organizer import NotOrganizer
+
+    campaign = campaign_get_for_member(user=user, campaign_id=campaign_id)
+    if not user.is_staff and Role.ORGANIZER not in roles_of(user=user, campaign=campaign):
+        raise NotOrganizer(f"you do not organize campaign {campaign.pk}.", field="campaign", value=campaign.pk)
+    return campaign

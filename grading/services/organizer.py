@@ -1,0 +1,131 @@
+"""Organizer-side writes: campaigns, their graders and assignments. Builds on services.campaigns."""
+from __future__ import annotations
+
+from typing import Any
+
+from django.contrib.auth import get_user_model
+from django.contrib.auth.models import AbstractBaseUser
+from django.db import IntegrityError, transaction
+from django.db.models import Max
+
+from grading import schemes
+from grading.errors import EventConflict, GradingError, InvalidValue, NotFound
+from grading.models import Assignment, Campaign, CampaignRole, GradingEvent, Unit
+from grading.models.choices import AssignmentSource, CampaignStatus, Policy, Role
+from grading.services.campaigns import (
+    assignments_create_initial,
+    campaign_create,
+    campaign_set_guidelines,
+    campaign_set_status,
+    role_grant,
+)
+
+
+class NotOrganizer(GradingError):
+    http_status = 403
+    code = "not_organizer"
+
+
+class NotAllowed(GradingError):
+    http_status = 403
+    code = "forbidden"
+
+
+def can_create_campaigns(user: AbstractBaseUser) -> bool:
+    return bool(user.is_staff or user.has_perm("grading.add_campaign"))
+
+
+@transaction.atomic
+def campaign_create_for(*, user: AbstractBaseUser, **fields: Any) -> Campaign:
+    """Create a campaign; its creator becomes its organizer."""
+    if not can_create_campaigns(user):
+        raise NotAllowed("you may not create campaigns (staff or the grading.add_campaign permission is needed).")
+    if Campaign.objects.filter(slug=fields.get("slug")).exists():
+        raise InvalidValue(f"slug {fields.get('slug')!r} is already taken.", field="slug", value=fields.get("slug"))
+    campaign = campaign_create(created_by=user, **fields)
+    role_grant(campaign=campaign, user=user, role=Role.ORGANIZER)
+    return campaign
+
+
+# Fields that define the instrument: changing them once judgments exist would mix two instruments.
+_FROZEN_ONCE_JUDGED = ("scheme_params",)
+
+
+@transaction.atomic
+def campaign_update(*, campaign: Campaign, **fields: Any) -> Campaign:
+    """Change a campaign. New guidelines text makes a new guidelines version."""
+    campaign = Campaign.objects.select_for_update().get(pk=campaign.pk)
+    if "scheme_params" in fields:
+        if GradingEvent.objects.filter(campaign=campaign).exists():
+            raise InvalidValue("scheme_params cannot change once grading has started.", field="scheme_params", value="(changed)")
+        campaign.scheme_params = schemes.normalise_params(campaign.scheme, fields["scheme_params"])
+    for name in ("name", "description", "budget", "policy_params"):
+        if name in fields:
+            setattr(campaign, name, fields[name])
+    if "policy" in fields:
+        if fields["policy"] not in Policy.values:
+            raise InvalidValue(f"policy {fields['policy']!r} is not one of {', '.join(Policy.values)}.", field="policy", value=fields["policy"])
+        campaign.policy = fields["policy"]
+    lo = fields.get("initial_overlap", campaign.initial_overlap)
+    hi = fields.get("max_overlap", campaign.max_overlap)
+    if lo < 1 or hi < lo:
+        raise InvalidValue(f"overlaps must satisfy 1 ≤ initial_overlap ({lo}) ≤ max_overlap ({hi}).", field="max_overlap", value=hi)
+    campaign.initial_overlap, campaign.max_overlap = lo, hi
+    campaign.save()
+    if "guidelines" in fields:
+        campaign_set_guidelines(campaign=campaign, text=fields["guidelines"])
+    if "status" in fields:
+        campaign_set_status(campaign=campaign, status=fields["status"])
+    campaign.refresh_from_db()
+    return campaign
+
+
+def campaign_delete(*, campaign: Campaign) -> None:
+    """Delete a campaign nobody has graded yet; a graded one can only be closed (events are kept)."""
+    if GradingEvent.objects.filter(campaign=campaign).exists():
+        raise EventConflict(
+            f"campaign {campaign.pk} has grading events, which are never deleted: close it instead.",
+            field="campaign", value=campaign.pk,
+        )
+    campaign.delete()
+
+
+def member_add(*, campaign: Campaign, username: str, role: str) -> CampaignRole:
+    user = get_user_model().objects.filter(username=username, is_active=True).first()
+    if user is None:
+        raise NotFound(f"user {username!r} does not exist.", field="username", value=username)
+    return role_grant(campaign=campaign, user=user, role=role)
+
+
+def grader_by_pseudonym(*, campaign: Campaign, pseudonym: str) -> AbstractBaseUser:
+    role = CampaignRole.objects.filter(campaign=campaign, role=Role.GRADER, pseudonym=pseudonym).select_related("user").first()
+    if role is None:
+        raise NotFound(f"campaign {campaign.pk} has no grader {pseudonym!r}.", field="grader", value=pseudonym)
+    return role.user
+
+
+@transaction.atomic
+def assignments_assign(*, campaign: Campaign, grader: str | None = None, units: list[int] | None = None, seed: int = 0) -> int:
+    """Assign graders: the initial overlap for the whole campaign (no grader given), or the given
+    units to one grader (named by pseudonym). Returns the number of assignments created."""
+    if campaign.status == CampaignStatus.CLOSED:
+        raise InvalidValue(f"campaign {campaign.pk} is closed.", field="campaign", value=campaign.pk)
+    if grader is None:
+        return assignments_create_initial(campaign=campaign, seed=seed)
+    user = grader_by_pseudonym(campaign=campaign, pseudonym=grader)
+    found = {u.pk: u for u in Unit.objects.filter(campaign=campaign, pk__in=units or [])}
+    missing = [u for u in units or [] if u not in found]
+    if missing:
+        raise NotFound(f"unit {missing[0]} does not exist in campaign {campaign.pk}.", field="units", value=missing[0])
+    have = set(Assignment.objects.filter(grader=user, unit_id__in=list(found)).values_list("unit_id", flat=True))
+    top = Assignment.objects.filter(campaign=campaign, grader=user).aggregate(m=Max("position"))["m"] or 0
+    new = [
+        Assignment(campaign=campaign, grader=user, unit=found[u], query_id=found[u].query_id,
+                   source=AssignmentSource.MANUAL, position=top + i + 1)
+        for i, u in enumerate(dict.fromkeys(units or [])) if u not in have
+    ]
+    try:
+        Assignment.objects.bulk_create(new)
+    except IntegrityError:
+        raise InvalidValue("some units were assigned concurrently; try again.", field="units", value=None) from None
+    return len(new)
