@@ -68,8 +68,13 @@ def _as_2d_float(values: ArrayLike, *, name: str) -> np.ndarray:
 
 def as_count_table(counts: ArrayLike, *, name: str = "counts") -> np.ndarray:
     """An ``(n_units, n_categories)`` table of non-negative integer counts, as float."""
-    table = _as_2d_float(counts, name=name)
-    bad = ~np.isfinite(table) | (table < 0) | (table != np.round(table))
+    raw = np.asarray(counts) if not isinstance(counts, list) else counts
+    if isinstance(raw, np.ndarray) and raw.dtype.kind in "iu" and raw.ndim == 2 and raw.size:
+        bad = raw < 0  # integer input: only the sign can be wrong
+        table = raw.astype(float)
+    else:
+        table = _as_2d_float(counts, name=name)
+        bad = ~np.isfinite(table) | (table < 0) | (table != np.round(table))
     if bad.any():
         row, col = np.argwhere(bad)[0]
         raise ValueError(f"`{name}` must hold non-negative integer counts; "
@@ -123,9 +128,18 @@ def factorize_long(frame: pd.DataFrame, *, name: str = "frame",
     -------
     unit_codes, units, grader_codes, graders
     """
-    frame = as_long(frame, name=name)
+    if not isinstance(frame, pd.DataFrame):
+        raise ValueError(f"`{name}` must be a pandas DataFrame, got {type(frame).__name__}")
+    missing = [c for c in ("unit", "grader", "value") if c not in frame.columns]
+    if missing:
+        raise ValueError(f"`{name}` lacks column(s) {missing}; it has {list(frame.columns)}")
+    if frame.empty:
+        raise ValueError(f"`{name}` is empty")
     unit_codes, units = pd.factorize(frame["unit"], sort=True)
     grader_codes, graders = pd.factorize(frame["grader"], sort=True)
+    for column, codes in (("unit", unit_codes), ("grader", grader_codes)):
+        if codes.min() < 0:  # factorize marks missing values with -1
+            raise ValueError(f"`{name}` has a missing {column!r} in row {short(frame.index[np.argmin(codes)])}")
     key = unit_codes.astype(np.int64) * len(graders) + grader_codes
     seen = np.bincount(key)
     if seen.max() > 1:
@@ -149,6 +163,8 @@ def category_codes(values: ArrayLike, categories: Sequence[Any], *, name: str) -
     if known.has_duplicates:
         raise ValueError(f"`categories` has duplicates: {short(list(categories))}")
     codes, uniques = pd.factorize(np.asarray(values) if not isinstance(values, pd.Series) else values)
+    if codes.size and codes.min() < 0:
+        raise ValueError(f"`{name}` has a missing value at position {int(np.argmin(codes))}")
     positions = known.get_indexer(pd.Index(uniques))
     if (positions < 0).any():
         raise ValueError(f"`{name}` has a value outside the declared categories {list(categories)}: "

@@ -42,22 +42,33 @@ class Estimate(NamedTuple):
     reason: str | None = None  # why ``value`` is NaN, when it is
 
 
-def resample_weights(rng: np.random.Generator, n_units: int, n_boot: int) -> Iterator[np.ndarray]:
-    """Blocks of bootstrap weights: ``(b, n_units)`` float arrays, each row summing to ``n_units``."""
-    block = max(1, MAX_CELLS // n_units)
+def resample_weights(rng: np.random.Generator, sizes: np.ndarray, n_boot: int) -> Iterator[np.ndarray]:
+    """Blocks of bootstrap weights over groups of identical units.
+
+    ``sizes[g]`` units share the per-unit quantities of group ``g`` (all ones when units are not
+    grouped). Drawing ``n = sizes.sum()`` units with replacement gives group counts that are
+    multinomial with shares ``sizes / n``: few groups are drawn that way directly, many by drawing
+    units. Yields ``(b, n_groups)`` float arrays whose rows sum to ``n``.
+    """
+    n, groups = int(sizes.sum()), sizes.size
+    block = max(1, MAX_CELLS // max(n, 1))
     for start in range(0, n_boot, block):
         size = min(block, n_boot - start)
-        draws = rng.integers(0, n_units, size=(size, n_units))
-        draws += np.arange(size)[:, None] * n_units
-        yield np.bincount(draws.ravel(), minlength=size * n_units).reshape(size, n_units).astype(float)
+        if groups * 8 <= n:
+            yield rng.multinomial(n, sizes / n, size=size).astype(float)
+            continue
+        owner = np.repeat(np.arange(groups), sizes)
+        draws = owner[rng.integers(0, n, size=(size, n))] + np.arange(size)[:, None] * groups
+        yield np.bincount(draws.ravel(), minlength=size * groups).reshape(size, groups).astype(float)
 
 
-def bootstrap_replicates(n_units: int, replicate: Callable[[np.ndarray], np.ndarray], *,
+def bootstrap_replicates(sizes: np.ndarray, replicate: Callable[[np.ndarray], np.ndarray], *,
                          rng: np.random.Generator, n_boot: int) -> np.ndarray:
-    """Apply ``replicate`` (weights ``(b, n_units)`` -> statistics ``(b,)``) to ``n_boot`` resamples."""
+    """Apply ``replicate`` (group weights ``(b, n_groups)`` -> statistics ``(b,)``) to ``n_boot``
+    resamples of the units; ``sizes`` is the number of units in each group."""
     rng = as_rng(rng)
     n_boot = as_positive_int(n_boot, name="n_boot")
-    return np.concatenate([replicate(w) for w in resample_weights(rng, n_units, n_boot)])
+    return np.concatenate([replicate(w) for w in resample_weights(rng, np.asarray(sizes), n_boot)])
 
 
 def percentile_interval(replicates: np.ndarray, confidence: float = 0.95) -> tuple[float, float]:
@@ -98,15 +109,16 @@ def fleiss_kappa_ci(counts: ArrayLike, *, rng: np.random.Generator, n_boot: int 
     table = table[rated_units(table)]
     if table.shape[0] == 0:
         return _estimate(value, np.array([np.nan]), confidence)
-    agree, n_i, _ = fleiss_parts(table)
-    per_unit = np.column_stack([agree, n_i, table])
+    distinct, sizes = np.unique(table, axis=0, return_counts=True)  # units with equal rows are alike
+    agree, n_i, _ = fleiss_parts(distinct)
+    per_group = np.column_stack([agree, n_i, distinct])
     n = table.shape[0]
 
     def replicate(weights: np.ndarray) -> np.ndarray:
-        sums = weights @ per_unit
+        sums = weights @ per_group
         return fleiss_from_sums(sums[:, 0] / n, sums[:, 2:] / sums[:, 1:2])
 
-    return _estimate(value, bootstrap_replicates(n, replicate, rng=rng, n_boot=n_boot), confidence)
+    return _estimate(value, bootstrap_replicates(sizes, replicate, rng=rng, n_boot=n_boot), confidence)
 
 
 def cohen_kappa_ci(ratings1: ArrayLike, ratings2: ArrayLike, *, weights: Weights = "unweighted",

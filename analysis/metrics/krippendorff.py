@@ -165,5 +165,6 @@ def krippendorff_alpha_ci(ratings: ArrayLike, level: Level = "interval", *, rng:
     parts = _Parts(as_wide(ratings))
     if np.isnan(value):
         return _estimate(value, np.array([np.nan]), confidence)
-    replicates = bootstrap_replicates(parts.n_units, _replicate(parts, level), rng=rng, n_boot=n_boot)
+    replicates = bootstrap_replicates(np.ones(parts.n_units, dtype=np.int64), _replicate(parts, level),
+                                      rng=rng, n_boot=n_boot)
     return _estimate(value, replicates, confidence)

@@ -50,7 +50,7 @@ def long_to_counts(frame: pd.DataFrame, categories: Sequence[Any] | None = None,
 
     Returns
     -------
-    counts : (n_units, n_categories) float array.
+    counts : (n_units, n_categories) int64 array.
     units : sorted unit labels (rows).
     categories : the column labels, in the given order or sorted.
     """
@@ -58,7 +58,7 @@ def long_to_counts(frame: pd.DataFrame, categories: Sequence[Any] | None = None,
     codes, categories = codes_for(frame["value"], categories, name="frame['value']")
     k = len(categories)
     flat = np.bincount(unit_codes * k + codes, minlength=len(units) * k)
-    return flat.reshape(len(units), k).astype(float), units, categories
+    return flat.reshape(len(units), k), units, categories
 
 
 def wide_to_counts(ratings: ArrayLike, n_categories: int | None = None) -> np.ndarray:

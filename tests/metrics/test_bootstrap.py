@@ -23,15 +23,17 @@ def noisy_wide(rng, n_units=60, n_graders=4, k=4):
 
 def test_weights_are_resampling_counts():
     rng = np.random.default_rng(0)
-    blocks = list(resample_weights(rng, 7, 25))
-    weights = np.vstack(blocks)
+    weights = np.vstack(list(resample_weights(rng, np.ones(7, dtype=int), 25)))
     assert weights.shape == (25, 7) and (weights.sum(1) == 7).all()
+    grouped = np.vstack(list(resample_weights(rng, np.array([60, 20]), 2000)))
+    assert grouped.shape == (2000, 2) and (grouped.sum(1) == 80).all()
+    assert grouped[:, 0].mean() == pytest.approx(60, abs=0.5)  # multinomial with shares 3/4, 1/4
 
 
 def test_fleiss_replicates_equal_the_statistic_on_the_resampled_units():
     rng = np.random.default_rng(1)
     counts = wide_to_counts(noisy_wide(rng))
-    weights = next(resample_weights(np.random.default_rng(2), counts.shape[0], 5))
+    weights = next(resample_weights(np.random.default_rng(2), np.ones(counts.shape[0], dtype=int), 5))
     expected = [fleiss_kappa(np.repeat(counts, w.astype(int), axis=0)) for w in weights]
     from analysis.metrics.agreement import fleiss_from_sums, fleiss_parts
     agree, n_i, _ = fleiss_parts(counts)
@@ -46,7 +48,7 @@ def test_alpha_replicates_equal_the_statistic_on_the_resampled_units(level):
     wide = noisy_wide(rng) + 1
     wide[rng.random(wide.shape) < 0.2] = np.nan
     parts = _Parts(wide)
-    weights = next(resample_weights(np.random.default_rng(4), parts.n_units, 6))
+    weights = next(resample_weights(np.random.default_rng(4), np.ones(parts.n_units, dtype=int), 6))
     expected = [krippendorff_alpha(np.repeat(parts.wide, w.astype(int), axis=0), level) for w in weights]
     assert _replicate(parts, level)(weights) == pytest.approx(expected, abs=1e-12)
 

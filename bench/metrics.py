@@ -1,0 +1,123 @@
+"""Benchmark of the agreement metrics against reference implementations, in one process.
+
+    .venv/bin/python bench/metrics.py           # full size (about a minute)
+    .venv/bin/python bench/metrics.py --quick   # sizes divided by 10
+
+Each case prints our time, the reference's time, the ratio and our peak memory (tracemalloc, numpy
+allocations included). Times are the best of ``--repeat`` runs. Aims: Fleiss >= 10x the statsmodels
+path, Krippendorff >= 2x the `krippendorff` package, each bootstrap under 5 s at 10^5 units.
+"""
+from __future__ import annotations
+
+import argparse
+import sys
+import time
+import tracemalloc
+from collections.abc import Callable
+from pathlib import Path
+
+import numpy as np
+import pandas as pd
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+
+from analysis.metrics import (  # noqa: E402
+    fleiss_kappa,
+    fleiss_kappa_ci,
+    krippendorff_alpha,
+    krippendorff_alpha_ci,
+    long_to_counts,
+)
+
+
+def timed(func: Callable[[], object], repeat: int) -> tuple[float, object]:
+    best, result = float("inf"), None
+    for _ in range(repeat):
+        start = time.perf_counter()
+        result = func()
+        best = min(best, time.perf_counter() - start)
+    return best, result
+
+
+def peak_mib(func: Callable[[], object]) -> float:
+    tracemalloc.start()
+    func()
+    _, peak = tracemalloc.get_traced_memory()
+    tracemalloc.stop()
+    return peak / 2**20
+
+
+def report(name: str, ours: Callable[[], object], reference: Callable[[], object] | None, repeat: int) -> None:
+    our_time, our_value = timed(ours, repeat)
+    line = f"{name:<44} ours {our_time:8.3f} s"
+    if reference is not None:
+        ref_time, ref_value = timed(reference, repeat)
+        same = np.isclose(float(our_value), float(ref_value), atol=1e-9)
+        line += f"   reference {ref_time:8.3f} s   ratio {ref_time / our_time:6.1f}x   agree {same}"
+    else:
+        line += f"   value {our_value}"
+    print(f"{line}   peak {peak_mib(ours):7.1f} MiB", flush=True)
+
+
+def fleiss_case(n_units: int, repeat: int) -> None:
+    from statsmodels.stats.inter_rater import aggregate_raters
+    from statsmodels.stats.inter_rater import fleiss_kappa as sm_fleiss
+
+    rng = np.random.default_rng(0)
+    frame = pd.DataFrame({"unit": np.repeat(np.arange(n_units), 3), "grader": np.tile(["a", "b", "c"], n_units),
+                          "value": rng.integers(0, 3, 3 * n_units)})
+
+    def ours() -> float:
+        return fleiss_kappa(long_to_counts(frame, [0, 1, 2])[0])
+
+    def reference() -> float:
+        wide = frame.pivot(index="unit", columns="grader", values="value").to_numpy()
+        return sm_fleiss(aggregate_raters(wide, n_cat=3)[0])
+
+    report(f"Fleiss, long frame, {n_units:.0e} units x 3 x 3", ours, reference, repeat)
+
+
+def alpha_wide(n_units: int) -> np.ndarray:
+    rng = np.random.default_rng(1)
+    truth = rng.integers(0, 11, (n_units, 1))
+    wide = np.clip(truth + rng.integers(-2, 3, (n_units, 10)), 0, 10).astype(float)
+    wide[rng.random(wide.shape) < 0.2] = np.nan
+    return wide
+
+
+def alpha_case(n_units: int, repeat: int) -> None:
+    import krippendorff
+
+    wide = alpha_wide(n_units)
+    report(f"Krippendorff interval, {n_units:.0e} units x 10, 20% NaN",
+           lambda: krippendorff_alpha(wide, "interval"),
+           lambda: krippendorff.alpha(reliability_data=wide.T, level_of_measurement="interval"), repeat)
+
+
+def bootstrap_cases(n_units: int, n_boot: int, repeat: int) -> None:
+    rng = np.random.default_rng(2)
+    counts = long_to_counts(pd.DataFrame({
+        "unit": np.repeat(np.arange(n_units), 3), "grader": np.tile(["a", "b", "c"], n_units),
+        "value": rng.integers(0, 3, 3 * n_units)}), [0, 1, 2])[0]
+    wide = alpha_wide(n_units)
+    report(f"Fleiss bootstrap {n_boot} x {n_units:.0e} units",
+           lambda: fleiss_kappa_ci(counts, rng=np.random.default_rng(0), n_boot=n_boot).ci_low, None, repeat)
+    report(f"Krippendorff interval bootstrap {n_boot} x {n_units:.0e}",
+           lambda: krippendorff_alpha_ci(wide, "interval", rng=np.random.default_rng(0), n_boot=n_boot).ci_low,
+           None, repeat)
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--quick", action="store_true", help="sizes divided by 10")
+    parser.add_argument("--repeat", type=int, default=3, help="runs per timing (best is reported)")
+    args = parser.parse_args()
+    scale = 10 if args.quick else 1
+    fleiss_case(10**6 // scale, args.repeat)
+    alpha_case(10**4 // scale, args.repeat)
+    alpha_case(10**5 // scale, args.repeat)
+    bootstrap_cases(10**5 // scale, 1000, 1)
+
+
+if __name__ == "__main__":
+    main()
