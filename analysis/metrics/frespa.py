@@ -36,6 +36,7 @@ lists. ECIR 2010, LNCS 5993, 166–178.
 """
 from __future__ import annotations
 
+import functools
 import itertools
 import math
 from dataclasses import dataclass
@@ -55,6 +56,7 @@ __all__ = [
 ]
 
 _CHUNK_BYTES = 32 * 2**20
+_DP_CHUNK_BYTES = 2 * 2**20
 _SPLIT = 26  # residues < 2^53 are summed as two int64 halves of at most 27 bits
 
 
@@ -208,7 +210,9 @@ def _subset_masks(n: int, s_min: int, k: int):
 
 def _group_totals(packed: list, groups: list, n_groups: int, k: int, max_len: int, n: int) -> np.ndarray:
     """``(n_groups, max_len+1)`` object array: exact sums of chain counts over each group's subsets."""
-    moduli = _moduli(k, bound=math.comb(n, n // 2) * math.comb(k, k // 2))
+    # Below 2^53 every chain count (<= C(k, m)) is exact in float64 and needs no modulus at all.
+    exact = math.comb(k, k // 2) < 2**53
+    moduli = [] if exact else _moduli(k, bound=math.comb(n, n // 2) * math.comb(k, k // 2))
     if not packed:
         return np.zeros((n_groups, max_len + 1), dtype=object)
     rows = np.concatenate(packed)
@@ -222,8 +226,8 @@ def _group_totals(packed: list, groups: list, n_groups: int, k: int, max_len: in
     res = _chain_residues(uniq, k, max_len, moduli).reshape(len(uniq), -1)
     lo = (mult @ (res & ((1 << _SPLIT) - 1))).astype(object)
     hi = (mult @ (res >> _SPLIT)).astype(object)
-    total = (hi * (1 << _SPLIT) + lo).reshape(n_groups, max_len + 1, len(moduli))
-    return _crt(total, moduli)
+    total = (hi * (1 << _SPLIT) + lo).reshape(n_groups, max_len + 1, max(1, len(moduli)))
+    return total[..., 0] if exact else _crt(total, moduli)
 
 
 def _moduli(k: int, *, bound: int) -> list[int]:
@@ -238,19 +242,25 @@ def _moduli(k: int, *, bound: int) -> list[int]:
 
 
 def _chain_residues(uniq: np.ndarray, k: int, max_len: int, moduli: list[int]) -> np.ndarray:
-    """``(U, max_len+1, r)`` int64: chain counts by length of each packed relation, mod each modulus."""
-    mods = np.asarray(moduli, dtype=np.float64)
-    out = np.zeros((len(uniq), max_len + 1, len(moduli)), dtype=np.int64)
-    per_chunk = max(1, _CHUNK_BYTES // (8 * k * k))
+    """``(U, max_len+1, r)`` int64: chain counts by length of each packed relation, mod each modulus.
+
+    No moduli: the counts themselves (the caller guarantees they stay below 2^53), ``r = 1``.
+    """
+    mods = np.asarray(moduli, dtype=np.float64)[:, None]
+    out = np.zeros((len(uniq), max_len + 1, max(1, len(moduli))), dtype=np.int64)
+    per_chunk = max(1, _DP_CHUNK_BYTES // (8 * k * k))  # a chunk's relations stay in cache
     for start in range(0, len(uniq), per_chunk):
         bits = np.unpackbits(uniq[start:start + per_chunk], axis=1, count=k * k)
         rel = bits.reshape(-1, k, k).astype(np.float64)
-        f = np.ones((len(rel), len(moduli), k))  # f[u, j, b]: chains ending at b, mod moduli[j]
+        f = np.ones((len(rel), out.shape[2], k))  # f[u, j, b]: chains ending at b, mod moduli[j]
         for m in range(2, max_len + 1):
-            f = np.fmod(f @ rel, mods[:, None])  # sums of k terms < modulus stay below 2^53
-            if not f.any():
+            f = np.einsum("ujk,ukl->ujl", f, rel)  # sums of k terms < modulus stay below 2^53
+            if len(moduli):
+                f = np.fmod(f, mods)
+            total = f.sum(axis=2) if not len(moduli) else np.fmod(f.sum(axis=2), mods[:, 0])
+            if not total.any():
                 break
-            out[start:start + len(rel), m] = np.fmod(f.sum(axis=2), mods).astype(np.int64)
+            out[start:start + len(rel), m] = total.astype(np.int64)
     return out
 
 
@@ -266,12 +276,17 @@ def _crt(residue_sums: np.ndarray, moduli: list[int]) -> np.ndarray:
 
 def _inclusion_exclusion(g: np.ndarray, s_min: int) -> np.ndarray:
     """``E[s] = sum_{t>=s} (-1)^(t-s) C(t, s) G[t]`` for ``s >= s_min``, exact (object arrays)."""
-    n = g.shape[0] - 1
+    return _alternating_binomials(g.shape[0] - 1, s_min) @ g
+
+
+@functools.lru_cache(maxsize=256)
+def _alternating_binomials(n: int, s_min: int) -> np.ndarray:
     coef = np.zeros((n + 1, n + 1), dtype=object)
     for s in range(max(s_min, 1), n + 1):
         for t in range(s, n + 1):
             coef[s, t] = (-1) ** (t - s) * math.comb(t, s)
-    return coef @ g
+    coef.flags.writeable = False
+    return coef
 
 
 def weighted_ratio(e_num: np.ndarray, e_den: np.ndarray, params: FrespaParams, n: int, k: int) -> float:
