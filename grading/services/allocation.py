@@ -34,7 +34,7 @@ def assignment_next(*, grader: AbstractBaseUser, campaign: Campaign) -> Assignme
         raise CampaignClosed(f"campaign {campaign.pk} is {campaign.status}: it takes no judgments.", field="campaign", value=campaign.pk)
     now = timezone.now()
     assignment = (
-        Assignment.objects.select_for_update(skip_locked=True)
+        Assignment.objects.select_for_update(skip_locked=True, of=("self",))
         .filter(campaign=campaign, grader=grader, status=AssignmentStatus.OPEN)
         .order_by("position", "pk").first()
     )
@@ -59,7 +59,7 @@ def _reclaim_expired(grader: AbstractBaseUser, campaign: Campaign, now) -> Assig
     """An adaptive slot whose grader let the lease run out without judging: hand it over."""
     judged = Judgment.objects.filter(grader=OuterRef("grader"), unit=OuterRef("unit"))
     slot = (
-        Assignment.objects.select_for_update(skip_locked=True)
+        Assignment.objects.select_for_update(skip_locked=True, of=("self",))
         .filter(campaign=campaign, source=AssignmentSource.ADAPTIVE, status=AssignmentStatus.OPEN,
                 lease_expires_at__lt=now, unit__isnull=False)
         .exclude(grader=grader).exclude(unit__in=_mine(grader, campaign))
@@ -81,7 +81,7 @@ def _extra(grader: AbstractBaseUser, campaign: Campaign) -> Assignment | None:
         return None
     wanted = [u for u in units_wanting_more(campaign) if u not in set(_mine(grader, campaign).values_list("unit_id", flat=True))]
     for unit_id in wanted:
-        unit = Unit.objects.select_for_update(skip_locked=True).filter(pk=unit_id).first()
+        unit = Unit.objects.select_for_update(skip_locked=True, of=("self",)).filter(pk=unit_id).order_by().first()
         if unit is None:
             continue  # another grader is taking this slot right now
         if Assignment.objects.filter(unit=unit).count() >= campaign.max_overlap:

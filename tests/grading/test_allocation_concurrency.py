@@ -1,0 +1,96 @@
+"""Concurrency against PostgreSQL: 20 clients posting events with deliberate duplicate ids, and
+graders racing for the last adaptive slot."""
+import json
+import random
+import threading
+from uuid import uuid4
+
+import pytest
+from django.db import connection
+
+from grading.models import Assignment, GradingEvent
+from grading.models.choices import Policy
+from grading.services.allocation import assignment_next
+from tests.factories import make_campaign, make_user, record
+from tests.grading.api_helpers import client_for, event, fast_passwords, graders_of, my_units  # noqa: F401
+
+pytestmark = [pytest.mark.postgres, pytest.mark.django_db(transaction=True)]
+CLIENTS = 20
+
+
+def run_threads(target, n: int) -> list[BaseException]:
+    errors: list[BaseException] = []
+    barrier = threading.Barrier(n)
+
+    def wrapped(i: int) -> None:
+        try:
+            barrier.wait(timeout=30)
+            target(i)
+        except BaseException as exc:  # noqa: BLE001 — reported to the test below
+            errors.append(exc)
+        finally:
+            connection.close()
+
+    threads = [threading.Thread(target=wrapped, args=(i,)) for i in range(n)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join(timeout=120)
+    return errors
+
+
+def test_twenty_clients_with_duplicate_ids_store_each_id_once():
+    campaign = make_campaign(graders=4, n_queries=2, n_candidates=5, overlap=4)
+    graders = graders_of(campaign)
+    # A shared pool of events per grader; every client posts a random mix, so most ids arrive
+    # several times, often at the same moment, singly and in batches.
+    pool = {g.pk: [event(campaign, kind, payload, unit=u, seq=i)
+                   for i, u in enumerate(my_units(g, campaign))
+                   for kind, payload in [("broad_set", {"value": "SS"}), ("fine_set", {"value": 5.5}), ("unit_viewed", {})]]
+            for g in graders}
+    sent: set[str] = set()
+    lock = threading.Lock()
+    statuses: list[int] = []
+
+    def client(i: int) -> None:
+        grader = graders[i % len(graders)]
+        api = client_for(grader)
+        rng = random.Random(i)
+        for _ in range(6):
+            chosen = rng.sample(pool[grader.pk], 8)
+            body = chosen if rng.random() < 0.5 else chosen[0]
+            response = api.post("/api/events/", json.dumps(body), content_type="application/json")
+            with lock:
+                statuses.append(response.status_code)
+                sent.update(e["id"] for e in (chosen if isinstance(body, list) else [body]))
+
+    assert run_threads(client, CLIENTS) == []
+    assert set(statuses) <= {200, 201}
+    assert GradingEvent.objects.count() == len(sent)
+    assert set(map(str, GradingEvent.objects.values_list("id", flat=True))) == sent
+
+
+def test_graders_racing_for_one_adaptive_slot_get_it_once():
+    campaign = make_campaign(n_queries=1, n_candidates=1, graders=2, overlap=2)
+    campaign.policy, campaign.max_overlap = Policy.CONSENSUS, 3
+    campaign.save()
+    a, b = graders_of(campaign)
+    unit = campaign.units.get()
+    for grader, value in [(a, "VS"), (b, "NS")]:
+        record(grader, campaign, "broad_set", {"value": value}, unit=unit, event_id=uuid4())
+        record(grader, campaign, "fine_set", {"value": 5.0}, unit=unit, event_id=uuid4())
+    racers = [make_user() for _ in range(8)]
+    from grading.services.campaigns import role_grant
+
+    for user in racers:
+        role_grant(campaign=campaign, user=user, role="grader")
+    got = []
+
+    def race(i: int) -> None:
+        served = assignment_next(grader=racers[i], campaign=campaign)
+        if served is not None:
+            got.append(racers[i].pk)
+
+    assert run_threads(race, len(racers)) == []
+    assert len(got) == 1
+    assert Assignment.objects.filter(unit=unit).count() == 3
