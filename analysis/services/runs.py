@@ -37,6 +37,7 @@ PARAMETER_RULES: dict[str, tuple[type, float, float]] = {
     "fine_tolerance": (float, 0.0, 10.0),
 }
 # Test-only: sleep inside a named stage (heartbeating), to let tests kill a worker mid-run.
+# Only code can set them (parameters_clean(..., allow_debug=True)); no user-facing entry point does.
 DEBUG_PARAMETERS = {"debug_sleep_stage": str, "debug_sleep_seconds": float, "debug_sleep_attempts": int}
 
 
@@ -59,12 +60,15 @@ def embedded() -> bool:
     return bool(app.conf.task_always_eager)
 
 
-def parameters_clean(parameters: dict[str, Any] | None) -> dict[str, Any]:
-    """Validated run parameters with defaults filled in. Raises ValueError naming the bad key."""
+def parameters_clean(parameters: dict[str, Any] | None, *, allow_debug: bool = False) -> dict[str, Any]:
+    """Validated run parameters with defaults filled in. Raises ValueError naming the bad key.
+
+    ``allow_debug`` admits the test-only ``debug_sleep_*`` keys; the API, pages and CLI never pass it.
+    """
     given = dict(parameters or {})
     out = dict(DEFAULT_PARAMETERS)
     for key, value in given.items():
-        if key in DEBUG_PARAMETERS and settings.DEBUG:
+        if key in DEBUG_PARAMETERS and allow_debug:
             out[key] = DEBUG_PARAMETERS[key](value)
             continue
         if key not in PARAMETER_RULES:
@@ -263,7 +267,8 @@ def run_sweep_stale(*, now: datetime | None = None) -> SweepOutcome:
         left = AnalysisRun.objects.filter(status=RunStatus.QUEUED).filter(
             Q(not_before__lt=cutoff) | Q(not_before__isnull=True, created_at__lt=cutoff))
         for run_id in left.values_list("pk", flat=True):
-            if AnalysisRun.objects.filter(pk=run_id, status=RunStatus.QUEUED).update(not_before=now):
+            # not_before marks the resend, so the next sweep waits another stale period.
+            if AnalysisRun.objects.filter(pk=run_id, status=RunStatus.QUEUED).update(not_before=timezone.now()):
                 transaction.on_commit(partial(run_enqueue, run_id=run_id))
                 outcome.resent.append(run_id)
     return outcome
@@ -277,7 +282,7 @@ def _sweep_one(run: AnalysisRun, *, now: datetime, outcome: SweepOutcome) -> Non
                                       heartbeat_at=run.heartbeat_at)
     if run.attempts < max_attempts():
         if same.update(status=RunStatus.QUEUED, error=f"{reason} Retrying.", stage="queued for retry",
-                       progress=0, not_before=now):
+                       progress=0, not_before=None):
             logger.warning("analysis run %s: %s Retrying.", run.pk, reason)
             outcome.requeued.append(run.pk)
             if not embedded():
