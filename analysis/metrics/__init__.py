@@ -55,3 +55,14 @@ from .orderings import (  # noqa: F401
     wca_score,
     wca_weights,
 )
+
+# isort: split
+# The campaign as a measuring instrument (DESIGN.md §5.5).
+from .instrument import (  # noqa: F401
+    SystemComparison,
+    precision,
+    repeatability,
+    reproducibility,
+    resolution,
+    system_comparison,
+)
