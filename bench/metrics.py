@@ -59,12 +59,12 @@ def report(name: str, ours: Callable[[], object], reference: Callable[[], object
     print(f"{line}   peak {peak_mib(ours):7.1f} MiB", flush=True)
 
 
-def fleiss_case(n_units: int, repeat: int) -> None:
+def fleiss_case(n_units: int, repeat: int, graders: list) -> None:
     from statsmodels.stats.inter_rater import aggregate_raters
     from statsmodels.stats.inter_rater import fleiss_kappa as sm_fleiss
 
     rng = np.random.default_rng(0)
-    frame = pd.DataFrame({"unit": np.repeat(np.arange(n_units), 3), "grader": np.tile(["a", "b", "c"], n_units),
+    frame = pd.DataFrame({"unit": np.repeat(np.arange(n_units), 3), "grader": np.tile(graders, n_units),
                           "value": rng.integers(0, 3, 3 * n_units)})
 
     def ours() -> float:
@@ -74,7 +74,8 @@ def fleiss_case(n_units: int, repeat: int) -> None:
         wide = frame.pivot(index="unit", columns="grader", values="value").to_numpy()
         return sm_fleiss(aggregate_raters(wide, n_cat=3)[0])
 
-    report(f"Fleiss, long frame, {n_units:.0e} units x 3 x 3", ours, reference, repeat)
+    kind = "int" if isinstance(graders[0], int) else "str"
+    report(f"Fleiss, long frame, {n_units:.0e} x 3 x 3, {kind} graders", ours, reference, repeat)
 
 
 def alpha_wide(n_units: int) -> np.ndarray:
@@ -113,7 +114,8 @@ def main() -> None:
     parser.add_argument("--repeat", type=int, default=3, help="runs per timing (best is reported)")
     args = parser.parse_args()
     scale = 10 if args.quick else 1
-    fleiss_case(10**6 // scale, args.repeat)
+    fleiss_case(10**6 // scale, args.repeat, [101, 102, 103])  # ids, as the analysis jobs read them
+    fleiss_case(10**6 // scale, args.repeat, ["ann", "ben", "cat"])  # labels, as in a CSV file
     alpha_case(10**4 // scale, args.repeat)
     alpha_case(10**5 // scale, args.repeat)
     bootstrap_cases(10**5 // scale, 1000, 1)

@@ -120,6 +120,20 @@ def as_long(frame: pd.DataFrame, *, name: str = "frame",
     return frame
 
 
+def sorted_codes(column: pd.Series) -> tuple[np.ndarray, pd.Index]:
+    """``pd.factorize(column, sort=True)``, with a hash-free path for compact integer ids."""
+    values = column.to_numpy()
+    if values.dtype.kind in "iu" and values.size:
+        low, high = values.min(), values.max()
+        if int(high) - int(low) <= 4 * values.size:  # e.g. database ids: rank by a presence table
+            present = np.zeros(int(high) - int(low) + 1, dtype=bool)
+            offset = (values - low).astype(np.int64)
+            present[offset] = True
+            rank = np.cumsum(present) - 1
+            return rank[offset], pd.Index(np.flatnonzero(present) + low)
+    return pd.factorize(column, sort=True)
+
+
 def factorize_long(frame: pd.DataFrame, *, name: str = "frame",
                    ) -> tuple[np.ndarray, pd.Index, np.ndarray, pd.Index]:
     """Unit and grader codes of a long frame (sorted labels), with one judgment per (unit, grader).
@@ -135,8 +149,8 @@ def factorize_long(frame: pd.DataFrame, *, name: str = "frame",
         raise ValueError(f"`{name}` lacks column(s) {missing}; it has {list(frame.columns)}")
     if frame.empty:
         raise ValueError(f"`{name}` is empty")
-    unit_codes, units = pd.factorize(frame["unit"], sort=True)
-    grader_codes, graders = pd.factorize(frame["grader"], sort=True)
+    unit_codes, units = sorted_codes(frame["unit"])
+    grader_codes, graders = sorted_codes(frame["grader"])
     for column, codes in (("unit", unit_codes), ("grader", grader_codes)):
         if codes.min() < 0:  # factorize marks missing values with -1
             raise ValueError(f"`{name}` has a missing {column!r} in row {short(frame.index[np.argmin(codes)])}")

@@ -27,9 +27,14 @@ IDENTICAL = "all judgments are identical (expected agreement is 1)"
 TOO_FEW = "fewer than one unit with two or more judgments"
 
 
+def row_sums(table: np.ndarray) -> np.ndarray:
+    """Row sums of a tall, narrow table (a matrix-vector product: much faster than ``sum(axis=1)``)."""
+    return table @ np.ones(table.shape[1])
+
+
 def rated_units(counts: np.ndarray) -> np.ndarray:
     """Boolean mask of the units (rows) with at least two judgments."""
-    return counts.sum(axis=1) >= 2
+    return row_sums(counts) >= 2
 
 
 def fleiss_parts(counts: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
@@ -41,9 +46,9 @@ def fleiss_parts(counts: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray
     n_i : (n,) judgments per unit.
     disagree : (n, k) n_ij (n_i - n_ij) / (n_i (n_i - 1)), the per-category disagreement.
     """
-    n_i = counts.sum(axis=1)
+    n_i = row_sums(counts)
     pairs = n_i * (n_i - 1)
-    agree = (counts * (counts - 1)).sum(axis=1) / pairs
+    agree = row_sums(counts * (counts - 1)) / pairs
     disagree = counts * (n_i[:, None] - counts) / pairs[:, None]
     return agree, n_i, disagree
 
@@ -79,12 +84,14 @@ def fleiss_kappa(counts: ArrayLike) -> float:
         or no unit has two judgments.
     """
     table = as_count_table(counts)
-    table = table[rated_units(table)]
+    n_i = row_sums(table)
+    rated = n_i >= 2
+    if not rated.all():
+        table, n_i = table[rated], n_i[rated]
     if table.shape[0] == 0:
         return Undefined(TOO_FEW)
-    n_i = table.sum(axis=1)
-    agree = (table * (table - 1)).sum(axis=1) / (n_i * (n_i - 1))
-    kappa = fleiss_from_sums(agree.mean(), table.sum(axis=0) / n_i.sum())
+    agree = row_sums(table * (table - 1)) / (n_i * (n_i - 1))
+    kappa = fleiss_from_sums(agree.mean(), np.ones(table.shape[0]) @ table / n_i.sum())
     return Undefined(IDENTICAL) if np.isnan(kappa) else float(kappa)
 
 

@@ -30,7 +30,7 @@ from .agreement import (
     weight_matrix,
 )
 
-MAX_CELLS = 4_000_000  # weights held at once: n_boot_block * n_units
+MAX_CELLS = 500_000  # weights drawn at once (n_boot_block * n_units): small blocks stay in cache
 
 
 class Estimate(NamedTuple):
@@ -57,8 +57,10 @@ def resample_weights(rng: np.random.Generator, sizes: np.ndarray, n_boot: int) -
         if groups * 8 <= n:
             yield rng.multinomial(n, sizes / n, size=size).astype(float)
             continue
-        owner = np.repeat(np.arange(groups), sizes)
-        draws = owner[rng.integers(0, n, size=(size, n))] + np.arange(size)[:, None] * groups
+        draws = rng.integers(0, n, size=(size, n))
+        if groups < n:
+            draws = np.repeat(np.arange(groups), sizes)[draws]
+        draws += np.arange(size)[:, None] * groups
         yield np.bincount(draws.ravel(), minlength=size * groups).reshape(size, groups).astype(float)
 
 

@@ -16,6 +16,7 @@ Communication Departmental Papers 43. Krippendorff, K. (2004). Content Analysis,
 from __future__ import annotations
 
 from collections.abc import Callable
+from functools import cached_property
 from typing import Literal
 
 import numpy as np
@@ -31,24 +32,45 @@ NO_PAIRS = "no unit has two or more values"
 NO_VARIATION = "all pairable values are identical (expected disagreement is 0)"
 
 
+DENSE_VALUES = 64  # up to this many distinct values, per-unit value counts are held as a dense array
+
+
 class _Parts:
-    """Per-unit quantities of the pairable units (m_u >= 2) of a wide matrix."""
+    """Per-unit quantities of the pairable units (m_u >= 2) of a wide matrix, built on demand."""
 
     def __init__(self, wide: np.ndarray) -> None:
-        wide = wide[(~np.isnan(wide)).sum(axis=1) >= 2]
-        self.wide = wide
         observed = ~np.isnan(wide)
-        units = np.nonzero(observed)[0]
-        self.values, codes = np.unique(wide[observed], return_inverse=True)
-        self.m = observed.sum(axis=1).astype(float)
-        ones = np.ones(units.size)
-        shape = (wide.shape[0], self.values.size)
-        self.counts = sparse.csr_matrix((ones, (units, codes)), shape=shape)  # n_uc, (n, V)
-        self.n_c = np.asarray(self.counts.sum(axis=0)).ravel()
+        m = observed.sum(axis=1)
+        self.wide = wide[m >= 2]
+        self.m = m[m >= 2].astype(float)
 
     @property
     def n_units(self) -> int:
         return self.wide.shape[0]
+
+    @cached_property
+    def coded(self) -> tuple[np.ndarray, sparse.csr_matrix | np.ndarray, np.ndarray]:
+        """values (V,), counts n_uc (n, V) -- dense when V is small, and marginals n_c (V,)."""
+        observed = ~np.isnan(self.wide)
+        units = np.nonzero(observed)[0]
+        values, codes = np.unique(self.wide[observed], return_inverse=True)
+        shape = (self.n_units, values.size)
+        if values.size <= DENSE_VALUES:
+            flat = np.bincount(units * values.size + codes, minlength=shape[0] * shape[1])
+            counts = flat.reshape(shape).astype(float)
+            return values, counts, counts.sum(axis=0)
+        counts = sparse.csr_matrix((np.ones(units.size), (units, codes)), shape=shape)
+        return values, counts, np.asarray(counts.sum(axis=0)).ravel()
+
+    @cached_property
+    def moments(self) -> np.ndarray:
+        """(n, 4): d_u (interval), m_u, sum x and sum x^2 of the unit's values, centred overall."""
+        observed = ~np.isnan(self.wide)
+        x = np.where(observed, self.wide, 0.0)
+        x = np.where(observed, x - x.sum() / observed.sum(), 0.0)
+        s1, s2 = x.sum(axis=1), (x * x).sum(axis=1)
+        d = 2 * (self.m * s2 - s1**2) / (self.m - 1)
+        return np.column_stack([d, self.m, s1, s2])
 
 
 def _ratio_delta(x: np.ndarray, y: np.ndarray) -> np.ndarray:
@@ -95,13 +117,12 @@ def _expected(level: str, n_c: np.ndarray, values: np.ndarray) -> np.ndarray:
 
 
 def _observed_per_unit(parts: _Parts, level: str) -> np.ndarray:
-    """(n,) d_u for nominal, interval and ratio (fixed metric)."""
-    if level == "nominal":
-        return (parts.m**2 - np.asarray(parts.counts.multiply(parts.counts).sum(axis=1)).ravel()) / (parts.m - 1)
+    """(n,) d_u for nominal and ratio (fixed metric, not interval: see ``_Parts.moments``)."""
     if level == "ratio":
         return _ratio_d(parts.wide, parts.m)
-    centred = parts.values - (parts.n_c @ parts.values) / parts.n_c.sum()
-    return _interval_d(parts.counts, parts.m, centred[:, None])[:, 0]
+    counts = parts.coded[1]
+    squares = counts.multiply(counts).sum(axis=1) if sparse.issparse(counts) else (counts**2).sum(axis=1)
+    return (parts.m**2 - np.asarray(squares).ravel()) / (parts.m - 1)
 
 
 def _alpha(observed: np.ndarray, expected: np.ndarray, n: np.ndarray) -> np.ndarray:
@@ -109,22 +130,34 @@ def _alpha(observed: np.ndarray, expected: np.ndarray, n: np.ndarray) -> np.ndar
                          where=expected > 1e-12 * np.maximum(1, np.abs(observed)))
 
 
+def _interval_replicate(parts: _Parts) -> Callable[[np.ndarray], np.ndarray]:
+    moments = parts.moments
+
+    def interval(weights: np.ndarray) -> np.ndarray:
+        d, n, s1, s2 = (weights @ moments).T
+        return _alpha(d, 2 * (n * s2 - s1**2), n)
+    return interval
+
+
 def _replicate(parts: _Parts, level: str) -> Callable[[np.ndarray], np.ndarray]:
     """The statistic of a block of bootstrap weights (b, n) -> (b,)."""
-    counts_t = parts.counts.T.tocsr()
+    if level == "interval":
+        return _interval_replicate(parts)
+    values, counts, _ = parts.coded
+    counts_t = counts.T.tocsr() if sparse.issparse(counts) else counts.T
     if level == "ordinal":
         def ordinal(weights: np.ndarray) -> np.ndarray:
             n_c = (counts_t @ weights.T).T
             points = _ordinal_points(n_c)
             points -= (n_c * points).sum(axis=1, keepdims=True) / n_c.sum(axis=1, keepdims=True)
-            d = _interval_d(parts.counts, parts.m, points.T)
-            return _alpha((weights * d.T).sum(axis=1), _expected(level, n_c, parts.values), n_c.sum(axis=1))
+            d = _interval_d(counts, parts.m, points.T)
+            return _alpha((weights * d.T).sum(axis=1), _expected(level, n_c, values), n_c.sum(axis=1))
         return ordinal
     d = _observed_per_unit(parts, level)
 
     def fixed(weights: np.ndarray) -> np.ndarray:
         n_c = (counts_t @ weights.T).T
-        return _alpha(weights @ d, _expected(level, n_c, parts.values), n_c.sum(axis=1))
+        return _alpha(weights @ d, _expected(level, n_c, values), n_c.sum(axis=1))
     return fixed
 
 
