@@ -66,3 +66,7 @@ from .instrument import (  # noqa: F401
     resolution,
     system_comparison,
 )
+
+# isort: split
+# Adaptive allocation policies compared by simulation (DESIGN.md §5.6).
+from .allocation import compare_policies, run_policy, simulate_judgments  # noqa: F401
