@@ -17,7 +17,7 @@ from typing import Any, NamedTuple
 import numpy as np
 from numpy.typing import ArrayLike
 
-from ._checks import Undefined, as_count_table, as_positive_int, as_rng, reason_of, short
+from ._checks import as_count_table, as_positive_int, as_rng, reason_of, short
 from .agreement import (
     Weights,
     cohen_from_table,
@@ -145,7 +145,3 @@ def cohen_kappa_ci(ratings1: ArrayLike, ratings2: ArrayLike, *, weights: Weights
     replicates = cohen_from_table(draws.reshape(n_boot, k, k).astype(float), weight_matrix(k, weights))
     return _estimate(value, replicates, confidence)
 
-
-def undefined_estimate(reason: str) -> Estimate:
-    """An estimate that cannot be computed, e.g. Cohen's kappa for other than two graders."""
-    return Estimate(Undefined(reason), float("nan"), float("nan"), reason)

@@ -198,3 +198,14 @@ def test_bad_options_and_inputs_are_named():
         long_to_counts(pd.DataFrame({"unit": ["u1"], "value": [1]}))
     with pytest.raises(ValueError, match="names categories that do not exist"):
         collapse_counts([[1, 1]], ["NS", "SS"], {"VS": "S"})
+
+
+def test_integer_ids_and_labels_give_the_same_table():
+    rng = np.random.default_rng(8)
+    units = rng.permutation(np.repeat(np.arange(1000, 1400, 2), 3))
+    frame = pd.DataFrame({"unit": units, "grader": np.tile([7, 3, 5], 200), "value": rng.integers(0, 3, 600)})
+    frame = frame.drop_duplicates(["unit", "grader"])
+    as_ints, units_int, _ = long_to_counts(frame, [0, 1, 2])
+    as_text, units_text, _ = long_to_counts(frame.astype({"unit": str, "grader": str}), [0, 1, 2])
+    order = np.argsort(units_text.astype(int))
+    assert (as_ints == as_text[order]).all() and list(units_int) == sorted(units_int)

@@ -86,3 +86,12 @@ def test_errors_name_the_argument():
         krippendorff_alpha([[1, np.inf]], "nominal")
     with pytest.raises(ValueError, match="rectangular"):
         krippendorff_alpha([[1, 2], [3]], "nominal")
+
+
+@pytest.mark.parametrize("level", ["nominal", "ordinal", "ratio"])
+def test_many_distinct_values_use_the_sparse_path(level):
+    rng = np.random.default_rng(9)
+    wide = rng.integers(1, 200, size=(80, 4)).astype(float)  # > 64 distinct values
+    wide[rng.random(wide.shape) < 0.25] = nan
+    expected = krippendorff.alpha(reliability_data=wide.T, level_of_measurement=level)
+    assert krippendorff_alpha(wide, level) == pytest.approx(expected, abs=1e-9)
