@@ -26,6 +26,7 @@ class SimulatedCampaign:
     judgments: np.ndarray  # (n_units, max_overlap) category codes, in the order they would arrive
     queries: np.ndarray  # (n_units,) query codes
     n_categories: int
+    tiebreak: np.ndarray  # (n_units, n_categories) in [0, 0.5): breaks majority ties the same way for every policy
 
 
 def simulate_judgments(truth: ArrayLike, accuracy: ArrayLike, *, max_overlap: int, n_categories: int,
@@ -54,7 +55,7 @@ def simulate_judgments(truth: ArrayLike, accuracy: ArrayLike, *, max_overlap: in
     query_codes = np.zeros(n, dtype=np.int64) if queries is None else pd.factorize(np.asarray(queries))[0]
     if query_codes.shape != (n,):
         raise ValueError(f"`queries` must have one label per unit ({n}), got shape {np.shape(queries)}")
-    return SimulatedCampaign(truth, judgments, query_codes, n_categories)
+    return SimulatedCampaign(truth, judgments, query_codes, n_categories, rng.random((n, n_categories)) * 0.5)
 
 
 def _counts(sim: SimulatedCampaign, used: np.ndarray) -> np.ndarray:
@@ -91,13 +92,13 @@ def _wanting(policy: str, sim: SimulatedCampaign, counts: np.ndarray, used: np.n
     return priority
 
 
-def _majority_accuracy(sim: SimulatedCampaign, counts: np.ndarray, rng: np.random.Generator) -> float:
-    jitter = rng.random(counts.shape) * 0.5  # breaks ties at random, never overturns a count
-    return float(((counts + jitter).argmax(axis=1) == sim.truth).mean())
+def _majority_accuracy(sim: SimulatedCampaign, counts: np.ndarray) -> float:
+    # The tie-break is below 0.5, so it decides ties and never overturns a count.
+    return float(((counts + sim.tiebreak).argmax(axis=1) == sim.truth).mean())
 
 
 def run_policy(sim: SimulatedCampaign, policy: Policy, *, initial_overlap: int, max_overlap: int,
-               budget: int | None = None, tolerance: float = 0.2, rng: np.random.Generator) -> dict:
+               budget: int | None = None, tolerance: float = 0.2) -> dict:
     """Allocate judgments round by round under a policy; report what was spent and how accurate the
     majority labels are.
 
@@ -123,19 +124,18 @@ def run_policy(sim: SimulatedCampaign, policy: Policy, *, initial_overlap: int, 
         rounds += 1
     counts = _counts(sim, used)
     return {"policy": policy, "judgments": int(used.sum()), "per_unit": float(used.mean()), "rounds": rounds,
-            "accuracy": _majority_accuracy(sim, counts, rng), "unanimous": float(((counts > 0).sum(axis=1) == 1).mean())}
+            "accuracy": _majority_accuracy(sim, counts), "unanimous": float(((counts > 0).sum(axis=1) == 1).mean())}
 
 
 def compare_policies(sim: SimulatedCampaign, *, initial_overlap: int, max_overlap: int, budget: int | None = None,
-                     tolerance: float = 0.2, rng: np.random.Generator,
-                     policies: tuple[str, ...] = POLICIES) -> pd.DataFrame:
+                     tolerance: float = 0.2, policies: tuple[str, ...] = POLICIES) -> pd.DataFrame:
     """Judgments spent against accuracy of the aggregated (majority) labels, one row per policy.
 
     Also adds ``fixed@max`` — every unit at max_overlap — as the accuracy ceiling of the simulation.
     """
     rows = [run_policy(sim, p, initial_overlap=initial_overlap, max_overlap=max_overlap, budget=budget,
-                       tolerance=tolerance, rng=rng) for p in policies]
-    ceiling = run_policy(sim, "fixed", initial_overlap=max_overlap, max_overlap=max_overlap, rng=rng)
+                       tolerance=tolerance) for p in policies]
+    ceiling = run_policy(sim, "fixed", initial_overlap=max_overlap, max_overlap=max_overlap)
     rows.append({**ceiling, "policy": "fixed@max"})
     table = pd.DataFrame(rows).set_index("policy")
     table["accuracy_per_1000"] = table["accuracy"] / table["judgments"] * 1000

@@ -17,25 +17,25 @@ def test_the_same_seed_gives_the_same_judgments():
 
 def test_perfect_graders_reach_consensus_at_once():
     sim = campaign(accuracy=(1, 1, 1, 1, 1))
-    result = run_policy(sim, "consensus", initial_overlap=2, max_overlap=5, rng=np.random.default_rng(0))
+    result = run_policy(sim, "consensus", initial_overlap=2, max_overlap=5)
     assert result["judgments"] == 2 * 400 and result["accuracy"] == 1.0 and result["rounds"] == 0
 
 
 def test_fixed_spends_exactly_the_initial_overlap():
-    result = run_policy(campaign(), "fixed", initial_overlap=3, max_overlap=5, rng=np.random.default_rng(0))
+    result = run_policy(campaign(), "fixed", initial_overlap=3, max_overlap=5)
     assert result["judgments"] == 1200 and result["per_unit"] == 3
 
 
 def test_policies_respect_the_budget_and_the_maximum_overlap():
     sim = campaign(1)
     for policy in ("consensus", "confusability", "query_deviation"):
-        result = run_policy(sim, policy, initial_overlap=2, max_overlap=4, budget=1000, rng=np.random.default_rng(0))
+        result = run_policy(sim, policy, initial_overlap=2, max_overlap=4, budget=1000)
         assert 800 <= result["judgments"] <= 1000
         assert result["per_unit"] <= 4
 
 
 def test_consensus_beats_fixed_at_the_same_start_and_spends_less_than_the_maximum():
-    table = compare_policies(campaign(2), initial_overlap=2, max_overlap=5, rng=np.random.default_rng(0))
+    table = compare_policies(campaign(2), initial_overlap=2, max_overlap=5)
     assert table.loc["consensus", "accuracy"] > table.loc["fixed", "accuracy"]
     assert table.loc["fixed", "judgments"] < table.loc["consensus", "judgments"] < table.loc["fixed@max", "judgments"]
 
@@ -48,8 +48,8 @@ def test_query_deviation_only_spends_on_deviating_queries():
     sim = simulate_judgments(truth, np.full(6, 0.95), max_overlap=5, n_categories=3, rng=rng, queries=queries)
     noisy = simulate_judgments(truth, np.full(6, 0.34), max_overlap=5, n_categories=3, rng=rng, queries=queries)
     sim.judgments[queries == 1] = noisy.judgments[queries == 1]
-    result = run_policy(sim, "query_deviation", initial_overlap=2, max_overlap=5, rng=np.random.default_rng(0))
-    consensus = run_policy(sim, "consensus", initial_overlap=2, max_overlap=5, rng=np.random.default_rng(0))
+    result = run_policy(sim, "query_deviation", initial_overlap=2, max_overlap=5)
+    consensus = run_policy(sim, "consensus", initial_overlap=2, max_overlap=5)
     assert 400 < result["judgments"] < consensus["judgments"]
 
 
@@ -59,7 +59,7 @@ def test_query_deviation_only_spends_on_deviating_queries():
     ({"policy": "consensus", "budget": 10}, "smaller than the initial allocation"),
 ])
 def test_bad_arguments_are_named(kwargs, message):
-    args = {"initial_overlap": 2, "max_overlap": 5, "rng": np.random.default_rng(0), **kwargs}
+    args = {"initial_overlap": 2, "max_overlap": 5, **kwargs}
     with pytest.raises(ValueError, match=message):
         run_policy(campaign(), args.pop("policy"), **args)
 
