@@ -13,15 +13,17 @@ import numpy as np
 import pandas as pd
 from numpy.typing import ArrayLike
 
-from ._checks import as_count_table, as_wide, category_codes, factorize_long, short
+from ._checks import as_count_table, as_wide, category_codes, check_in_scale, factorize_long, short
 
 
-def long_to_wide(frame: pd.DataFrame) -> tuple[np.ndarray, pd.Index, pd.Index]:
+def long_to_wide(frame: pd.DataFrame, *, scale: tuple[float, float] | None = None,
+                 ) -> tuple[np.ndarray, pd.Index, pd.Index]:
     """Pivot a long frame of numeric values to the wide matrix.
 
     Parameters
     ----------
     frame : DataFrame with columns ``unit``, ``grader``, ``value`` (numeric), one row per pair.
+    scale : the declared ``(low, high)`` of the rating scale; a value outside it is an error.
 
     Returns
     -------
@@ -32,6 +34,8 @@ def long_to_wide(frame: pd.DataFrame) -> tuple[np.ndarray, pd.Index, pd.Index]:
     values = pd.to_numeric(frame["value"], errors="coerce").to_numpy(dtype=float)
     if np.isnan(values).any():
         raise ValueError(f"`frame['value']` must be numeric; got {short(frame['value'][np.isnan(values)].iloc[0])}")
+    if scale is not None:
+        check_in_scale(values, low=scale[0], high=scale[1], name="frame['value']")
     wide = np.full((len(units), len(graders)), np.nan)
     wide[unit_codes, grader_codes] = values
     return wide, units, graders

@@ -196,6 +196,8 @@ def test_bad_options_and_inputs_are_named():
         long_to_counts(pd.DataFrame({"unit": ["u1", "u1"], "grader": ["a", "a"], "value": [1, 2]}))
     with pytest.raises(ValueError, match="lacks column"):
         long_to_counts(pd.DataFrame({"unit": ["u1"], "value": [1]}))
+    with pytest.raises(ValueError, match=r"`frame\['value'\]` has a value outside the scale \[0, 10\]: 11"):
+        long_to_wide(pd.DataFrame({"unit": [1, 1], "grader": ["a", "b"], "value": [3, 11]}), scale=(0, 10))
     with pytest.raises(ValueError, match="names categories that do not exist"):
         collapse_counts([[1, 1]], ["NS", "SS"], {"VS": "S"})
 
