@@ -1,0 +1,171 @@
+/* Evalutron event recorder and outbox.
+ *
+ * Every interaction becomes an event with a client UUID (the server's idempotency key), a
+ * per-page-session id, a sequence number and a client timestamp. Events go to localStorage first
+ * and are then sent in batches; whatever the network does, they stay until the server has answered
+ * for them (stored, replayed, or rejected), and sending is retried with exponential backoff. A
+ * closed laptop or a reload loses nothing: the next page load sends what is left.
+ */
+(function () {
+  "use strict";
+
+  const STORAGE_KEY = "evalutron.outbox.v1";
+  const BATCH = 100;
+  const MAX_DELAY = 30000;
+
+  function uuid() {
+    if (window.crypto && crypto.randomUUID) return crypto.randomUUID();
+    // Fallback for old browsers and non-secure origins: RFC 4122 v4 from getRandomValues.
+    const b = crypto.getRandomValues(new Uint8Array(16));
+    b[6] = (b[6] & 0x0f) | 0x40;
+    b[8] = (b[8] & 0x3f) | 0x80;
+    const h = Array.from(b, (x) => x.toString(16).padStart(2, "0")).join("");
+    return `${h.slice(0, 8)}-${h.slice(8, 12)}-${h.slice(12, 16)}-${h.slice(16, 20)}-${h.slice(20)}`;
+  }
+
+  function csrfToken() {
+    const m = document.cookie.match(/(?:^|;\s*)csrftoken=([^;]+)/);
+    if (m) return decodeURIComponent(m[1]);
+    const input = document.querySelector("input[name=csrfmiddlewaretoken]");
+    return input ? input.value : "";
+  }
+
+  function load() {
+    try {
+      const items = JSON.parse(localStorage.getItem(STORAGE_KEY) || "[]");
+      return Array.isArray(items) ? items : [];
+    } catch (e) {
+      return [];
+    }
+  }
+
+  function save(items) {
+    try {
+      localStorage.setItem(STORAGE_KEY, JSON.stringify(items));
+    } catch (e) {
+      /* storage full or disabled: the in-memory copy still gets sent */
+    }
+  }
+
+  class Outbox {
+    constructor(url) {
+      this.url = url;
+      this.memory = load();
+      this.sending = false;
+      this.delay = 1000;
+      this.timer = null;
+      this.listeners = [];
+      this.lastProblem = null;
+      window.addEventListener("online", () => this.flush(true));
+      window.addEventListener("storage", (e) => {
+        if (e.key === STORAGE_KEY) this.memory = load();
+      });
+    }
+
+    pending() {
+      return load();
+    }
+
+    onChange(fn) {
+      this.listeners.push(fn);
+    }
+
+    emit(kind, detail) {
+      for (const fn of this.listeners) fn(kind, detail);
+    }
+
+    add(event) {
+      const items = load();
+      items.push(event);
+      save(items);
+      this.memory = items;
+      this.emit("queued", { event });
+      this.flush(true);
+    }
+
+    remove(ids) {
+      const gone = new Set(ids);
+      const items = load().filter((e) => !gone.has(e.id));
+      save(items);
+      this.memory = items;
+    }
+
+    schedule(ms) {
+      clearTimeout(this.timer);
+      this.timer = setTimeout(() => this.flush(false), ms);
+    }
+
+    async flush(soon) {
+      if (this.sending) {
+        this.again = true;
+        return;
+      }
+      const items = load();
+      if (!items.length) {
+        this.emit("idle", {});
+        return;
+      }
+      if (soon) this.delay = 1000;
+      this.sending = true;
+      const batch = items.slice(0, BATCH);
+      this.emit("sending", { count: items.length });
+      try {
+        const response = await fetch(this.url, {
+          method: "POST",
+          credentials: "same-origin",
+          headers: { "Content-Type": "application/json", "X-CSRFToken": csrfToken(), Accept: "application/json" },
+          body: JSON.stringify(batch),
+        });
+        if (response.status !== 200) throw new Error(`HTTP ${response.status}`);
+        const body = await response.json();
+        this.remove(body.results.map((r) => batch[r.index].id));
+        this.delay = 1000;
+        this.lastProblem = null;
+        for (const r of body.results) this.emit("result", { event: batch[r.index], result: r });
+      } catch (err) {
+        this.lastProblem = String(err && err.message ? err.message : err);
+        this.emit("offline", { count: load().length, problem: this.lastProblem, retryIn: this.delay });
+        this.schedule(this.delay);
+        this.delay = Math.min(this.delay * 2, MAX_DELAY);
+        this.sending = false;
+        return;
+      }
+      this.sending = false;
+      if (load().length) {
+        this.flush(true);
+      } else {
+        this.again = false;
+        this.emit("idle", {});
+      }
+    }
+  }
+
+  /* A page session: stamps events and hands them to the outbox. */
+  class Recorder {
+    constructor(config) {
+      this.config = config;
+      this.session = uuid();
+      this.seq = 0;
+      this.outbox = new Outbox(config.eventsUrl);
+    }
+
+    record(type, target, payload) {
+      if (this.config.readonly) return null;
+      const event = {
+        id: uuid(),
+        campaign: this.config.campaign,
+        type,
+        payload: payload || {},
+        client_ts: new Date().toISOString(),
+        seq: ++this.seq,
+        session_id: this.session,
+      };
+      if (target && target.unit) event.unit = target.unit;
+      if (target && target.query) event.query = target.query;
+      this.outbox.add(event);
+      return event;
+    }
+  }
+
+  window.Evalutron = Object.assign(window.Evalutron || {}, { Outbox, Recorder, uuid });
+})();

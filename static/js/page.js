@@ -1,0 +1,196 @@
+/* What every grading page shares: the recorder, the saved-state indicators, dialogs (help,
+ * guidelines), audition events from every player, and page-level keys. grading.js and ordering.js
+ * build on it. */
+(function () {
+  "use strict";
+
+  const E = window.Evalutron;
+
+  function isTyping(el) {
+    if (!el) return false;
+    if (el.isContentEditable || el.tagName === "TEXTAREA") return true;
+    return el.tagName === "INPUT" && !["range", "button", "checkbox", "radio"].includes(el.type);
+  }
+
+  class Page {
+    constructor() {
+      this.config = JSON.parse(document.getElementById("grading-config").textContent);
+      this.recorder = new E.Recorder(this.config);
+      this.outbox = this.recorder.outbox;
+      this.status = document.getElementById("save-status");
+      this.pendingByTarget = new Map();
+      this.outbox.onChange((kind, detail) => this.onOutbox(kind, detail));
+      this.wireDialogs();
+      this.wirePlayers();
+    }
+
+    record(type, target, payload) {
+      const event = this.recorder.record(type, target, payload);
+      if (event) this.track(event, +1);
+      return event;
+    }
+
+    key(target) {
+      return target.unit ? `u${target.unit}` : `q${target.query || ""}`;
+    }
+
+    track(event, delta) {
+      const key = this.key(event);
+      this.pendingByTarget.set(key, Math.max(0, (this.pendingByTarget.get(key) || 0) + delta));
+    }
+
+    /* The per-target indicator: subclasses say where it is. */
+    indicatorFor() {
+      return null;
+    }
+
+    setIndicator(target, state, text) {
+      const el = this.indicatorFor(target);
+      if (!el) return;
+      el.dataset.state = state;
+      el.textContent = text;
+    }
+
+    onOutbox(kind, detail) {
+      const pending = this.outbox.pending().filter((e) => e.campaign === this.config.campaign);
+      if (kind === "queued") {
+        this.setIndicator(detail.event, "saving", "Saving…");
+      } else if (kind === "result") {
+        const { event, result } = detail;
+        this.track(event, -1);
+        if (result.status === "rejected") {
+          this.setIndicator(event, "error", `Not saved: ${result.error.detail}`);
+          this.onRejected(event, result);
+        } else if (!this.pendingByTarget.get(this.key(event))) {
+          this.setIndicator(event, "saved", "Saved");
+          this.onStored(event, result);
+        }
+      } else if (kind === "offline") {
+        for (const e of pending) this.setIndicator(e, "offline", "Kept on this device, will send");
+      }
+      this.updateStatus(kind, pending.length, detail);
+    }
+
+    onRejected() {}
+    onStored() {}
+
+    updateStatus(kind, count, detail) {
+      if (!this.status) return;
+      let state = "saved";
+      let text = "All changes saved";
+      if (kind === "offline" && count) {
+        state = "offline";
+        text = `Offline: ${count} change${count === 1 ? "" : "s"} kept on this device, retrying`;
+        this.status.title = detail.problem || "";
+      } else if (count) {
+        state = "saving";
+        text = `Saving ${count}…`;
+      }
+      this.status.dataset.state = state;
+      this.status.textContent = text;
+    }
+
+    wireDialogs() {
+      this.help = document.getElementById("help");
+      this.guidelines = document.getElementById("guidelines");
+      const helpButton = document.getElementById("help-button");
+      if (helpButton) helpButton.addEventListener("click", () => this.toggleHelp());
+      const link = document.getElementById("guidelines-link");
+      if (link) {
+        link.addEventListener("click", (e) => {
+          e.preventDefault();
+          this.openGuidelines();
+        });
+      }
+    }
+
+    toggleHelp() {
+      if (this.help.open) this.help.close();
+      else this.help.showModal();
+    }
+
+    openGuidelines() {
+      if (this.guidelines.open) return;
+      this.guidelines.showModal();
+      this.record("guidelines_viewed", null, { version: this.config.guidelinesVersion });
+    }
+
+    anyDialogOpen() {
+      return (this.help && this.help.open) || (this.guidelines && this.guidelines.open);
+    }
+
+    /* Auditions: play, pause, seek and ended with the media position, for every player. */
+    wirePlayers() {
+      for (const player of document.querySelectorAll("audio.player, video.player")) {
+        const target = this.targetOfPlayer(player);
+        const log = (action) => this.record("audition", target, { action, position: Math.round(player.currentTime * 1000) / 1000 });
+        player.addEventListener("play", () => log("play"));
+        player.addEventListener("pause", () => {
+          if (!player.ended) log("pause");
+        });
+        player.addEventListener("seeked", () => log("seek"));
+        player.addEventListener("ended", () => log("ended"));
+      }
+    }
+
+    targetOfPlayer(player) {
+      const card = player.closest("[data-unit]");
+      if (card) return { unit: Number(card.dataset.unit) };
+      return { query: this.config.query };
+    }
+
+    togglePlayer(player) {
+      if (!player) return;
+      if (player.paused) {
+        for (const other of document.querySelectorAll("audio.player, video.player")) if (other !== player) other.pause();
+        player.play().catch(() => {});
+      } else {
+        player.pause();
+      }
+    }
+
+    /* Keys every page knows. Returns true when the key was handled. */
+    pageKey(e) {
+      if (e.key === "?") {
+        this.toggleHelp();
+        return true;
+      }
+      if (this.anyDialogOpen()) return false;
+      if (e.key === "g") {
+        this.openGuidelines();
+        return true;
+      }
+      if (e.key === "q") {
+        this.togglePlayer(document.querySelector(".query .player"));
+        return true;
+      }
+      if ((e.key === "n" && this.config.nextUrl) || (e.key === "p" && this.config.prevUrl)) {
+        window.location.href = e.key === "n" ? this.config.nextUrl : this.config.prevUrl;
+        return true;
+      }
+      return false;
+    }
+
+    listenKeys(handler) {
+      document.addEventListener("keydown", (e) => {
+        if (e.ctrlKey || e.metaKey || e.altKey) return;
+        if (isTyping(e.target)) {
+          if (e.key === "Escape") {
+            e.target.blur();
+            handler({ key: "__focus_active__", preventDefault() {} });
+          }
+          return;
+        }
+        if (this.pageKey(e) || (!this.anyDialogOpen() && handler(e))) e.preventDefault();
+      });
+    }
+
+    start() {
+      this.updateStatus("idle", this.outbox.pending().length, {});
+      this.outbox.flush(true);
+    }
+  }
+
+  E.Page = Page;
+  E.isTyping = isTyping;
+})();
