@@ -1,3 +1,10 @@
-from django.urls import path  # noqa: F401
+from django.urls import path
 
-urlpatterns: list = []
+from analysis import api
+
+urlpatterns = [
+    path("campaigns/<int:campaign_id>/analyses/", api.CampaignAnalysesView.as_view(), name="api-campaign-analyses"),
+    path("analyses/<int:run_id>/", api.AnalysisRunView.as_view(), name="api-analysis"),
+    path("campaigns/<int:campaign_id>/ground-truth/", api.GroundTruthView.as_view(), name="api-ground-truth"),
+    path("campaigns/<int:campaign_id>/events/", api.EventLogView.as_view(), name="api-events"),
+]

@@ -1,5 +1,11 @@
-from django.urls import path  # noqa: F401
+from django.urls import path
+
+from analysis import views
 
 app_name = "analysis"
 
-urlpatterns: list = []
+urlpatterns = [
+    path("campaigns/<int:campaign_id>/", views.report, name="report"),
+    path("campaigns/<int:campaign_id>/run/", views.report_run, name="run"),
+    path("campaigns/<int:campaign_id>/tables/<slug:table>.csv", views.report_csv, name="table-csv"),
+]

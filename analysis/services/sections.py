@@ -11,7 +11,6 @@ import numpy as np
 import pandas as pd
 
 from analysis import metrics as m
-from analysis.metrics.bootstrap import undefined_estimate
 from analysis.services.values import ValueSpec, categorical_long, numeric_long, with_values
 from grading.models.choices import Scheme
 
@@ -25,6 +24,10 @@ def estimate(est: m.Estimate, *, label: bool = True) -> dict[str, Any]:
     if label:
         out["label"] = m.landis_koch(est.value)
     return out
+
+
+def undefined_estimate(reason: str) -> m.Estimate:
+    return m.Estimate(m.Undefined(reason), float("nan"), float("nan"), reason)
 
 
 def _records(frame: pd.DataFrame) -> list[dict[str, Any]]:

@@ -1,0 +1,149 @@
+"""REST API for analyses and exports. Views validate, call one service or selector, serialize."""
+from __future__ import annotations
+
+from typing import Any
+
+from django.http import HttpResponse, StreamingHttpResponse
+from django.shortcuts import get_object_or_404
+from drf_spectacular.types import OpenApiTypes
+from drf_spectacular.utils import OpenApiParameter, extend_schema
+from rest_framework import serializers, status
+from rest_framework.exceptions import PermissionDenied, ValidationError
+from rest_framework.negotiation import BaseContentNegotiation
+from rest_framework.request import Request
+from rest_framework.response import Response
+from rest_framework.views import APIView
+
+from analysis import export, selectors
+from analysis.models import AnalysisRun, RunStatus, RunTrigger
+from analysis.services import runs
+from grading.models import Campaign
+
+
+class AnalysisRunSerializer(serializers.ModelSerializer):
+    class Meta:
+        model = AnalysisRun
+        fields = ["id", "campaign", "kind", "trigger", "status", "progress", "stage", "error", "parameters", "seed",
+                  "attempts", "created_at", "not_before", "started_at", "heartbeat_at", "finished_at", "timings"]
+        read_only_fields = fields
+
+
+class AnalysisRunInput(serializers.Serializer):
+    parameters = serializers.DictField(required=False, help_text="n_boot (10–100000), confidence, fine_tolerance")
+    seed = serializers.IntegerField(required=False, min_value=0, max_value=2**63 - 1)
+
+
+def _campaign_for_reports(request: Request, campaign_id: int) -> Campaign:
+    campaign = get_object_or_404(Campaign, pk=campaign_id)
+    if not selectors.user_can_view_reports(user=request.user, campaign_id=campaign.pk):
+        raise PermissionDenied("Only the campaign's organizers and admins see its analyses.")
+    return campaign
+
+
+def _campaign_for_export(request: Request, campaign_id: int) -> Campaign:
+    campaign = get_object_or_404(Campaign, pk=campaign_id)
+    if not selectors.user_can_export(user=request.user):
+        raise PermissionDenied("Only admins export ground truth and event logs.")
+    return campaign
+
+
+class CampaignAnalysesView(APIView):
+    @extend_schema(responses=AnalysisRunSerializer(many=True), summary="The campaign's latest analysis runs")
+    def get(self, request: Request, campaign_id: int) -> Response:
+        campaign = _campaign_for_reports(request, campaign_id)
+        recent = AnalysisRun.objects.filter(campaign=campaign).order_by("-created_at", "-id")[:20]
+        return Response(AnalysisRunSerializer(recent, many=True).data)
+
+    @extend_schema(request=AnalysisRunInput, responses={202: AnalysisRunSerializer}, summary="Start an analysis run")
+    def post(self, request: Request, campaign_id: int) -> Response:
+        campaign = _campaign_for_reports(request, campaign_id)
+        given = AnalysisRunInput(data=request.data)
+        given.is_valid(raise_exception=True)
+        try:
+            run = runs.run_create(campaign_id=campaign.pk, trigger=RunTrigger.API, user=request.user,
+                                  parameters=given.validated_data.get("parameters"),
+                                  seed=given.validated_data.get("seed"))
+        except ValueError as exc:
+            raise ValidationError({"parameters": [str(exc)]}) from None
+        run.refresh_from_db()
+        return Response(AnalysisRunSerializer(run).data, status=status.HTTP_202_ACCEPTED,
+                        headers={"Location": f"/api/analyses/{run.pk}/"})
+
+
+class AnalysisRunView(APIView):
+    @extend_schema(
+        parameters=[OpenApiParameter("result", OpenApiTypes.BOOL, description="include the result JSON")],
+        responses=AnalysisRunSerializer, summary="One analysis run: status, progress, stage, error (poll this)")
+    def get(self, request: Request, run_id: int) -> Response:
+        run = get_object_or_404(AnalysisRun, pk=run_id)
+        _campaign_for_reports(request, run.campaign_id)
+        if not run.is_finished:
+            runs.run_sweep_stale()  # a poll of a lost run turns it failed or re-queued, not "running" forever
+            runs.runs_execute_due(campaign_id=run.campaign_id)
+            run.refresh_from_db()
+        data: dict[str, Any] = AnalysisRunSerializer(run).data
+        if request.query_params.get("result") in ("1", "true") and run.status == RunStatus.SUCCEEDED:
+            data["result"] = run.result
+        return Response(data)
+
+
+class _AnyFormat(BaseContentNegotiation):
+    """Exports answer in the file format they are asked for; `?format=` is theirs, not DRF's."""
+
+    def select_parser(self, request: Request, parsers: list) -> Any:
+        return parsers[0] if parsers else None
+
+    def select_renderer(self, request: Request, renderers: list, format_suffix: str | None = None) -> tuple:
+        return renderers[0], renderers[0].media_type
+
+
+def _float_param(request: Request, name: str) -> float | None:
+    raw = request.query_params.get(name)
+    try:
+        return None if raw in (None, "") else float(raw)
+    except ValueError:
+        raise ValidationError({name: [f"must be a number; got {raw!r}"]}) from None
+
+
+class GroundTruthView(APIView):
+    content_negotiation_class = _AnyFormat
+
+    @extend_schema(
+        parameters=[OpenApiParameter("format", str, enum=list(export.FORMATS)),
+                    OpenApiParameter("min_judgments", int), OpenApiParameter("max_confusability", float),
+                    OpenApiParameter("measure", str, enum=list(export.MEASURES))],
+        responses={(200, "text/csv"): OpenApiTypes.BINARY}, summary="Ground truth of the latest analysis (admins)")
+    def get(self, request: Request, campaign_id: int) -> HttpResponse:
+        campaign = _campaign_for_export(request, campaign_id)
+        fmt = request.query_params.get("format", "csv")
+        if fmt not in export.FORMATS:
+            raise ValidationError({"format": [f"must be one of {', '.join(export.FORMATS)}; got {fmt!r}"]})
+        try:
+            filters = export.Filters(min_judgments=int(_float_param(request, "min_judgments") or 1),
+                                     max_confusability=_float_param(request, "max_confusability"),
+                                     measure=request.query_params.get("measure", "std"))
+        except ValueError as exc:
+            raise ValidationError({"filters": [str(exc)]}) from None
+        run = selectors.run_latest_good(campaign_id=campaign.pk)
+        if run is None:
+            return HttpResponse("No analysis has succeeded for this campaign yet: run one first.", status=409,
+                                content_type="text/plain")
+        body = export.ground_truth_bytes(run, filters, fmt)
+        response = HttpResponse(body, content_type=export.FORMATS[fmt])
+        response["Content-Disposition"] = f'attachment; filename="{campaign.slug}-ground-truth.{fmt}"'
+        return response
+
+
+class EventLogView(APIView):
+    content_negotiation_class = _AnyFormat
+
+    @extend_schema(parameters=[OpenApiParameter("format", str, enum=list(export.EVENT_FORMATS))],
+                   responses={(200, "text/csv"): OpenApiTypes.BINARY}, summary="Raw event log, streamed (admins)")
+    def get(self, request: Request, campaign_id: int) -> StreamingHttpResponse:
+        campaign = _campaign_for_export(request, campaign_id)
+        fmt = request.query_params.get("format", "csv")
+        if fmt not in export.EVENT_FORMATS:
+            raise ValidationError({"format": [f"must be one of {', '.join(export.EVENT_FORMATS)}; got {fmt!r}"]})
+        response = StreamingHttpResponse(export.events_stream(campaign.pk, fmt), content_type=export.EVENT_FORMATS[fmt])
+        response["Content-Disposition"] = f'attachment; filename="{campaign.slug}-events.{fmt}"'
+        return response

@@ -1,0 +1,174 @@
+"""Ground truth (CSV / JSON / Parquet with a metadata block) and the raw event log (streamed CSV / JSONL).
+
+Ground truth comes from one succeeded AnalysisRun: the per-unit rows it stored and the campaign's
+kappa / alpha with their intervals from its result, so the numbers in the metadata and in the rows
+were computed together. Formats:
+
+- CSV: leading ``# key: value`` lines (values JSON-encoded), then a header row and one row per unit.
+  Floats are written with Python's shortest round-trip repr; read them back exactly with
+  ``pd.read_csv(f, comment="#", float_precision="round_trip")``.
+- JSON: ``{"metadata": {...}, "units": [{...}, ...]}``.
+- Parquet: the table, with the metadata as JSON under the schema metadata key ``evalutron``.
+"""
+from __future__ import annotations
+
+import csv
+import io
+import json
+from collections.abc import Iterator
+from dataclasses import asdict, dataclass
+from datetime import UTC, datetime
+from typing import Any, Literal
+
+import pandas as pd
+from django.db.models import Q
+
+from analysis.models import AnalysisRun, UnitResult
+from grading.models import GradingEvent
+
+Format = Literal["csv", "json", "parquet"]
+FORMATS: dict[str, str] = {"csv": "text/csv", "json": "application/json", "parquet": "application/vnd.apache.parquet"}
+EVENT_FORMATS: dict[str, str] = {"csv": "text/csv", "jsonl": "application/x-ndjson"}
+MEASURES = ("std", "dif", "entropy")
+COLUMNS = ["unit", "unit_id", "query", "candidate", "n", "mean", "median", "majority", "dif", "std", "entropy"]
+BROAD_COLUMNS = ["n_ns", "n_ss", "n_vs"]
+EVENT_COLUMNS = ["id", "server_ts", "client_ts", "grader", "unit", "query", "type", "payload", "session_id", "seq",
+                 "guidelines_version"]
+EVENT_CHUNK = 5_000
+
+
+@dataclass(frozen=True)
+class Filters:
+    min_judgments: int = 1
+    max_confusability: float | None = None
+    measure: str = "std"
+
+    def __post_init__(self) -> None:
+        if self.min_judgments < 1:
+            raise ValueError(f"min_judgments must be at least 1; got {self.min_judgments}")
+        if self.measure not in MEASURES:
+            raise ValueError(f"measure must be one of {', '.join(MEASURES)}; got {self.measure!r}")
+        if self.max_confusability is not None and not self.max_confusability >= 0:
+            raise ValueError(f"max_confusability must be a number ≥ 0; got {self.max_confusability!r}")
+
+
+def ground_truth_frame(run: AnalysisRun, filters: Filters) -> pd.DataFrame:
+    """One row per unit of the run, filtered; floats exactly as the metrics computed them."""
+    qs = UnitResult.objects.filter(run=run, n__gte=filters.min_judgments).order_by("unit_id")
+    if filters.max_confusability is not None:
+        # A unit with one judgment has no std: it is not "above" the threshold, so it stays.
+        measure = filters.measure
+        qs = qs.filter(Q(**{f"{measure}__lte": filters.max_confusability}) | Q(**{f"{measure}__isnull": True}))
+    fields = ["unit__external_id", "unit_id", "unit__query__external_id", "unit__candidate__public_id", "n", "mean",
+              "median", "majority", "dif", "std", "entropy", *BROAD_COLUMNS, "distribution"]
+    rows = list(qs.values_list(*fields).iterator(chunk_size=10_000))
+    frame = pd.DataFrame.from_records(rows, columns=[*COLUMNS, *BROAD_COLUMNS, "distribution"])
+    if frame["n_ns"].notna().any():
+        frame = frame.drop(columns="distribution")
+        frame[BROAD_COLUMNS] = frame[BROAD_COLUMNS].astype("Int64")
+    else:
+        frame = frame.drop(columns=BROAD_COLUMNS)
+        if frame["distribution"].notna().any():
+            frame["distribution"] = frame["distribution"].map(lambda d: json.dumps(d, sort_keys=True) if d else None)
+        else:
+            frame = frame.drop(columns="distribution")
+    for column in ("mean", "median", "majority", "dif", "std", "entropy"):
+        frame[column] = frame[column].astype(float)
+    return frame
+
+
+def ground_truth_metadata(run: AnalysisRun, filters: Filters, *, exported: int) -> dict[str, Any]:
+    result = run.result or {}
+    agreement = result.get("agreement", {})
+    kappas = {level["name"]: level["kappa"] for level in agreement.get("levels", [])}
+    campaign = run.campaign
+    return {
+        "campaign": campaign.name, "campaign_slug": campaign.slug, "campaign_id": campaign.pk,
+        "scheme": campaign.scheme, "guidelines_version": campaign.guidelines_version,
+        "analysis_run": run.pk, "analysis_finished_at": run.finished_at.isoformat() if run.finished_at else None,
+        "seed": run.seed, "n_boot": (run.parameters or {}).get("n_boot"),
+        "fleiss_kappa": kappas, "krippendorff_alpha": agreement.get("alpha"),
+        "confusability": (result.get("confusability") or {}).get("summary"),
+        "filters": asdict(filters), "units_exported": exported,
+        "units_in_run": UnitResult.objects.filter(run=run).count(),
+        "exported_at": datetime.now(UTC).isoformat(),
+    }
+
+
+def ground_truth_bytes(run: AnalysisRun, filters: Filters, fmt: str) -> bytes:
+    if fmt not in FORMATS:
+        raise ValueError(f"format must be one of {', '.join(FORMATS)}; got {fmt!r}")
+    frame = ground_truth_frame(run, filters)
+    meta = ground_truth_metadata(run, filters, exported=len(frame))
+    if fmt == "csv":
+        head = "".join(f"# {key}: {json.dumps(value, ensure_ascii=False)}\n" for key, value in meta.items())
+        return (head + frame.to_csv(index=False)).encode()
+    if fmt == "json":
+        rows = [_plain_row(row) for row in frame.astype(object).where(frame.notna(), None).to_dict("records")]
+        return json.dumps({"metadata": meta, "units": rows}, ensure_ascii=False, allow_nan=False).encode()
+    return _parquet(frame, meta)
+
+
+def _plain_row(row: dict[str, Any]) -> dict[str, Any]:
+    """numpy scalars to Python (json.dumps writes floats with the shortest round-trip repr)."""
+    return {k: v.item() if hasattr(v, "item") else v for k, v in row.items()}
+
+
+def _parquet(frame: pd.DataFrame, meta: dict[str, Any]) -> bytes:
+    import pyarrow as pa
+    import pyarrow.parquet as pq
+
+    table = pa.Table.from_pandas(frame, preserve_index=False)
+    table = table.replace_schema_metadata({**(table.schema.metadata or {}), b"evalutron": json.dumps(meta).encode()})
+    buffer = io.BytesIO()
+    pq.write_table(table, buffer)
+    return buffer.getvalue()
+
+
+def read_parquet_metadata(source: Any) -> dict[str, Any]:
+    """The metadata block of a ground-truth Parquet file (path or file object)."""
+    import pyarrow.parquet as pq
+
+    return json.loads(pq.read_schema(source).metadata[b"evalutron"])
+
+
+# --- the raw event log, streamed ----------------------------------------------------------------------
+
+def _event_rows(campaign_id: int) -> Iterator[tuple]:
+    qs = (GradingEvent.objects.filter(campaign_id=campaign_id).order_by("server_ts", "seq", "id")
+          .values_list(*["id", "server_ts", "client_ts", "grader_id", "unit_id", "query_id", "type", "payload",
+                         "session_id", "seq", "guidelines_version"]))
+    return qs.iterator(chunk_size=EVENT_CHUNK)
+
+
+def _event_dict(row: tuple) -> dict[str, Any]:
+    out = dict(zip(EVENT_COLUMNS, row, strict=True))
+    out["id"] = str(out["id"])
+    out["server_ts"], out["client_ts"] = out["server_ts"].isoformat(), out["client_ts"].isoformat()
+    return out
+
+
+def events_stream(campaign_id: int, fmt: str) -> Iterator[str]:
+    """The campaign's event log, oldest first, as CSV or JSON lines, a chunk of rows at a time.
+
+    Rows come from a database iterator (a server-side cursor on PostgreSQL), so memory stays flat
+    however long the log is.
+    """
+    if fmt not in EVENT_FORMATS:
+        raise ValueError(f"format must be one of {', '.join(EVENT_FORMATS)}; got {fmt!r}")
+    buffer = io.StringIO()
+    writer = csv.writer(buffer) if fmt == "csv" else None
+    if writer is not None:
+        writer.writerow(EVENT_COLUMNS)
+    for i, row in enumerate(_event_rows(campaign_id), start=1):
+        event = _event_dict(row)
+        if writer is not None:
+            event["payload"] = json.dumps(event["payload"], ensure_ascii=False, sort_keys=True)
+            writer.writerow(event.values())
+        else:
+            buffer.write(json.dumps(event, ensure_ascii=False) + "\n")
+        if i % 1000 == 0:
+            yield buffer.getvalue()
+            buffer.seek(0)
+            buffer.truncate()
+    yield buffer.getvalue()

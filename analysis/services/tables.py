@@ -1,0 +1,220 @@
+"""The report's tables and plots, from a stored run: one source for the HTML page and the CSV downloads."""
+from __future__ import annotations
+
+import csv
+import io
+import math
+from dataclasses import dataclass, field
+from typing import Any
+
+from django.contrib.auth import get_user_model
+from django.utils.safestring import SafeString
+
+from analysis import plots, selectors
+from analysis.models import AnalysisRun
+
+
+@dataclass
+class Table:
+    title: str
+    columns: list[tuple[str, str]]  # (key, heading)
+    rows: list[dict[str, Any]] = field(default_factory=list)
+    note: str = ""
+
+    @property
+    def display_rows(self) -> list[list[str]]:
+        return [[_display(row.get(key)) for key, _ in self.columns] for row in self.rows]
+
+    def csv(self) -> str:
+        out = io.StringIO()
+        writer = csv.writer(out)
+        writer.writerow([key for key, _ in self.columns])
+        for row in self.rows:
+            writer.writerow(["" if row.get(k) is None else _csv_value(row.get(k)) for k, _ in self.columns])
+        return out.getvalue()
+
+
+def _csv_value(value: Any) -> Any:
+    return " ".join(map(str, value)) if isinstance(value, list) else value
+
+
+def _display(value: Any) -> str:
+    if value is None or (isinstance(value, float) and math.isnan(value)):
+        return "—"
+    if isinstance(value, bool):
+        return "yes" if value else "no"
+    if isinstance(value, float):
+        return f"{value:.4g}" if abs(value) < 1e5 else f"{value:,.0f}"
+    if isinstance(value, list):
+        return " › ".join(map(str, value))
+    return str(value)
+
+
+def _ci(est: dict[str, Any] | None) -> dict[str, Any]:
+    est = est or {}
+    return {"value": est.get("value"), "ci_low": est.get("ci_low"), "ci_high": est.get("ci_high"),
+            "label": est.get("label"), "reason": est.get("reason")}
+
+
+def _names(result: dict[str, Any], show_names: bool) -> dict[int, str]:
+    """grader id -> what this viewer may see: pseudonym, plus the username for admins."""
+    pseudonyms = {int(g["grader"]): g["pseudonym"] for g in result.get("graders", [])}
+    if not show_names:
+        return pseudonyms
+    users = dict(get_user_model().objects.filter(pk__in=pseudonyms).values_list("pk", "username"))
+    return {g: f"{p} ({users.get(g, '?')})" for g, p in pseudonyms.items()}
+
+
+def _agreement_tables(agreement: dict[str, Any]) -> dict[str, Table]:
+    tables: dict[str, Table] = {}
+    kappa_rows = [{"statistic": f"Fleiss' kappa, {lv['name']}", **_ci(lv["kappa"])} for lv in agreement.get("levels", [])]
+    if agreement.get("alpha"):
+        alpha = agreement["alpha"]
+        kappa_rows.append({"statistic": f"Krippendorff's alpha ({alpha['level']}, {alpha['scale']})", **_ci(alpha)})
+    tables["agreement"] = Table("Agreement with 95% bootstrap intervals", [
+        ("statistic", "Statistic"), ("value", "Value"), ("ci_low", "CI low"), ("ci_high", "CI high"),
+        ("label", "Landis & Koch"), ("reason", "Note")], kappa_rows,
+        note=f"Units with fewer than 2 judgments are excluded: {agreement.get('units_excluded', 0)}.")
+    per_category = [{"level": lv["name"], **row} for lv in agreement.get("levels", []) for row in lv["per_category"]]
+    tables["per_category"] = Table("Per-category kappa", [("level", "Levels"), ("category", "Category"),
+                                                          ("kappa", "Kappa"), ("label", "Landis & Koch")], per_category)
+    for i, lv in enumerate(agreement.get("levels", [])):
+        tables[f"patterns_{i}"] = Table(f"Agreement patterns, {lv['name']}", [
+            ("pattern", "Pattern"), ("kind", "Kind"), ("count", "Units"), ("percent", "%")], lv["patterns"])
+    chi2 = [{"test": name, **(agreement.get(key) or {})} for key, name in (
+        ("chi2_graders", "graders × categories (do graders use the categories differently?)"),
+        ("chi2_queries", "queries × {full, partial, none} (does disagreement vary across queries?)"))
+        if agreement.get(key)]
+    tables["chi2"] = Table("Chi-squared tests", [("test", "Test"), ("chi2", "χ²"), ("df", "df"), ("p", "p"),
+                                                 ("reason", "Note")], chi2)
+    return tables
+
+
+def _stability_tables(stability: dict[str, Any], names: dict[int, str]) -> dict[str, Table]:
+    columns = [("who", "Grader"), ("opportunities", "Opportunities"), ("events", "Events"),
+               ("mean_events", "Mean events"), ("max_events", "Max"), ("mode_events", "Mode"),
+               ("share_at_mode", "Share at mode"), ("pct_changed", "% changed"), ("changes", "Changes"),
+               ("reverts", "Reverts"), ("pct_reverts", "% reverts"), ("repeats", "Repeats")]
+    tables = {}
+    for scale, data in stability.get("scales", {}).items():
+        rows = [{"who": "all graders", **data["overall"]}] + [
+            {"who": names.get(int(r["grader"]), r["grader"]), **r} for r in data["per_grader"]]
+        tables[f"stability_{scale.lower()}"] = Table(f"Judgment stability, {scale}", columns, rows,
+                                                     note=f"Equal within ±{data['tolerance']:g}." if data["tolerance"] else "")
+    engagement = stability.get("engagement") or {}
+    rows = [{"who": names.get(int(r["grader"]), r["grader"]), **r} for r in engagement.get("per_grader", [])]
+    if engagement.get("overall"):
+        o = engagement["overall"]
+        rows.insert(0, {"who": "all graders", "mean_seconds": o["mean_seconds"], "median_seconds": o["median_seconds"],
+                        "mean_auditions": o["mean_auditions"]})
+    tables["engagement"] = Table("Time on unit and auditions", [
+        ("who", "Grader"), ("units", "Units"), ("mean_seconds", "Mean s"), ("median_seconds", "Median s"),
+        ("mean_auditions", "Auditions per unit")], rows)
+    return tables
+
+
+def _confusability_tables(result: dict[str, Any], run: AnalysisRun) -> dict[str, Table]:
+    conf = result.get("confusability") or {}
+    if not conf.get("available"):
+        return {}
+    summary = {**conf["summary"], **{k: v for k, v in (conf.get("precision") or {}).items() if k != "band_67"}}
+    band = (conf.get("precision") or {}).get("band_67") or [None, None]
+    summary.update(band_low=band[0], band_high=band[1])
+    tables = {"confusability": Table("Confusability and precision", [
+        ("n_units", "Units (≥ 2 judgments)"), ("n_excluded", "Excluded"), ("mean_dif", "Mean range"),
+        ("mean_std", "Mean std"), ("std_std", "Std of std"), ("band_low", "Middle 67% of std from"),
+        ("band_high", "to"), ("mean_entropy", "Mean entropy (bits)")], [summary])}
+    extremes = selectors.unit_results_extremes(run_id=run.pk)
+    columns = [("unit__external_id", "Unit"), ("n", "n"), ("mean", "Mean"), ("dif", "Range"), ("std", "Std"),
+               ("entropy", "Entropy")]
+    tables["most_confusable"] = Table("Most confusable units (by std)", columns, extremes["most"])
+    tables["least_confusable"] = Table("Least confusable units (by std)", columns, extremes["least"])
+    return tables
+
+
+def report_tables(run: AnalysisRun, *, show_names: bool) -> dict[str, Table]:
+    result = run.result or {}
+    names = _names(result, show_names)
+    overview = result.get("overview", {})
+    tables = {"overview": Table("Overview", [(k, k.replace("_", " ").capitalize()) for k in overview], [overview])}
+    tables.update(_agreement_tables(result.get("agreement", {})))
+    tables.update(_stability_tables(result.get("stability", {}), names))
+    tables.update(_confusability_tables(result, run))
+    if result.get("fine_within_broad"):
+        tables["fine_within_broad"] = Table("FINE within BROAD", [
+            ("broad", "BROAD"), ("n", "n"), ("mean", "Mean"), ("std", "Std"), ("min", "Min"), ("q1", "Q1"),
+            ("median", "Median"), ("q3", "Q3"), ("max", "Max")], result["fine_within_broad"])
+    graders = [{**g, "who": names.get(int(g["grader"]), g["pseudonym"])} for g in result.get("graders", [])]
+    usage = [k for k in (graders[0] if graders else {}) if k.startswith("usage_")]
+    tables["graders"] = Table("Graders", [("who", "Grader"), ("judgments", "Judgments"),
+                                          *[(k, k.removeprefix("usage_")) for k in usage],
+                                          ("agreement_with_majority", "Agrees with majority"),
+                                          ("score_mean", "Mean score"), ("score_std", "Std score"),
+                                          ("mean_abs_deviation", "Mean |dev| from others"),
+                                          ("events", "Events"), ("median_seconds", "Median s/unit")], graders)
+    tables["queries"] = Table("Per query", [
+        ("label", "Query"), ("units", "Units"), ("judgments", "Judgments"), ("full", "Full"), ("partial", "Partial"),
+        ("none", "None"), ("disagreement_pct", "% in disagreement"), ("mean_std", "Mean std"),
+        ("mean_entropy", "Mean entropy")], result.get("queries", []))
+    if result.get("orderings"):
+        tables.update(_ordering_tables(result["orderings"]))
+    return tables
+
+
+def _ordering_tables(orderings: dict[str, Any]) -> dict[str, Table]:
+    methods = orderings.get("methods", [])
+    tables = {"ordering_queries": Table("Consensus ordering per query (RBA)", [
+        ("label", "Query"), ("orderings", "Orderings"), ("items", "Items"), ("kendall_w", "Kendall's W"),
+        ("mean_pairwise_tau", "Mean pairwise τ"), ("consensus", "Consensus (first = most)"), ("problem", "Note")],
+        orderings.get("queries", []))}
+    if orderings.get("ed"):
+        tables["ed"] = Table("Evaluation discriminativeness (ED) by method, mean over queries", [
+            ("method", "Method"), ("ed", "ED")], [{"method": k, "ed": orderings["ed"][k]} for k in methods])
+    if orderings.get("noise"):
+        rows = [{"ratio": n["ratio"], **{f"ed_{k}": n["ed"][k] for k in methods},
+                 **{f"deg_{k}": n["degradation_pct"][k] for k in methods}} for n in orderings["noise"]]
+        tables["noise"] = Table("Noise robustness: ED with random orderings added", [
+            ("ratio", "Noise ratio"), *[(f"ed_{k}", f"ED {k}") for k in methods],
+            *[(f"deg_{k}", f"% degr. {k}") for k in methods]], rows)
+    return tables
+
+
+def report_plots(result: dict[str, Any]) -> dict[str, SafeString]:
+    agreement = result.get("agreement", {})
+    rows = [(f"κ {lv['name']}", lv["kappa"]["value"], lv["kappa"]["ci_low"], lv["kappa"]["ci_high"])
+            for lv in agreement.get("levels", [])]
+    if agreement.get("alpha"):
+        a = agreement["alpha"]
+        rows.append((f"α {a['scale']}", a["value"], a["ci_low"], a["ci_high"]))
+    out = {"agreement": plots.intervals(rows, title="Agreement with 95% intervals", xlabel="kappa / alpha")}
+    if agreement.get("levels"):
+        lv = agreement["levels"][0]
+        out["patterns"] = plots.bars(["full", "partial", "none"], [lv["kinds"][k]["percent"] for k in
+                                                                   ("full", "partial", "none")],
+                                     title=f"Agreement kinds, {lv['name']}", ylabel="% of units")
+    conf = result.get("confusability") or {}
+    if conf.get("available"):
+        scale = agreement.get("alpha", {}) or {}
+        for measure in ("dif", "std", "entropy"):
+            hist = conf["distributions"][measure]
+            out[f"hist_{measure}"] = plots.histogram(hist["edges"], hist["counts"], title=f"Distribution of {measure}",
+                                                     xlabel=measure)
+        out["crescent"] = plots.crescent(conf["crescent"], title="Std against mean (the crescent)",
+                                         xlabel=f"mean {scale.get('scale', 'score')}")
+    if result.get("fine_within_broad"):
+        out["fine_within_broad"] = plots.boxes([{**r, "name": r["broad"]} for r in result["fine_within_broad"]],
+                                               title="FINE within each BROAD category", ylabel="FINE")
+    graders = result.get("graders", [])
+    usage = [k for k in (graders[0] if graders else {}) if k.startswith("usage_")]
+    if usage:
+        out["usage"] = plots.bars([g["pseudonym"] for g in graders], [], title="Category usage per grader",
+                                  ylabel="judgments", series=[k.removeprefix("usage_") for k in usage],
+                                  groups=[[g[k] for g in graders] for k in usage])
+    if result.get("queries") and any("disagreement_pct" in q for q in result["queries"]):
+        out["queries"] = plots.bars([q["label"] for q in result["queries"]],
+                                    [q.get("disagreement_pct") for q in result["queries"]],
+                                    title="Units in disagreement per query", ylabel="% of units")
+    if (result.get("orderings") or {}).get("ed"):
+        ed = result["orderings"]["ed"]
+        out["ed"] = plots.bars(list(ed), list(ed.values()), title="ED by method", ylabel="ED")
+    return out

@@ -1,0 +1,29 @@
+// Live progress of a running analysis: poll GET /api/analyses/<id>/ and reload when it finishes.
+(function () {
+  "use strict";
+  const box = document.getElementById("run-status");
+  const url = box && box.dataset.pollUrl;
+  if (!url) return;
+  const bar = document.getElementById("run-progress");
+  const stage = document.getElementById("run-stage");
+
+  async function poll() {
+    let run;
+    try {
+      const response = await fetch(url, { headers: { Accept: "application/json" }, credentials: "same-origin" });
+      if (!response.ok) return setTimeout(poll, 5000);
+      run = await response.json();
+    } catch (err) {
+      return setTimeout(poll, 5000);  // the server restarts: try again, quietly
+    }
+    bar.value = run.progress;
+    bar.textContent = run.progress + "%";
+    stage.textContent = run.status + (run.stage ? " · " + run.stage : "");
+    if (run.status === "succeeded" || run.status === "failed") {
+      window.location.reload();
+    } else {
+      setTimeout(poll, 1000);
+    }
+  }
+  setTimeout(poll, 1000);
+})();

@@ -1,0 +1,128 @@
+"""The report page, its CSV downloads and the analyses API: who sees what."""
+from __future__ import annotations
+
+import csv
+import io
+
+import pytest
+
+from analysis.models import AnalysisRun, RunStatus, RunTrigger
+from analysis.services import runs
+from analysis.services.execute import run_execute
+from grading.models import CampaignRole
+from grading.models.choices import Role
+from tests.factories import make_user
+
+pytestmark = pytest.mark.django_db
+SECTIONS = ["overview", "agreement", "stability", "confusability", "fine-within-broad", "graders", "queries"]
+
+
+@pytest.fixture
+def analysed(judged_campaign):
+    run = AnalysisRun.objects.create(campaign=judged_campaign, parameters=runs.parameters_clean({"n_boot": 100}),
+                                     seed=3)
+    run_execute(run_id=run.pk)
+    return judged_campaign
+
+
+def _grader(campaign):
+    return CampaignRole.objects.filter(campaign=campaign, role=Role.GRADER).select_related("user").first().user
+
+
+def test_an_organizer_sees_every_section_with_plots(client, analysed, organizer):
+    client.force_login(organizer)
+    page = client.get(f"/reports/campaigns/{analysed.pk}/")
+    assert page.status_code == 200
+    html = page.content.decode()
+    for section in SECTIONS:
+        assert f'id="section-{section}"' in html
+    assert html.count('<svg class="plot"') >= 8 and html.count("<desc id=") == html.count('<svg class="plot"')
+    assert "Landis &amp; Koch" in html and "Krippendorff" in html and "χ²" in html
+
+
+def test_organizers_see_pseudonyms_and_admins_see_names(client, analysed, organizer):
+    grader = _grader(analysed)
+    client.force_login(organizer)
+    html = client.get(f"/reports/campaigns/{analysed.pk}/").content.decode()
+    assert "G01" in html and grader.username not in html
+    client.force_login(make_user("admin", is_staff=True))
+    html = client.get(f"/reports/campaigns/{analysed.pk}/").content.decode()
+    assert f"G01 ({CampaignRole.objects.get(campaign=analysed, pseudonym='G01').user.username})" in html
+
+
+def test_graders_get_403_on_the_report_its_csvs_the_api_and_the_exports(client, analysed):
+    client.force_login(_grader(analysed))
+    run = AnalysisRun.objects.get(campaign=analysed)
+    for url in (f"/reports/campaigns/{analysed.pk}/", f"/reports/campaigns/{analysed.pk}/tables/graders.csv",
+                f"/api/campaigns/{analysed.pk}/analyses/", f"/api/analyses/{run.pk}/",
+                f"/api/campaigns/{analysed.pk}/ground-truth/?format=csv", f"/api/campaigns/{analysed.pk}/events/"):
+        assert client.get(url).status_code == 403, url
+    assert client.post(f"/reports/campaigns/{analysed.pk}/run/").status_code == 403
+    assert client.post(f"/api/campaigns/{analysed.pk}/analyses/", {}, content_type="application/json").status_code == 403
+
+
+def test_organizers_cannot_export(client, analysed, organizer):
+    client.force_login(organizer)
+    assert client.get(f"/api/campaigns/{analysed.pk}/ground-truth/").status_code == 403
+    assert client.get(f"/api/campaigns/{analysed.pk}/events/").status_code == 403
+
+
+def test_anonymous_visitors_are_sent_to_log_in(client, analysed):
+    assert client.get(f"/reports/campaigns/{analysed.pk}/").status_code == 302
+
+
+def test_every_table_downloads_as_csv(client, analysed, organizer):
+    client.force_login(organizer)
+    html = client.get(f"/reports/campaigns/{analysed.pk}/").content.decode()
+    links = sorted(set(part.split('"')[0] for part in html.split('href="')[1:] if ".csv" in part.split('"')[0]))
+    assert len(links) >= 12
+    for link in links:
+        response = client.get(link)
+        assert response.status_code == 200, link
+        rows = list(csv.reader(io.StringIO(response.content.decode())))
+        assert len(rows) >= 2, link
+
+
+def test_the_report_page_starts_a_run(client, analysed, organizer, django_capture_on_commit_callbacks):
+    client.force_login(organizer)
+    with django_capture_on_commit_callbacks(execute=True):
+        response = client.post(f"/reports/campaigns/{analysed.pk}/run/")
+    assert response.status_code == 302
+    run = AnalysisRun.objects.filter(campaign=analysed, trigger=RunTrigger.MANUAL).latest("id")
+    assert run.status == RunStatus.SUCCEEDED and run.created_by == organizer
+
+
+def test_the_api_starts_a_run_and_reports_its_progress(client, judged_campaign, organizer):
+    client.force_login(organizer)
+    response = client.post(f"/api/campaigns/{judged_campaign.pk}/analyses/",
+                           {"parameters": {"n_boot": 50}, "seed": 9}, content_type="application/json")
+    assert response.status_code == 202
+    body = response.json()
+    assert body["status"] == "queued" and body["trigger"] == "api" and body["seed"] == 9
+    run_execute(run_id=body["id"])
+    polled = client.get(f"/api/analyses/{body['id']}/?result=1").json()
+    assert polled["status"] == "succeeded" and polled["progress"] == 100
+    assert polled["result"]["agreement"]["levels"][0]["name"] == "3 levels"
+
+
+def test_the_api_names_a_bad_parameter(client, judged_campaign, organizer):
+    client.force_login(organizer)
+    response = client.post(f"/api/campaigns/{judged_campaign.pk}/analyses/", {"parameters": {"n_boot": 1}},
+                           content_type="application/json")
+    assert response.status_code == 400
+    assert "'n_boot' must lie in [10, 100000]; got 1" in response.json()["parameters"][0]
+
+
+def test_a_failed_run_shows_its_reason_next_to_the_last_good_result(client, analysed, organizer):
+    AnalysisRun.objects.create(campaign=analysed, status=RunStatus.FAILED, error="ValueError during “agreement”: boom")
+    client.force_login(organizer)
+    html = client.get(f"/reports/campaigns/{analysed.pk}/").content.decode()
+    assert "failed: ValueError during “agreement”: boom" in html and 'id="section-agreement"' in html
+
+
+def test_an_ordering_campaign_report_has_consensus_and_ed(client, ordering_campaign, organizer):
+    run = AnalysisRun.objects.create(campaign=ordering_campaign, parameters=runs.parameters_clean({"n_boot": 50}))
+    run_execute(run_id=run.pk)
+    client.force_login(organizer)
+    html = client.get(f"/reports/campaigns/{ordering_campaign.pk}/").content.decode()
+    assert 'id="section-orderings"' in html and "Kendall&#x27;s W" in html and "FreSPA" in html
