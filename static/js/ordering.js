@@ -89,7 +89,6 @@
       this.activate(item);
       const before = this.order().join(",");
       item.classList.add("dragging");
-      item.setPointerCapture(e.pointerId);
       const onMove = (ev) => {
         const siblings = this.items().filter((li) => li !== item);
         const after = siblings.find((li) => {
@@ -99,16 +98,17 @@
         if (after) this.list.insertBefore(item, after);
         else this.list.appendChild(item);
       };
+      // Listen on the window, not the item: the item moves under the pointer while it is dragged.
       const onUp = () => {
         item.classList.remove("dragging");
-        item.removeEventListener("pointermove", onMove);
-        item.removeEventListener("pointerup", onUp);
-        item.removeEventListener("pointercancel", onUp);
+        window.removeEventListener("pointermove", onMove);
+        window.removeEventListener("pointerup", onUp);
+        window.removeEventListener("pointercancel", onUp);
         if (this.order().join(",") !== before) this.changed();
       };
-      item.addEventListener("pointermove", onMove);
-      item.addEventListener("pointerup", onUp);
-      item.addEventListener("pointercancel", onUp);
+      window.addEventListener("pointermove", onMove);
+      window.addEventListener("pointerup", onUp);
+      window.addEventListener("pointercancel", onUp);
     }
 
     restorePending() {
