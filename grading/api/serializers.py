@@ -54,6 +54,15 @@ class JSONObjectField(serializers.JSONField):
         return data
 
 
+@extend_schema_field({"type": "string", "pattern": f"^({'|'.join(CampaignStatus.values)})$", "description": "draft, open or closed."})
+class CampaignStatusField(serializers.ChoiceField):
+    """A campaign's status. Described by a pattern, not an enum: drf-spectacular names enums after
+    their field, and other apps have `status` enums of their own."""
+
+    def __init__(self, **kwargs: Any) -> None:
+        super().__init__(choices=CampaignStatus.choices, **kwargs)
+
+
 def id_field(**kwargs: Any) -> serializers.IntegerField:
     return serializers.IntegerField(min_value=1, max_value=MAX_ID, **kwargs)
 
@@ -177,6 +186,7 @@ class AssignmentOut(serializers.ModelSerializer):
 
 
 class CampaignOut(serializers.ModelSerializer):
+    status = CampaignStatusField(read_only=True)
     roles = serializers.SerializerMethodField()
     progress = serializers.SerializerMethodField()
     guidelines = serializers.SerializerMethodField()
@@ -206,7 +216,7 @@ class CampaignIn(serializers.Serializer):
     scheme_params = JSONObjectField(required=False, default=dict)
     guidelines = serializers.CharField(required=False, allow_blank=True, default="", max_length=100_000)
     description = serializers.CharField(required=False, allow_blank=True, default="", max_length=10_000)
-    status = serializers.ChoiceField(choices=CampaignStatus.choices, required=False, default=CampaignStatus.DRAFT)
+    status = CampaignStatusField(required=False, default=CampaignStatus.DRAFT)
     initial_overlap = serializers.IntegerField(min_value=1, max_value=100, required=False, default=2)
     max_overlap = serializers.IntegerField(min_value=1, max_value=100, required=False, default=5)
     budget = serializers.IntegerField(min_value=1, max_value=MAX_SEQ, required=False, allow_null=True, default=None)
@@ -219,7 +229,7 @@ class CampaignPatchIn(serializers.Serializer):
     scheme_params = JSONObjectField(required=False)
     guidelines = serializers.CharField(required=False, allow_blank=True, max_length=100_000)
     description = serializers.CharField(required=False, allow_blank=True, max_length=10_000)
-    status = serializers.ChoiceField(choices=CampaignStatus.choices, required=False)
+    status = CampaignStatusField(required=False)
     initial_overlap = serializers.IntegerField(min_value=1, max_value=100, required=False)
     max_overlap = serializers.IntegerField(min_value=1, max_value=100, required=False)
     budget = serializers.IntegerField(min_value=1, max_value=MAX_SEQ, required=False, allow_null=True)
