@@ -255,3 +255,26 @@ def test_an_ordering_is_changed_by_drag_and_drop_and_by_keyboard_and_submitted(p
     assert Assignment.objects.get(grader=grader).status == "done"
     page.reload()
     assert [items.nth(i).get_attribute("data-id") for i in range(4)] == expected
+
+
+def test_numeric_categorical_and_pairwise_pages_take_keys(page):
+    grader = make_user(password=PASSWORD)
+    numeric = make_campaign(scheme=Scheme.NUMERIC, graders=[grader], n_queries=0, n_candidates=2,
+                            scheme_params={"min": 1, "max": 5, "step": 1})
+    categorical = make_campaign(scheme=Scheme.CATEGORICAL, graders=[grader], n_queries=0, n_candidates=2)
+    pairwise = make_campaign(scheme=Scheme.PAIRWISE, graders=[grader], n_queries=0, n_candidates=2)
+    for unit in pairwise.units.all():
+        unit.candidate_b = pairwise.candidates.exclude(pk=unit.candidate_id).first()
+        unit.save()
+    log_in(page, grader)
+    for campaign, keys, field, expected in [
+        (numeric, ["4", "ArrowRight"], "score", 5.0), (categorical, ["3"], "label", "good"), (pairwise, ["b"], "verdict", "B"),
+    ]:
+        page.goto(f"/campaigns/{campaign.pk}/continue/")
+        page.locator(".card.active").wait_for()
+        for key in keys:
+            page.keyboard.press(key)
+        page.wait_for_timeout(700)  # the arrow keys' value is recorded when they rest
+        all_saved(page)
+        unit = my_units(grader, campaign)[0]
+        assert getattr(Judgment.objects.get(grader=grader, unit=unit), field) == expected
