@@ -204,3 +204,4 @@ LOGGING = {
 }
 
 DATA_DIR.mkdir(parents=True, exist_ok=True)
+STATIC_ROOT.mkdir(parents=True, exist_ok=True)  # WhiteNoise warns about a missing folder

@@ -23,7 +23,7 @@ from grading.errors import GradingError, InvalidValue
 from grading.models import Campaign, CampaignRole
 from grading.models.choices import EventType
 from grading.services import allocation, organizer
-from grading.services.events import EventInput, event_record
+from grading.services.events import EventInput, event_record, events_record
 
 CAMPAIGN_PARAM = OpenApiParameter("campaign", OpenApiTypes.INT, required=True, description="Campaign id.")
 ERRORS = {code: OpenApiResponse(s.ErrorOut, description=text) for code, text in [
@@ -218,12 +218,28 @@ class EventView(GradingAPIView):
     def _batch(user: Any, events: list[Any]) -> dict[str, Any]:
         if len(events) > s.MAX_BATCH:
             raise InvalidValue(f"a batch holds at most {s.MAX_BATCH} events, got {len(events)}.", field="body", value=len(events))
-        results = []
+        results: list[dict[str, Any] | None] = [None] * len(events)
+        accepted: list[tuple[int, EventInput]] = []
         for index, raw in enumerate(events):
-            code, result = _record_one(user, raw)
-            results.append({"index": index, "http_status": code, **result})
+            try:
+                accepted.append((index, _event_input(validated(s.EventIn, raw))))
+            except GradingError as exc:
+                results[index] = _rejected(index, raw, exc)
+        # The valid events are recorded together: each accepted or rejected on its own, in order.
+        outcomes = events_record(grader=user, items=[item for _, item in accepted])
+        for (index, item), outcome in zip(accepted, outcomes, strict=True):
+            if isinstance(outcome, GradingError):
+                results[index] = _rejected(index, {"id": str(item.id)}, outcome)
+            else:
+                code = status.HTTP_200_OK if outcome.replayed else status.HTTP_201_CREATED
+                results[index] = {"index": index, "http_status": code, **outcome.as_dict()}
         counts = {k: sum(r["status"] == k for r in results) for k in ("stored", "replayed", "rejected")}
         return {**counts, "results": results}
+
+
+def _rejected(index: int, raw: Any, exc: GradingError) -> dict[str, Any]:
+    event_id = str(raw.get("id")) if isinstance(raw, dict) and raw.get("id") is not None else None
+    return {"index": index, "http_status": exc.http_status, "id": event_id, "status": "rejected", "error": error_body(exc)}
 
 
 class OrderingView(GradingAPIView):

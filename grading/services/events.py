@@ -17,20 +17,13 @@ from django.contrib.auth.models import AbstractBaseUser
 from django.db import IntegrityError, transaction
 from django.utils import timezone
 
-from grading.errors import CampaignClosed, EventConflict, InvalidValue, NotAssigned, NotFound
+from grading.errors import EventConflict, GradingError, InvalidValue
 from grading.hooks import judgments_changed
-from grading.models import Assignment, Campaign, GradingEvent, Judgment, Ordering, Query, Unit
-from grading.models.choices import AssignmentStatus, EventType, Role, Scheme
+from grading.models import Assignment, Campaign, GradingEvent, Judgment, Ordering
+from grading.models.choices import AssignmentStatus, EventType
 from grading.services import payloads
+from grading.services.event_context import EventContext
 
-# Event types about one unit, about a query's ordering, and about the campaign as a whole.
-UNIT_EVENTS = {
-    EventType.UNIT_VIEWED, EventType.BROAD_SET, EventType.FINE_SET, EventType.SCORE_SET, EventType.LABEL_SET,
-    EventType.PAIRWISE_SET, EventType.SKIP, EventType.HINT_SHOWN,
-}
-QUERY_EVENTS = {EventType.ORDERING_CHANGED, EventType.ORDERING_SUBMITTED}
-# Auditions and comments may be about a unit or about a query's own media.
-UNIT_OR_QUERY_EVENTS = {EventType.AUDITION, EventType.COMMENT}
 MAX_PAYLOAD_BYTES = 8192
 
 
@@ -95,48 +88,131 @@ def judgment_summary(judgment: Judgment) -> dict[str, Any]:
     }
 
 
-@transaction.atomic
 def event_record(*, grader: AbstractBaseUser, data: EventInput) -> EventOutcome:
     """Validate and store one event, and apply it to the grader's judgment or ordering.
 
     Raises a GradingError subclass (nothing stored) when the event is not acceptable.
     """
-    existing = GradingEvent.objects.filter(pk=data.id).first()
-    if existing is not None:
-        return _replay(existing, grader=grader, data=data)
-    campaign = _campaign_for_grader(grader, data.campaign_id)
+    result = events_record(grader=grader, items=[data])[0]
+    if isinstance(result, GradingError):
+        raise result
+    return result
+
+
+def events_record(*, grader: AbstractBaseUser, items: list[EventInput]) -> list[EventOutcome | GradingError]:
+    """Record a batch of one grader's events, in order; each is accepted or rejected on its own.
+
+    Returns, per event, its outcome or the GradingError that rejected it (nothing of a rejected
+    event is stored). The batch is written with a handful of queries; should a concurrent request
+    store one of the same event ids first, the batch is redone one event per transaction.
+    """
+    try:
+        return _record_batch(grader, items)
+    except IntegrityError:
+        return [_record_alone(grader, item) for item in items]
+
+
+def _record_alone(grader: AbstractBaseUser, item: EventInput) -> EventOutcome | GradingError:
+    try:
+        return _record_batch(grader, [item])[0]
+    except IntegrityError:
+        # The same id arrived concurrently and the other request committed first.
+        existing = GradingEvent.objects.filter(pk=item.id).first()
+        if existing is None:
+            raise
+        try:
+            return _replay(existing, grader=grader, data=item)
+        except GradingError as exc:
+            return exc
+
+
+@transaction.atomic
+def _record_batch(grader: AbstractBaseUser, items: list[EventInput]) -> list[EventOutcome | GradingError]:
+    existing = {e.pk: e for e in GradingEvent.objects.filter(pk__in=[i.id for i in items])}
+    context = EventContext(grader, (i for i in items if i.id not in existing))
+    batch = _Batch()
+    results: list[EventOutcome | GradingError] = []
+    for item in items:
+        try:
+            if item.id in existing:
+                results.append(_replay(existing[item.id], grader=grader, data=item, judgments=context.judgments))
+                continue
+            outcome = _accept(context, batch, item)
+            existing[item.id] = outcome.event
+            results.append(outcome)
+        except GradingError as exc:
+            results.append(exc)
+    batch.write()
+    for campaign_id in batch.campaigns:
+        transaction.on_commit(partial(judgments_changed, campaign_id))  # reports read events too (stability)
+    return results
+
+
+def _accept(context: EventContext, batch: _Batch, data: EventInput) -> EventOutcome:
+    """Check one event against the context and apply it in memory (written by batch.write())."""
+    campaign = context.campaign(data.campaign_id)
     if data.type not in EventType.values:
         raise InvalidValue(f"type {data.type!r} is not one of {', '.join(EventType.values)}.", field="type", value=data.type)
     payloads.check_type_fits_scheme(campaign, data.type)
-    unit, query = _target(campaign, data)
-    assignment = _assignment_for(grader, campaign, unit, query)
+    unit, query = context.target(campaign, data)
+    assignment = context.assignment(campaign, unit, query)
     value = payloads.parse(campaign, data.type, _payload(data.payload), query=query)
-    try:
-        with transaction.atomic():
-            event = GradingEvent.objects.create(
-                id=data.id, campaign=campaign, grader=grader, unit=unit, query=query, type=data.type,
-                payload=data.payload, client_ts=data.client_ts, session_id=data.session_id[:64], seq=data.seq,
-                guidelines_version=campaign.guidelines_version,
-            )
-    except IntegrityError:
-        # The same id arrived concurrently and the other request committed first.
-        return _replay(GradingEvent.objects.get(pk=data.id), grader=grader, data=data)
+    event = GradingEvent(
+        id=data.id, campaign=campaign, grader=context.grader, unit=unit, query=query, type=data.type,
+        payload=data.payload, client_ts=data.client_ts, session_id=data.session_id[:64], seq=data.seq,
+        guidelines_version=campaign.guidelines_version, server_ts=batch.now,
+    )
+    batch.events.append(event)
+    batch.campaigns.add(campaign.pk)
     outcome = EventOutcome(event=event)
     if data.type == EventType.ORDERING_SUBMITTED:
-        outcome.ordering = _apply_ordering(event, campaign, assignment, value)
-    elif data.type in payloads.JUDGMENT_FIELD:
-        outcome.judgment = _apply_judgment(event, campaign, assignment, data.type, value)
+        batch.orderings.append((outcome, campaign, value))
+        _set_assignment_status(batch, assignment, AssignmentStatus.DONE)
+    elif data.type in payloads.JUDGMENT_FIELD and unit is not None:
+        outcome.judgment = _apply_judgment(context, batch, event, campaign, assignment, data.type, value)
         outcome.hint = payloads.consistency_hint(campaign, outcome.judgment)
-    transaction.on_commit(partial(judgments_changed, campaign.pk))  # reports read events too (stability)
     return outcome
 
 
-def _replay(existing: GradingEvent, *, grader: AbstractBaseUser, data: EventInput) -> EventOutcome:
+class _Batch:
+    """Rows to write at the end of a batch: a few bulk statements instead of one per event."""
+
+    def __init__(self) -> None:
+        self.now = timezone.now()
+        self.events: list[GradingEvent] = []
+        self.new_judgments: dict[int, Judgment] = {}
+        self.changed_judgments: dict[int, Judgment] = {}
+        self.assignments: dict[int, Assignment] = {}
+        self.orderings: list[tuple[EventOutcome, Campaign, list[str]]] = []
+        self.campaigns: set[int] = set()
+
+    def write(self) -> None:
+        GradingEvent.objects.bulk_create(self.events)
+        Judgment.objects.bulk_create(list(self.new_judgments.values()))
+        if self.changed_judgments:
+            Judgment.objects.bulk_update(list(self.changed_judgments.values()), JUDGMENT_COLUMNS)
+        if self.assignments:
+            Assignment.objects.bulk_update(list(self.assignments.values()), ["status", "completed_at"])
+        for outcome, campaign, items in self.orderings:
+            event = outcome.event
+            outcome.ordering, _ = Ordering.objects.update_or_create(
+                grader_id=event.grader_id, query_id=event.query_id,
+                defaults={"campaign": campaign, "items": items, "guidelines_version": campaign.guidelines_version,
+                          "last_event": event},
+            )
+
+
+JUDGMENT_COLUMNS = ["broad", "fine", "score", "label", "verdict", "comment", "skipped", "guidelines_version",
+                    "last_event", "applied", "updated_at"]
+
+
+def _replay(existing: GradingEvent, *, grader: AbstractBaseUser, data: EventInput,
+            judgments: dict[int, Judgment] | None = None) -> EventOutcome:
     if existing.grader_id != grader.pk or existing.type != data.type or existing.campaign_id != data.campaign_id:
         raise EventConflict(f"event id {data.id} was already used for a different event.", field="id", value=str(data.id))
     judgment = None
     if existing.unit_id is not None:
-        judgment = Judgment.objects.filter(grader=grader, unit_id=existing.unit_id).first()
+        judgment = (judgments or {}).get(existing.unit_id) or Judgment.objects.filter(grader=grader, unit_id=existing.unit_id).first()
     return EventOutcome(event=existing, replayed=True, judgment=judgment)
 
 
@@ -148,58 +224,19 @@ def _payload(payload: Any) -> dict[str, Any]:
     return payload
 
 
-def _campaign_for_grader(grader: AbstractBaseUser, campaign_id: int) -> Campaign:
-    campaign = Campaign.objects.filter(pk=campaign_id, roles__user=grader, roles__role=Role.GRADER).first()
-    if campaign is None:
-        raise NotFound(f"campaign {campaign_id} does not exist or you do not grade in it.", field="campaign", value=campaign_id)
-    if not campaign.is_open:
-        raise CampaignClosed(f"campaign {campaign_id} is {campaign.status}: it takes no judgments.", field="campaign", value=campaign_id)
-    return campaign
-
-
-def _target(campaign: Campaign, data: EventInput) -> tuple[Unit | None, Query | None]:
-    unit = query = None
-    if data.unit_id is not None:
-        unit = Unit.objects.filter(pk=data.unit_id, campaign=campaign).select_related("query").first()
-        if unit is None:
-            raise NotFound(f"unit {data.unit_id} does not exist in campaign {campaign.pk}.", field="unit", value=data.unit_id)
-        query = unit.query
-    elif data.query_id is not None:
-        query = Query.objects.filter(pk=data.query_id, campaign=campaign).first()
-        if query is None:
-            raise NotFound(f"query {data.query_id} does not exist in campaign {campaign.pk}.", field="query", value=data.query_id)
-    kind = data.type
-    if kind in UNIT_EVENTS and unit is None:
-        raise InvalidValue(f"a {kind} event needs a unit.", field="unit", value=None)
-    if kind in QUERY_EVENTS and query is None:
-        raise InvalidValue(f"a {kind} event needs a query.", field="query", value=None)
-    if kind in UNIT_OR_QUERY_EVENTS and unit is None and query is None:
-        raise InvalidValue(f"a {kind} event needs a unit or a query.", field="unit", value=None)
-    return unit, query
-
-
-def _assignment_for(grader: AbstractBaseUser, campaign: Campaign, unit: Unit | None, query: Query | None) -> Assignment | None:
-    """The grader's assignment for the target, locked for the rest of the transaction."""
-    if unit is None and query is None:
-        return None  # campaign-wide events (guidelines viewed)
-    mine = Assignment.objects.select_for_update().filter(campaign=campaign, grader=grader)
-    if unit is not None:
-        assignment = mine.filter(unit=unit).first()
-        if assignment is None:
-            raise NotAssigned(f"unit {unit.pk} is not assigned to you.", field="unit", value=unit.pk)
-        return assignment
-    assignment = mine.filter(query=query, unit__isnull=True).first() or mine.filter(unit__query=query).first()
-    if assignment is None:
-        raise NotAssigned(f"query {query.pk} is not assigned to you.", field="query", value=query.pk)
-    return assignment
-
-
 def _stamp(event: GradingEvent) -> list[Any]:
     return [event.client_ts.astimezone(UTC).strftime("%Y-%m-%dT%H:%M:%S.%fZ"), event.session_id, event.seq]
 
 
-def _apply_judgment(event: GradingEvent, campaign: Campaign, assignment: Assignment, kind: str, value: Any) -> Judgment:
-    judgment, _ = Judgment.objects.get_or_create(grader_id=event.grader_id, unit_id=event.unit_id, defaults={"campaign": campaign})
+def _apply_judgment(context: EventContext, batch: _Batch, event: GradingEvent, campaign: Campaign,
+                    assignment: Assignment, kind: str, value: Any) -> Judgment:
+    judgment = context.judgments.get(event.unit_id)
+    if judgment is None:
+        judgment = Judgment(campaign=campaign, grader_id=event.grader_id, unit_id=event.unit_id, applied={})
+        context.judgments[event.unit_id] = judgment
+        batch.new_judgments[event.unit_id] = judgment
+    elif event.unit_id not in batch.new_judgments:
+        batch.changed_judgments[event.unit_id] = judgment
     field_name = payloads.JUDGMENT_FIELD[kind]
     stamp, previous = _stamp(event), judgment.applied.get(field_name)
     # Same session: order by sequence number; otherwise by the client's clock.
@@ -213,34 +250,22 @@ def _apply_judgment(event: GradingEvent, campaign: Campaign, assignment: Assignm
             judgment.skipped = False
     judgment.guidelines_version = campaign.guidelines_version
     judgment.last_event = event
-    judgment.save()
-    _update_assignment(assignment, campaign, judgment)
-    return judgment
-
-
-def _update_assignment(assignment: Assignment, campaign: Campaign, judgment: Judgment) -> None:
+    judgment.updated_at = batch.now
     if payloads.judgment_complete(campaign, judgment):
         status = AssignmentStatus.DONE
     elif judgment.skipped:
         status = AssignmentStatus.SKIPPED
     else:
         status = AssignmentStatus.OPEN
+    _set_assignment_status(batch, assignment, status)
+    return judgment
+
+
+def _set_assignment_status(batch: _Batch, assignment: Assignment, status: str) -> None:
     if status != assignment.status:
         assignment.status = status
-        assignment.completed_at = timezone.now() if status != AssignmentStatus.OPEN else None
-        assignment.save(update_fields=["status", "completed_at"])
+        assignment.completed_at = batch.now if status != AssignmentStatus.OPEN else None
+        batch.assignments[assignment.pk] = assignment
 
 
-def _apply_ordering(event: GradingEvent, campaign: Campaign, assignment: Assignment, items: list[str]) -> Ordering:
-    ordering, _ = Ordering.objects.update_or_create(
-        grader_id=event.grader_id, query_id=event.query_id,
-        defaults={"campaign": campaign, "items": items, "guidelines_version": campaign.guidelines_version, "last_event": event},
-    )
-    if assignment.status != AssignmentStatus.DONE:
-        assignment.status = AssignmentStatus.DONE
-        assignment.completed_at = timezone.now()
-        assignment.save(update_fields=["status", "completed_at"])
-    return ordering
-
-
-__all__ = ["EventInput", "EventOutcome", "event_record", "Scheme"]
+__all__ = ["EventInput", "EventOutcome", "event_record", "events_record"]

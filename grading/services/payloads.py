@@ -17,6 +17,7 @@ JUDGMENT_FIELD = {
     EventType.LABEL_SET: "label",
     EventType.PAIRWISE_SET: "verdict",
     EventType.SKIP: "skipped",
+    EventType.COMMENT: "comment",  # only when the comment is about a unit
 }
 # Value events that only make sense under one scheme.
 SCHEME_OF = {

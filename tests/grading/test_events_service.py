@@ -108,3 +108,52 @@ def test_an_ordering_must_be_a_permutation_of_the_query_candidates():
     record(grader, campaign, "ordering_submitted", {"items": ids[::-1]}, query=query)
     assert Ordering.objects.get(grader=grader, query=query).items == ids[::-1]
     assert Assignment.objects.get(grader=grader, query=query).status == AssignmentStatus.DONE
+
+
+def batch_of(grader, campaign, n, **overrides):
+    from datetime import UTC, datetime
+
+    from grading.services.events import EventInput
+
+    units = [a.unit for a in Assignment.objects.filter(grader=grader, campaign=campaign).order_by("position")]
+    return [EventInput(id=uuid4(), campaign_id=campaign.pk, type="broad_set", payload={"value": "VS"},
+                       unit_id=units[i % len(units)].pk, client_ts=datetime.now(UTC), seq=i, session_id="s")
+            for i in range(n)]
+
+
+def test_a_batch_records_each_event_on_its_own_and_in_order():
+    from dataclasses import replace
+
+    from grading.services.events import events_record
+
+    campaign = make_campaign(n_queries=2, n_candidates=5)
+    grader = campaign.roles.first().user
+    items = batch_of(grader, campaign, 6)
+    items[2] = replace(items[2], payload={"value": "nope"})
+    items[4] = replace(items[4], id=items[0].id)  # the same id twice in one batch is stored once
+    results = events_record(grader=grader, items=items)
+    assert [type(r).__name__ for r in results] == ["EventOutcome", "EventOutcome", "InvalidValue", "EventOutcome",
+                                                   "EventOutcome", "EventOutcome"]
+    assert results[4].replayed
+    assert GradingEvent.objects.count() == 4
+    assert Judgment.objects.filter(grader=grader, broad="VS").count() == 4
+
+
+def test_a_batch_of_twenty_costs_a_handful_of_queries(django_assert_max_num_queries):
+    from grading.services.events import events_record
+
+    campaign = make_campaign(n_queries=2, n_candidates=10)
+    grader = campaign.roles.first().user
+    items = batch_of(grader, campaign, 20)
+    with django_assert_max_num_queries(10):
+        results = events_record(grader=grader, items=items)
+    assert all(not isinstance(r, Exception) for r in results)
+    assert GradingEvent.objects.count() == 20
+
+
+def test_a_comment_about_a_unit_is_kept_on_the_judgment():
+    campaign = make_campaign()
+    grader = campaign.roles.first().user
+    unit = first_unit_of(grader, campaign)
+    record(grader, campaign, "comment", {"text": "the clip is clipped"}, unit=unit)
+    assert Judgment.objects.get(grader=grader, unit=unit).comment == "the clip is clipped"

@@ -1,0 +1,123 @@
+"""What recording a batch of events needs from the database, fetched in a few queries.
+
+`EventContext` loads, for one grader and a batch of events, the grader's locked assignments with
+their campaigns, units and queries, and the grader's judgments of those units. Lookups that miss
+(an unknown unit, a campaign the grader is not in) fall back to single queries that raise the
+precise error, so the common path is fast and the error path says exactly what was wrong.
+"""
+from __future__ import annotations
+
+from collections.abc import Iterable
+from typing import TYPE_CHECKING
+
+from django.contrib.auth.models import AbstractBaseUser
+from django.db.models import Exists, OuterRef, Q
+
+from grading.errors import CampaignClosed, InvalidValue, NotAssigned, NotFound
+from grading.models import Assignment, Campaign, CampaignRole, Judgment, Query, Unit
+from grading.models.choices import EventType, Role
+
+if TYPE_CHECKING:
+    from grading.services.events import EventInput
+
+UNIT_EVENTS = {
+    EventType.UNIT_VIEWED, EventType.BROAD_SET, EventType.FINE_SET, EventType.SCORE_SET, EventType.LABEL_SET,
+    EventType.PAIRWISE_SET, EventType.SKIP, EventType.HINT_SHOWN,
+}
+QUERY_EVENTS = {EventType.ORDERING_CHANGED, EventType.ORDERING_SUBMITTED}
+# Auditions and comments may be about a unit or about a query's own media.
+UNIT_OR_QUERY_EVENTS = {EventType.AUDITION, EventType.COMMENT}
+
+
+class EventContext:
+    def __init__(self, grader: AbstractBaseUser, items: Iterable[EventInput]) -> None:
+        self.grader = grader
+        self.campaigns: dict[int, Campaign | None] = {}
+        self.units: dict[int, Unit] = {}
+        self.by_unit: dict[int, Assignment] = {}
+        self.by_query: dict[int, Assignment] = {}
+        self.judgments: dict[int, Judgment] = {}
+        self._prefetch(list(items))
+
+    def _prefetch(self, items: list[EventInput]) -> None:
+        unit_ids = {i.unit_id for i in items if isinstance(i.unit_id, int)}
+        query_ids = {i.query_id for i in items if isinstance(i.query_id, int)}
+        campaign_ids = {i.campaign_id for i in items if isinstance(i.campaign_id, int)}
+        if unit_ids or query_ids:
+            graded = CampaignRole.objects.filter(campaign=OuterRef("campaign"), user=self.grader, role=Role.GRADER)
+            # Locked in id order, so two requests of one grader never deadlock.
+            assignments = (
+                Assignment.objects.select_for_update(of=("self",))
+                .filter(grader=self.grader, campaign_id__in=campaign_ids)
+                .filter(Q(unit_id__in=unit_ids) | Q(query_id__in=query_ids))
+                .select_related("campaign", "unit", "unit__query", "query")
+                .annotate(graded=Exists(graded)).order_by("pk")
+            )
+            for a in assignments:
+                self.campaigns.setdefault(a.campaign_id, a.campaign if a.graded else None)
+                if a.unit_id is not None:
+                    self.by_unit[a.unit_id] = a
+                    self.units[a.unit_id] = a.unit
+                    self.by_query.setdefault(a.query_id or -1, a)
+                else:
+                    self.by_query[a.query_id] = a
+            if unit_ids:
+                self.judgments = {j.unit_id: j for j in Judgment.objects.filter(grader=self.grader, unit_id__in=unit_ids)}
+
+    def campaign(self, campaign_id: int) -> Campaign:
+        if campaign_id not in self.campaigns:
+            self.campaigns[campaign_id] = Campaign.objects.filter(
+                pk=campaign_id, roles__user=self.grader, roles__role=Role.GRADER).first()
+        campaign = self.campaigns[campaign_id]
+        if campaign is None:
+            raise NotFound(f"campaign {campaign_id} does not exist or you do not grade in it.", field="campaign", value=campaign_id)
+        if not campaign.is_open:
+            raise CampaignClosed(f"campaign {campaign_id} is {campaign.status}: it takes no judgments.", field="campaign", value=campaign_id)
+        return campaign
+
+    def target(self, campaign: Campaign, data: EventInput) -> tuple[Unit | None, Query | None]:
+        unit = query = None
+        if data.unit_id is not None:
+            unit = self.units.get(data.unit_id)
+            if unit is None or unit.campaign_id != campaign.pk:
+                unit = Unit.objects.filter(pk=data.unit_id, campaign=campaign).select_related("query").first()
+            if unit is None:
+                raise NotFound(f"unit {data.unit_id} does not exist in campaign {campaign.pk}.", field="unit", value=data.unit_id)
+            query = unit.query
+        elif data.query_id is not None:
+            held = self.by_query.get(data.query_id)
+            query = held.query if held is not None else None
+            if query is None or query.campaign_id != campaign.pk:
+                query = Query.objects.filter(pk=data.query_id, campaign=campaign).first()
+            if query is None:
+                raise NotFound(f"query {data.query_id} does not exist in campaign {campaign.pk}.", field="query", value=data.query_id)
+        kind = data.type
+        if kind in UNIT_EVENTS and unit is None:
+            raise InvalidValue(f"a {kind} event needs a unit.", field="unit", value=None)
+        if kind in QUERY_EVENTS and query is None:
+            raise InvalidValue(f"a {kind} event needs a query.", field="query", value=None)
+        if kind in UNIT_OR_QUERY_EVENTS and unit is None and query is None:
+            raise InvalidValue(f"a {kind} event needs a unit or a query.", field="unit", value=None)
+        return unit, query
+
+    def assignment(self, campaign: Campaign, unit: Unit | None, query: Query | None) -> Assignment | None:
+        """The grader's assignment for the target (locked), or NotAssigned."""
+        if unit is None and query is None:
+            return None  # campaign-wide events (guidelines viewed)
+        if unit is not None:
+            found = self.by_unit.get(unit.pk)
+            if found is None or found.campaign_id != campaign.pk:
+                raise NotAssigned(f"unit {unit.pk} is not assigned to you.", field="unit", value=unit.pk)
+            return found
+        found = self.by_query.get(query.pk)
+        if found is None:
+            # A query-level event (e.g. an audition of the query's clip) in a unit-based campaign.
+            found = (Assignment.objects.select_for_update(of=("self",))
+                     .filter(Q(query=query) | Q(unit__query=query), campaign=campaign, grader=self.grader)
+                     .order_by("pk").first())
+            if found is not None:
+                self.by_query[query.pk] = found
+        if found is None or found.campaign_id != campaign.pk:
+            raise NotAssigned(f"query {query.pk} is not assigned to you.", field="query", value=query.pk)
+        return found
+
