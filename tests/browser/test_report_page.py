@@ -1,0 +1,100 @@
+"""The campaign report in Chromium: every section and plot, live progress, no console errors."""
+from __future__ import annotations
+
+import shutil
+from pathlib import Path
+
+import pytest
+from django.conf import settings as django_settings
+from django.test import Client
+
+from analysis.models import AnalysisRun, RunStatus
+from analysis.services import runs
+from analysis.services.execute import run_execute
+from tests.analysis.conftest import judge_broad_fine
+from tests.factories import make_campaign, make_user
+
+ARTIFACTS = Path(__file__).resolve().parents[2] / "test-artifacts"
+SECTIONS = ["overview", "agreement", "stability", "confusability", "fine-within-broad", "graders", "queries"]
+pytestmark = pytest.mark.browser
+
+
+@pytest.fixture
+def browser(monkeypatch):
+    from playwright.sync_api import sync_playwright
+
+    # Playwright's sync API runs an event loop in this thread; the test's own ORM calls are still
+    # synchronous, so let Django allow them.
+    monkeypatch.setenv("DJANGO_ALLOW_ASYNC_UNSAFE", "true")
+    with sync_playwright() as p:
+        browser = p.chromium.launch(executable_path=shutil.which("chromium"), args=[
+            "--no-sandbox", "--disable-gpu", "--disable-background-networking", "--disable-component-update",
+            "--disable-sync"])
+        yield browser
+        browser.close()
+
+
+def _page_as(browser, live_server, user):
+    client = Client()
+    client.force_login(user)
+    context = browser.new_context(viewport={"width": 1280, "height": 900})
+    context.add_cookies([{"name": django_settings.SESSION_COOKIE_NAME,
+                          "value": client.cookies[django_settings.SESSION_COOKIE_NAME].value,
+                          "url": live_server.url}])
+    page = context.new_page()
+    errors: list[str] = []
+    page.on("console", lambda msg: errors.append(msg.text) if msg.type == "error" else None)
+    page.on("pageerror", lambda exc: errors.append(str(exc)))
+    return page, errors
+
+
+@pytest.fixture
+def campaign(transactional_db):
+    organizer = make_user("organizer")
+    campaign = make_campaign(n_queries=3, n_candidates=5, graders=3, organizer=organizer)
+    judge_broad_fine(campaign, seed=2)
+    run = AnalysisRun.objects.create(campaign=campaign, parameters=runs.parameters_clean({"n_boot": 100}), seed=1)
+    run_execute(run_id=run.pk)
+    return campaign, organizer
+
+
+def test_the_report_renders_every_section_and_plot_without_console_errors(browser, live_server, campaign):
+    campaign, organizer = campaign
+    page, errors = _page_as(browser, live_server, organizer)
+    page.goto(f"{live_server.url}/reports/campaigns/{campaign.pk}/")
+    for section in SECTIONS:
+        assert page.locator(f"#section-{section}").is_visible(), section
+    plots = page.locator("svg.plot")
+    assert plots.count() >= 9
+    for i in range(plots.count()):
+        svg = plots.nth(i)
+        assert svg.bounding_box()["width"] > 200
+        assert svg.locator("desc").text_content().strip()  # alt text
+    assert page.locator("#section-confusability svg.plot circle.dot").count() == 15  # the crescent
+    ARTIFACTS.mkdir(exist_ok=True)
+    page.screenshot(path=str(ARTIFACTS / "report.png"), full_page=True)
+    assert errors == []
+
+
+def test_the_progress_bar_follows_a_run_and_the_page_shows_its_result(browser, live_server, campaign):
+    campaign, organizer = campaign
+    queued = AnalysisRun.objects.create(campaign=campaign, parameters=runs.parameters_clean({"n_boot": 50}), seed=2)
+    page, errors = _page_as(browser, live_server, organizer)
+    # Rendering the page runs due runs in embedded mode; hold this one back until the page is up.
+    AnalysisRun.objects.filter(pk=queued.pk).update(not_before="2100-01-01T00:00:00Z")
+    page.goto(f"{live_server.url}/reports/campaigns/{campaign.pk}/")
+    assert page.locator("#run-progress").is_visible()
+    assert "Showing the last good result meanwhile" in page.content()
+    AnalysisRun.objects.filter(pk=queued.pk).update(not_before=None)  # the next poll runs it
+    page.wait_for_function(f"document.body.innerText.includes('Result of analysis #{queued.pk}')", timeout=20000)
+    assert AnalysisRun.objects.get(pk=queued.pk).status == RunStatus.SUCCEEDED
+    assert page.locator("#run-progress").count() == 0
+    assert errors == []
+
+
+def test_a_grader_gets_403(browser, live_server, campaign):
+    campaign, _ = campaign
+    grader = campaign.roles.filter(role="grader").first().user
+    page, _ = _page_as(browser, live_server, grader)
+    response = page.goto(f"{live_server.url}/reports/campaigns/{campaign.pk}/")
+    assert response.status == 403
