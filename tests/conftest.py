@@ -17,3 +17,12 @@ def _required_services(request: pytest.FixtureRequest) -> None:
 @pytest.fixture(autouse=True)
 def _media_root(settings, tmp_path) -> None:
     settings.MEDIA_ROOT = tmp_path / "media"
+
+
+@pytest.fixture(autouse=True)
+def _forget_scheduled_runs() -> None:
+    """Campaign ids repeat across tests (each test's database starts afresh): forget the process-local
+    knowledge of queued automatic runs."""
+    from analysis import scheduling
+
+    scheduling._QUEUED_UNTIL.clear()

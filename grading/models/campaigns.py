@@ -55,7 +55,7 @@ class GuidelinesVersion(models.Model):
     created_at = models.DateTimeField(auto_now_add=True)
 
     class Meta:
-        ordering = ["campaign", "-version"]
+        ordering = ["campaign_id", "-version"]
         constraints = [
             models.UniqueConstraint(fields=["campaign", "version"], name="guidelines_version_unique"),
             models.CheckConstraint(condition=Q(version__gte=1), name="guidelines_version_positive"),
@@ -76,7 +76,7 @@ class CampaignRole(models.Model):
     created_at = models.DateTimeField(auto_now_add=True)
 
     class Meta:
-        ordering = ["campaign", "role", "id"]
+        ordering = ["campaign_id", "role", "id"]
         constraints = [
             models.UniqueConstraint(fields=["campaign", "user", "role"], name="campaign_role_unique"),
             models.CheckConstraint(condition=Q(role__in=Role.values), name="campaign_role_valid"),

@@ -44,7 +44,7 @@ class Query(MediaItem):
     position = models.PositiveIntegerField(default=0)
 
     class Meta:
-        ordering = ["campaign", "position", "id"]
+        ordering = ["campaign_id", "position", "id"]
         verbose_name_plural = "queries"
         constraints = [
             models.UniqueConstraint(fields=["campaign", "external_id"], name="query_external_id_unique"),
@@ -63,7 +63,7 @@ class System(models.Model):
     description = models.TextField(blank=True)
 
     class Meta:
-        ordering = ["campaign", "name"]
+        ordering = ["campaign_id", "name"]
         constraints = [models.UniqueConstraint(fields=["campaign", "name"], name="system_name_unique")]
 
     def __str__(self) -> str:
@@ -78,7 +78,7 @@ class Candidate(MediaItem):
     public_id = models.CharField(max_length=20, unique=True, default=new_public_id, editable=False)
 
     class Meta:
-        ordering = ["campaign", "id"]
+        ordering = ["campaign_id", "id"]
         constraints = [
             models.UniqueConstraint(fields=["campaign", "external_id"], name="candidate_external_id_unique"),
             models.CheckConstraint(condition=Q(kind__in=MediaKind.values), name="candidate_kind_valid"),
@@ -97,7 +97,7 @@ class CandidateProvenance(models.Model):
     rank = models.PositiveIntegerField(null=True, blank=True)
 
     class Meta:
-        ordering = ["candidate", "system", "rank"]
+        ordering = ["candidate_id", "system_id", "rank"]
         constraints = [
             models.UniqueConstraint(fields=["candidate", "system", "query"], name="provenance_unique"),
             models.CheckConstraint(condition=Q(rank__isnull=True) | Q(rank__gte=1), name="provenance_rank_positive"),
@@ -121,7 +121,7 @@ class Unit(models.Model):
     position = models.PositiveIntegerField(default=0)
 
     class Meta:
-        ordering = ["campaign", "query", "position", "id"]
+        ordering = ["campaign_id", "query_id", "position", "id"]
         indexes = [models.Index(fields=["campaign", "query"])]
         constraints = [
             models.UniqueConstraint(fields=["campaign", "external_id"], name="unit_external_id_unique"),

@@ -28,7 +28,7 @@ class Assignment(models.Model):
     completed_at = models.DateTimeField(null=True, blank=True)
 
     class Meta:
-        ordering = ["campaign", "grader", "position", "id"]
+        ordering = ["campaign_id", "grader_id", "position", "id"]
         indexes = [models.Index(fields=["campaign", "grader", "status"]), models.Index(fields=["unit", "status"])]
         constraints = [
             models.UniqueConstraint(fields=["grader", "unit"], condition=Q(unit__isnull=False), name="assignment_grader_unit_unique"),
@@ -117,7 +117,7 @@ class Judgment(models.Model):
     updated_at = models.DateTimeField(auto_now=True)
 
     class Meta:
-        ordering = ["campaign", "unit", "grader"]
+        ordering = ["campaign_id", "unit_id", "grader_id"]
         indexes = [models.Index(fields=["campaign", "unit"])]
         constraints = [
             models.UniqueConstraint(fields=["grader", "unit"], name="judgment_grader_unit_unique"),
@@ -146,7 +146,7 @@ class Ordering(models.Model):
     submitted_at = models.DateTimeField(auto_now=True)
 
     class Meta:
-        ordering = ["campaign", "query", "grader"]
+        ordering = ["campaign_id", "query_id", "grader_id"]
         constraints = [models.UniqueConstraint(fields=["grader", "query"], name="ordering_grader_query_unique")]
 
     def __str__(self) -> str:

@@ -37,6 +37,7 @@ class EventContext:
         self.by_unit: dict[int, Assignment] = {}
         self.by_query: dict[int, Assignment] = {}
         self.judgments: dict[int, Judgment] = {}
+        self.queries: dict[int, Query | None] = {}
         self._prefetch(list(items))
 
     def _prefetch(self, items: list[EventInput]) -> None:
@@ -50,7 +51,7 @@ class EventContext:
                 Assignment.objects.select_for_update(of=("self",))
                 .filter(grader=self.grader, campaign_id__in=campaign_ids)
                 .filter(Q(unit_id__in=unit_ids) | Q(query_id__in=query_ids))
-                .select_related("campaign", "unit", "unit__query", "query")
+                .select_related("campaign", "unit")
                 .annotate(graded=Exists(graded)).order_by("pk")
             )
             for a in assignments:
@@ -76,19 +77,19 @@ class EventContext:
         return campaign
 
     def target(self, campaign: Campaign, data: EventInput) -> tuple[Unit | None, Query | None]:
+        """The event's unit, or (events about a query as a whole) its query."""
         unit = query = None
         if data.unit_id is not None:
             unit = self.units.get(data.unit_id)
             if unit is None or unit.campaign_id != campaign.pk:
-                unit = Unit.objects.filter(pk=data.unit_id, campaign=campaign).select_related("query").first()
+                unit = Unit.objects.filter(pk=data.unit_id, campaign=campaign).first()
             if unit is None:
                 raise NotFound(f"unit {data.unit_id} does not exist in campaign {campaign.pk}.", field="unit", value=data.unit_id)
-            query = unit.query
         elif data.query_id is not None:
-            held = self.by_query.get(data.query_id)
-            query = held.query if held is not None else None
+            query = self.queries.get(data.query_id)
             if query is None or query.campaign_id != campaign.pk:
                 query = Query.objects.filter(pk=data.query_id, campaign=campaign).first()
+                self.queries[data.query_id] = query
             if query is None:
                 raise NotFound(f"query {data.query_id} does not exist in campaign {campaign.pk}.", field="query", value=data.query_id)
         kind = data.type

@@ -158,7 +158,8 @@ def _accept(context: EventContext, batch: _Batch, data: EventInput) -> EventOutc
     assignment = context.assignment(campaign, unit, query)
     value = payloads.parse(campaign, data.type, _payload(data.payload), query=query)
     event = GradingEvent(
-        id=data.id, campaign=campaign, grader=context.grader, unit=unit, query=query, type=data.type,
+        id=data.id, campaign=campaign, grader=context.grader, unit=unit, type=data.type,
+        query_id=unit.query_id if unit is not None else getattr(query, "pk", None),
         payload=data.payload, client_ts=data.client_ts, session_id=data.session_id[:64], seq=data.seq,
         guidelines_version=campaign.guidelines_version, server_ts=batch.now,
     )
@@ -189,10 +190,8 @@ class _Batch:
     def write(self) -> None:
         GradingEvent.objects.bulk_create(self.events)
         Judgment.objects.bulk_create(list(self.new_judgments.values()))
-        if self.changed_judgments:
-            Judgment.objects.bulk_update(list(self.changed_judgments.values()), JUDGMENT_COLUMNS)
-        if self.assignments:
-            Assignment.objects.bulk_update(list(self.assignments.values()), ["status", "completed_at"])
+        _update(Judgment, list(self.changed_judgments.values()), JUDGMENT_COLUMNS)
+        _update(Assignment, list(self.assignments.values()), ["status", "completed_at"])
         for outcome, campaign, items in self.orderings:
             event = outcome.event
             outcome.ordering, _ = Ordering.objects.update_or_create(
@@ -200,6 +199,14 @@ class _Batch:
                 defaults={"campaign": campaign, "items": items, "guidelines_version": campaign.guidelines_version,
                           "last_event": event},
             )
+
+
+def _update(model: type, rows: list, columns: list[str]) -> None:
+    """One plain UPDATE for a single row (the common case: one event per request); bulk otherwise."""
+    if len(rows) == 1:
+        rows[0].save(update_fields=columns)
+    elif rows:
+        model.objects.bulk_update(rows, columns)
 
 
 JUDGMENT_COLUMNS = ["broad", "fine", "score", "label", "verdict", "comment", "skipped", "guidelines_version",
