@@ -14,7 +14,8 @@ from typing import Any
 from uuid import UUID
 
 from django.contrib.auth.models import AbstractBaseUser
-from django.db import IntegrityError, transaction
+from django.db import IntegrityError, connections, router, transaction
+from django.db.models import Model
 from django.utils import timezone
 
 from grading.errors import EventConflict, GradingError, InvalidValue
@@ -201,12 +202,26 @@ class _Batch:
             )
 
 
-def _update(model: type, rows: list, columns: list[str]) -> None:
-    """One plain UPDATE for a single row (the common case: one event per request); bulk otherwise."""
-    if len(rows) == 1:
-        rows[0].save(update_fields=columns)
-    elif rows:
-        model.objects.bulk_update(rows, columns)
+def _update(model: type[Model], rows: list[Model], columns: list[str]) -> None:
+    """Write changed rows. On PostgreSQL several rows go in one UPDATE ... FROM (VALUES ...);
+    otherwise a plain UPDATE per row. (Django's bulk_update builds a CASE expression per row and
+    column, which costs far more than the round trips it saves.)"""
+    connection = connections[router.db_for_write(model)]
+    if connection.vendor != "postgresql" or len(rows) < 2:
+        for row in rows:
+            row.save(update_fields=columns)
+        return
+    meta = model._meta
+    fields = [meta.pk] + [meta.get_field(c) for c in columns]
+    names = ", ".join(connection.ops.quote_name(f.column) for f in fields)
+    row_sql = "(" + ", ".join(f"%s::{f.db_type(connection)}" for f in fields) + ")"
+    assignments = ", ".join(f"{connection.ops.quote_name(f.column)} = v.{connection.ops.quote_name(f.column)}" for f in fields[1:])
+    pk = connection.ops.quote_name(meta.pk.column)
+    sql = (f"UPDATE {connection.ops.quote_name(meta.db_table)} AS t SET {assignments} "
+           f"FROM (VALUES {', '.join([row_sql] * len(rows))}) AS v({names}) WHERE t.{pk} = v.{pk}")
+    params = [f.get_db_prep_save(getattr(row, f.attname), connection) for row in rows for f in fields]
+    with connection.cursor() as cursor:
+        cursor.execute(sql, params)
 
 
 JUDGMENT_COLUMNS = ["broad", "fine", "score", "label", "verdict", "comment", "skipped", "guidelines_version",

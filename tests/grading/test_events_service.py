@@ -157,3 +157,21 @@ def test_a_comment_about_a_unit_is_kept_on_the_judgment():
     unit = first_unit_of(grader, campaign)
     record(grader, campaign, "comment", {"text": "the clip is clipped"}, unit=unit)
     assert Judgment.objects.get(grader=grader, unit=unit).comment == "the clip is clipped"
+
+
+@pytest.mark.both_backends
+def test_a_batch_that_changes_several_existing_judgments_writes_every_field():
+    from dataclasses import replace
+
+    from grading.services.events import events_record
+
+    campaign = make_campaign(n_queries=1, n_candidates=4)
+    grader = campaign.roles.first().user
+    first = batch_of(grader, campaign, 4)
+    events_record(grader=grader, items=first)
+    fines = [replace(item, id=uuid4(), type="fine_set", payload={"value": 2.5 + i}, seq=10 + i) for i, item in enumerate(first)]
+    events_record(grader=grader, items=fines)
+    judgments = Judgment.objects.filter(grader=grader).order_by("fine")
+    assert [(j.broad, j.fine) for j in judgments] == [("VS", Decimal(f"{2.5 + i:.1f}")) for i in range(4)]
+    assert all(set(j.applied) == {"broad", "fine"} and j.last_event.type == "fine_set" for j in judgments)
+    assert Assignment.objects.filter(grader=grader, status=AssignmentStatus.DONE).count() == 4
