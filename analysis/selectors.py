@@ -5,13 +5,16 @@ DataFrame without a million Python objects alive at once.
 """
 from __future__ import annotations
 
+import tempfile
 from collections.abc import Iterator
 from itertools import islice
 from typing import Any
 
 import pandas as pd
 from django.contrib.auth.models import AbstractBaseUser
+from django.db import connection
 from django.db.models import Count, FloatField, Max, Min, Q, QuerySet
+from django.db.models.fields.json import KT
 from django.db.models.functions import Cast
 
 from analysis.models import AnalysisRun, RunStatus, UnitResult
@@ -28,7 +31,20 @@ def _chunks(rows: Iterator[tuple], size: int = CHUNK) -> Iterator[list[tuple]]:
         yield batch
 
 
-def _frame(qs: QuerySet, columns: list[str]) -> pd.DataFrame:
+def _frame(qs: QuerySet, columns: list[str], *, copy: bool = True) -> pd.DataFrame:
+    """A values_list query as a DataFrame: on PostgreSQL through COPY … TO STDOUT and pandas' CSV
+    parser (a temporary file, not memory, holds the text); elsewhere in chunks of tuples.
+
+    Through COPY every column arrives as its text form (NULL as NaN): callers convert timestamps.
+    """
+    if copy and connection.vendor == "postgresql":
+        sql, params = qs.query.sql_with_params()
+        with tempfile.TemporaryFile() as buffer, connection.cursor() as cursor:
+            with cursor.cursor.copy(f"COPY ({sql}) TO STDOUT WITH (FORMAT csv)", params) as stream:
+                for block in stream:
+                    buffer.write(block)
+            buffer.seek(0)
+            return pd.read_csv(buffer, header=None, names=columns, keep_default_na=False, na_values=[""])
     parts = [pd.DataFrame.from_records(batch, columns=columns) for batch in _chunks(qs.iterator(chunk_size=CHUNK))]
     return pd.concat(parts, ignore_index=True) if parts else pd.DataFrame(columns=columns)
 
@@ -44,47 +60,49 @@ def judgments_frame(*, campaign_id: int) -> pd.DataFrame:
     frame = _frame(qs, JUDGMENT_COLUMNS)
     for column in ("fine", "score"):
         frame[column] = pd.to_numeric(frame[column], errors="coerce").astype(float)
+    for column in ("broad", "label", "verdict"):
+        frame[column] = frame[column].astype(object).where(frame[column].notna(), None)
     # A fixed row order (sorting here is cheaper than ORDER BY in the database): sums, and so the
     # last bits of every mean and std, do not depend on the order the database happened to return.
     return frame.sort_values(["unit", "grader"], kind="stable", ignore_index=True)
 
 
-def value_events_frame(*, campaign_id: int) -> pd.DataFrame:
-    """The value-setting events (broad_set, fine_set, score_set, label_set) in the order they were made.
-
-    Columns: grader, unit, type, seq (0.. within each grader × unit × type, by client time, then the
-    page session's sequence number, then arrival), value.
-    """
-    qs = (
-        GradingEvent.objects.filter(campaign_id=campaign_id, type__in=VALUE_EVENTS, unit__isnull=False)
-        .order_by()
-        .values_list("grader_id", "unit_id", "type", "client_ts", "seq", "server_ts", "payload__value")
-    )
-    frame = _frame(qs, ["grader", "unit", "type", "client_ts", "session_seq", "server_ts", "value"])
-    frame = frame.sort_values(["client_ts", "session_seq", "server_ts"], kind="stable")
-    frame["seq"] = frame.groupby(["grader", "unit", "type"]).cumcount()
-    return frame[["grader", "unit", "type", "seq", "value"]].reset_index(drop=True)
-
-
 def unit_events_frame(*, campaign_id: int) -> pd.DataFrame:
-    """Every event about a unit (grader, unit, ts, type), for time on unit and auditions (plays)."""
+    """Every event about a unit: grader, unit, type, ts (client time, UTC), session_seq, server_ts,
+    value (payload.value as text) — one query serves both stability and engagement.
+
+    An audition counts once, when it starts playing: pauses, seeks and ends become ``audition_other``.
+    """
     qs = (
         GradingEvent.objects.filter(campaign_id=campaign_id, unit__isnull=False)
         .order_by()
-        .values_list("grader_id", "unit_id", "client_ts", "type", "payload__action")
+        .values_list("grader_id", "unit_id", "type", "client_ts", "seq", "server_ts", KT("payload__value"),
+                     KT("payload__action"))
     )
-    frame = _frame(qs, ["grader", "unit", "ts", "type", "action"])
-    frame["ts"] = pd.to_datetime(frame["ts"], utc=True)
-    # An audition counts once, when it starts playing: pauses, seeks and ends are not new auditions.
+    frame = _frame(qs, ["grader", "unit", "type", "ts", "session_seq", "server_ts", "value", "action"])
+    frame["ts"] = pd.to_datetime(frame["ts"], utc=True, format="ISO8601")
+    frame["server_ts"] = pd.to_datetime(frame["server_ts"], utc=True, format="ISO8601")
     frame.loc[(frame["type"] == EventType.AUDITION) & (frame["action"] != "play"), "type"] = "audition_other"
     return frame.drop(columns="action")
+
+
+def value_events(unit_events: pd.DataFrame) -> pd.DataFrame:
+    """The value-setting events (broad_set, fine_set, score_set, label_set) in the order they were made.
+
+    Columns: grader, unit, type, seq (0.. within each grader × unit × type, by client time, then the
+    page session's sequence number, then arrival), value (text).
+    """
+    frame = unit_events[unit_events["type"].isin(VALUE_EVENTS)]
+    frame = frame.sort_values(["ts", "session_seq", "server_ts"], kind="stable")
+    frame = frame.assign(seq=frame.groupby(["grader", "unit", "type"]).cumcount(), value=frame["value"].astype(str))
+    return frame[["grader", "unit", "type", "seq", "value"]].reset_index(drop=True)
 
 
 def orderings_frame(*, campaign_id: int) -> pd.DataFrame:
     """One row per submitted ordering: query, grader, items (candidate public ids, first = most)."""
     qs = Ordering.objects.filter(campaign_id=campaign_id).order_by("query_id", "grader_id").values_list(
         "query_id", "grader_id", "items")
-    return _frame(qs, ["query", "grader", "items"])
+    return _frame(qs, ["query", "grader", "items"], copy=False)
 
 
 def query_labels(*, campaign_id: int) -> dict[int, str]:

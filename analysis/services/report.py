@@ -45,11 +45,12 @@ class CampaignData:
 
 def campaign_data_load(*, campaign_id: int) -> CampaignData:
     campaign = Campaign.objects.get(pk=campaign_id)
+    unit_events = selectors.unit_events_frame(campaign_id=campaign_id)
     return CampaignData(
         campaign_id=campaign_id, scheme=campaign.scheme, spec=value_spec(campaign),
         judgments=selectors.judgments_frame(campaign_id=campaign_id),
-        value_events=selectors.value_events_frame(campaign_id=campaign_id),
-        unit_events=selectors.unit_events_frame(campaign_id=campaign_id),
+        value_events=selectors.value_events(unit_events),
+        unit_events=unit_events[["grader", "unit", "ts", "type"]],
         orderings=selectors.orderings_frame(campaign_id=campaign_id),
         pseudonyms=selectors.grader_pseudonyms(campaign_id=campaign_id),
         query_labels=selectors.query_labels(campaign_id=campaign_id),

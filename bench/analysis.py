@@ -1,0 +1,234 @@
+"""Benchmark: a full analysis of 1,000,000 judgments in PostgreSQL, the report page, the exports.
+
+    DATABASE_URL=postgres://postgres@127.0.0.1:5432/evalutron_bench .venv/bin/python bench/analysis.py
+
+Builds (once; reused on later runs) a synthetic BROAD+FINE campaign of 200,000 units × 5 graders
+with two events per judgment, loaded with COPY. Then measures, each in a fresh process so peak
+memory (max RSS) belongs to that step alone: the analysis run from database to stored result, the
+report page render, the streamed event-log CSV export and the ground-truth CSV export.
+Aims (issue 6): analysis < 60 s and < 2 GB; report < 300 ms; export ≥ 100,000 rows/s.
+"""
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import resource
+import subprocess
+import sys
+import time
+import uuid
+from datetime import UTC, datetime, timedelta
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(ROOT))
+os.environ.setdefault("DATABASE_URL", "postgres://postgres@127.0.0.1:5432/evalutron_bench")
+os.environ.setdefault("SECRET_KEY", "bench-secret-key-" + "b" * 40)
+os.environ.setdefault("DEBUG", "true")
+os.environ.pop("CELERY_BROKER_URL", None)  # embedded: the run executes in this process
+os.environ.setdefault("DJANGO_SETTINGS_MODULE", "evalutron.settings")
+
+SLUG = "bench-1m"
+N_UNITS, N_GRADERS, N_QUERIES = 200_000, 5, 2_000
+BROADS = ["NS", "SS", "VS"]
+
+
+def _setup() -> None:
+    import django
+
+    django.setup()
+
+
+def _ensure_database() -> None:
+    import psycopg
+    from django.conf import settings
+
+    db = settings.DATABASES["default"]
+    with psycopg.connect(host=db["HOST"], port=db["PORT"] or 5432, user=db["USER"], dbname="postgres",
+                         autocommit=True) as conn:
+        if not conn.execute("SELECT 1 FROM pg_database WHERE datname = %s", [db["NAME"]]).fetchone():
+            conn.execute(f'CREATE DATABASE "{db["NAME"]}"')
+    from django.core.management import call_command
+
+    call_command("migrate", verbosity=0)
+
+
+def _copy(cursor, table: str, columns: list[str], rows) -> None:
+    with cursor.copy(f"COPY {table} ({', '.join(columns)}) FROM STDIN") as copy:
+        for row in rows:
+            copy.write_row(row)
+
+
+def build() -> int:
+    """The synthetic campaign: returns its id (reused when it already exists)."""
+    import numpy as np
+    from django.db import connection, transaction
+
+    from grading.models import Campaign, Judgment
+    from grading.models.choices import Role, Scheme
+    from grading.services.campaigns import campaign_create, role_grant
+    from tests.factories import make_user
+
+    existing = Campaign.objects.filter(slug=SLUG).first()
+    if existing and Judgment.objects.filter(campaign=existing).count() == N_UNITS * N_GRADERS:
+        return existing.pk
+    t0 = time.perf_counter()
+    with transaction.atomic():
+        if existing:
+            raise SystemExit(f"campaign {SLUG} exists but is incomplete: drop the bench database and rerun")
+        campaign = campaign_create(name="Bench 1M", slug=SLUG, scheme=Scheme.BROAD_FINE, status="open",
+                                   guidelines="Synthetic.", initial_overlap=5, max_overlap=5)
+        graders = [make_user(f"bench-grader-{uuid.uuid4().hex[:6]}") for _ in range(N_GRADERS)]
+        for g in graders:
+            role_grant(campaign=campaign, user=g, role=Role.GRADER)
+        organizer = make_user(f"bench-admin-{uuid.uuid4().hex[:6]}", is_staff=True)
+        role_grant(campaign=campaign, user=organizer, role=Role.ORGANIZER)
+        _fill(connection.cursor().cursor, campaign.pk, [g.pk for g in graders], np.random.default_rng(1))
+    print(f"built {N_UNITS * N_GRADERS:,} judgments in {time.perf_counter() - t0:.1f} s", file=sys.stderr)
+    return campaign.pk
+
+
+def _fill(cur, campaign_id: int, graders: list[int], rng) -> None:
+    import numpy as np
+
+    now = datetime.now(UTC)
+    cur.execute("SELECT COALESCE(MAX(id), 0) FROM grading_query")
+    q0 = cur.fetchone()[0]
+    _copy(cur, "grading_query", ["id", "campaign_id", "external_id", "title", "public_id", "position", "kind", "text",
+                                 "media_file", "media_url"],
+          ((q0 + i + 1, campaign_id, f"bq{i}", "", f"bq{campaign_id}x{i}", i, "text", f"query {i}", "", "")
+           for i in range(N_QUERIES)))
+    cur.execute("SELECT COALESCE(MAX(id), 0) FROM grading_candidate")
+    c0 = cur.fetchone()[0]
+    _copy(cur, "grading_candidate", ["id", "campaign_id", "external_id", "public_id", "kind", "text", "media_file",
+                                     "media_url"],
+          ((c0 + i + 1, campaign_id, f"bc{i}", f"bc{campaign_id}x{i}", "text", f"c{i}", "", "")
+           for i in range(N_UNITS)))
+    cur.execute("SELECT COALESCE(MAX(id), 0) FROM grading_unit")
+    u0 = cur.fetchone()[0]
+    per_query = N_UNITS // N_QUERIES
+    _copy(cur, "grading_unit", ["id", "campaign_id", "external_id", "query_id", "candidate_id", "position"],
+          ((u0 + i + 1, campaign_id, f"bu{i}", q0 + i // per_query + 1, c0 + i + 1, i % per_query)
+           for i in range(N_UNITS)))
+    truth = rng.integers(0, 3, N_UNITS)
+    noise = rng.choice([-1, 0, 0, 0, 1], size=(N_UNITS, N_GRADERS))
+    level = np.clip(truth[:, None] + noise, 0, 2)
+    fine = np.clip(np.round(1.5 + 3.5 * level + rng.uniform(-1.5, 1.5, level.shape), 1), 0, 10)
+    start = now - timedelta(days=30)
+
+    def judgments():
+        for i in range(N_UNITS):
+            for j, g in enumerate(graders):
+                yield (campaign_id, g, u0 + i + 1, BROADS[level[i, j]], f"{fine[i, j]:.1f}", "", False, 1, "{}", now, now)
+
+    def events():
+        for i in range(N_UNITS):
+            for j, g in enumerate(graders):
+                t = start + timedelta(seconds=i * 5 + j)
+                for k, (kind, value) in enumerate((("broad_set", f'"{BROADS[level[i, j]]}"'),
+                                                   ("fine_set", f"{fine[i, j]:.1f}"))):
+                    yield (uuid.uuid4(), campaign_id, g, u0 + i + 1, None, kind, f'{{"value": {value}}}',
+                           t + timedelta(seconds=k * 3), now, "bench", k + 1, 1)
+
+    _copy(cur, "grading_judgment", ["campaign_id", "grader_id", "unit_id", "broad", "fine", "comment", "skipped",
+                                    "guidelines_version", "applied", "created_at", "updated_at"], judgments())
+    _copy(cur, "grading_gradingevent", ["id", "campaign_id", "grader_id", "unit_id", "query_id", "type", "payload",
+                                        "client_ts", "server_ts", "session_id", "seq", "guidelines_version"], events())
+    for table in ("grading_query", "grading_candidate", "grading_unit"):
+        cur.execute(f"SELECT setval(pg_get_serial_sequence('{table}', 'id'), (SELECT MAX(id) FROM {table}))")
+    cur.execute("ANALYZE")
+
+
+def _max_rss_mb() -> float:
+    return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
+
+
+def step_analysis(campaign_id: int) -> dict:
+    from analysis.models import AnalysisRun
+    from analysis.services import runs
+    from analysis.services.execute import run_execute
+
+    run = AnalysisRun.objects.create(campaign_id=campaign_id, parameters=runs.parameters_clean(None), seed=1)
+    rss0 = _max_rss_mb()
+    t0 = time.perf_counter()
+    status = run_execute(run_id=run.pk)
+    seconds = time.perf_counter() - t0
+    run.refresh_from_db()
+    return {"status": status, "seconds": round(seconds, 2), "max_rss_mb": round(_max_rss_mb(), 1),
+            "rss_before_mb": round(rss0, 1), "stages": run.timings, "error": run.error}
+
+
+def step_report(campaign_id: int) -> dict:
+    from django.test import Client
+
+    from grading.models import CampaignRole
+
+    admin = CampaignRole.objects.filter(campaign_id=campaign_id, role="organizer").first().user
+    client = Client(HTTP_HOST="127.0.0.1")
+    client.force_login(admin)
+    url = f"/reports/campaigns/{campaign_id}/"
+    client.get(url)  # warm: templates, connections
+    times = []
+    for _ in range(7):
+        t0 = time.perf_counter()
+        response = client.get(url)
+        times.append(time.perf_counter() - t0)
+        assert response.status_code == 200, response.status_code
+    times.sort()
+    return {"median_ms": round(1000 * times[len(times) // 2], 1), "best_ms": round(1000 * times[0], 1),
+            "bytes": len(response.content)}
+
+
+def step_events_export(campaign_id: int) -> dict:
+    from analysis import export
+
+    t0, rows, size = time.perf_counter(), 0, 0
+    for chunk in export.events_stream(campaign_id, "csv"):
+        rows += chunk.count("\n")
+        size += len(chunk)
+    seconds = time.perf_counter() - t0
+    return {"rows": rows - 1, "seconds": round(seconds, 2), "rows_per_s": round((rows - 1) / seconds),
+            "mb": round(size / 1e6, 1), "max_rss_mb": round(_max_rss_mb(), 1)}
+
+
+def step_ground_truth(campaign_id: int) -> dict:
+    from analysis import export, selectors
+
+    run = selectors.run_latest_good(campaign_id=campaign_id)
+    t0 = time.perf_counter()
+    body = export.ground_truth_bytes(run, export.Filters(), "csv")
+    seconds = time.perf_counter() - t0
+    rows = body.count(b"\n") - body.count(b"\n# ") - 2
+    return {"rows": rows, "seconds": round(seconds, 2), "rows_per_s": round(rows / seconds),
+            "max_rss_mb": round(_max_rss_mb(), 1)}
+
+
+STEPS = {"analysis": step_analysis, "report": step_report, "events_export": step_events_export,
+         "ground_truth_export": step_ground_truth}
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--step", choices=list(STEPS), help=argparse.SUPPRESS)
+    parser.add_argument("--campaign", type=int, help=argparse.SUPPRESS)
+    args = parser.parse_args()
+    _setup()
+    if args.step:
+        print(json.dumps(STEPS[args.step](args.campaign)))
+        return
+    _ensure_database()
+    campaign_id = build()
+    results = {}
+    for step in STEPS:
+        out = subprocess.run([sys.executable, __file__, "--step", step, "--campaign", str(campaign_id)],
+                             capture_output=True, text=True, check=False)
+        if out.returncode:
+            raise SystemExit(f"step {step} failed:\n{out.stderr[-3000:]}")
+        results[step] = json.loads(out.stdout.strip().splitlines()[-1])
+        print(f"{step}: {results[step]}", file=sys.stderr)
+    print(json.dumps(results, indent=2))
+
+
+if __name__ == "__main__":
+    main()
