@@ -1,13 +1,14 @@
 """Executing one analysis run: claim it, compute the report with progress, store the result."""
 from __future__ import annotations
 
+import json
 import logging
 import math
 from contextlib import nullcontext
 from typing import Any
 
 import pandas as pd
-from django.db import InterfaceError, OperationalError, transaction
+from django.db import InterfaceError, OperationalError, connection, transaction
 from django.utils import timezone
 
 from analysis.models import AnalysisRun, RunStatus, UnitResult
@@ -70,8 +71,11 @@ def _store(run: AnalysisRun, result: dict[str, Any], units: pd.DataFrame, progre
         if not owned:
             return False
         UnitResult.objects.filter(run_id=run.pk).delete()
-        for start in range(0, len(units), STORE_BATCH):
-            UnitResult.objects.bulk_create(_unit_rows(run.pk, units.iloc[start:start + STORE_BATCH]))
+        if connection.vendor == "postgresql":
+            _copy_unit_rows(run.pk, units)
+        else:
+            for start in range(0, len(units), STORE_BATCH):
+                UnitResult.objects.bulk_create(_unit_rows(run.pk, units.iloc[start:start + STORE_BATCH]))
         timings = progress.finish()
         AnalysisRun.objects.filter(pk=run.pk).update(
             status=RunStatus.SUCCEEDED, result=result, progress=100, stage="done", error="",
@@ -96,3 +100,18 @@ def _unit_rows(run_id: int, frame: pd.DataFrame) -> list[UnitResult]:
                                distribution=rec.get("distribution"), **data))
     return rows
 
+
+
+def _copy_unit_rows(run_id: int, frame: pd.DataFrame) -> None:
+    """PostgreSQL: COPY the per-unit rows (200,000 rows in seconds rather than tens of seconds)."""
+    columns = ["unit", "query", *UNIT_FIELDS, "distribution"]
+    frame = frame.reindex(columns=columns)
+    frame = frame.astype(object).where(frame.notna(), None)
+    ints = {"unit", "query", "n", "n_ns", "n_ss", "n_vs"}
+    names = ["run_id", "unit_id", "query_id", *UNIT_FIELDS, "distribution"]
+    with connection.cursor() as cursor, cursor.cursor.copy(
+            f"COPY {UnitResult._meta.db_table} ({', '.join(names)}) FROM STDIN") as copy:
+        for row in frame.itertuples(index=False, name=None):
+            values = [None if v is None else (int(v) if c in ints else float(v)) for c, v in zip(columns[:-1], row[:-1],
+                                                                                              strict=True)]
+            copy.write_row([run_id, *values, None if row[-1] is None else json.dumps(row[-1])])
