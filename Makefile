@@ -6,7 +6,7 @@ STAMP := $(VENV)/.installed
 HOST ?= 127.0.0.1
 PORT ?= 8000
 
-.PHONY: demo run test test-fast lint bench migrate seed worker clean
+.PHONY: demo run test test-fast lint bench bench-services worker beat clean
 
 $(STAMP): requirements.txt requirements-dev.txt
 	test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
@@ -32,6 +32,9 @@ run: $(STAMP)
 worker: $(STAMP)
 	$(BIN)/celery -A evalutron worker --loglevel=info
 
+beat: $(STAMP)
+	$(BIN)/celery -A evalutron beat --loglevel=info
+
 # The whole suite. With DATABASE_URL set to PostgreSQL the suite runs there, and the tests marked
 # both_backends run a second time on the embedded SQLite database.
 test: $(STAMP)
@@ -47,9 +50,15 @@ test-fast: $(STAMP)
 lint: $(STAMP)
 	$(BIN)/ruff check .
 
+# Library benchmarks run anywhere; the ingest and analysis benchmarks need PostgreSQL (DATABASE_URL
+# or their --database-url) and are run with `make bench-services`.
 bench: $(STAMP)
 	$(BIN)/python bench/metrics.py
 	$(BIN)/python bench/orderings.py
+
+bench-services: $(STAMP)
+	$(BIN)/python bench/ingest.py
+	$(BIN)/python bench/analysis.py
 
 clean:
 	rm -rf $(VENV) var staticfiles .pytest_cache

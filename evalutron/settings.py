@@ -112,7 +112,7 @@ if CELERY_BROKER_URL:
     CELERY_TASK_ALWAYS_EAGER = False
 else:
     # Embedded mode: tasks run in the web process, synchronously. Nothing else to start.
-    CELERY_BROKER_URL = "memory://"
+    CELERY_BROKER_URL = "memory://localhost/"
     CELERY_TASK_ALWAYS_EAGER = True
     CELERY_TASK_EAGER_PROPAGATES = False
 CELERY_TASK_ACKS_LATE = True
@@ -125,8 +125,13 @@ CELERY_BROKER_TRANSPORT_OPTIONS = {"visibility_timeout": env_int("CELERY_VISIBIL
 
 # Seconds to wait after new judgments before an automatic analysis run starts.
 ANALYSIS_DEBOUNCE_SECONDS = env_int("ANALYSIS_DEBOUNCE_SECONDS", 60, minimum=0)
-# A run that has not reported progress for this long is considered lost and marked failed.
+# A run that has not reported progress for this long is considered lost: it is queued again, or
+# marked failed with the reason once it has used ANALYSIS_MAX_ATTEMPTS attempts.
 ANALYSIS_STALE_SECONDS = env_int("ANALYSIS_STALE_SECONDS", 900, minimum=30)
+ANALYSIS_MAX_ATTEMPTS = env_int("ANALYSIS_MAX_ATTEMPTS", 3, minimum=1)
+ANALYSIS_TIME_LIMIT_SECONDS = env_int("ANALYSIS_TIME_LIMIT_SECONDS", 1800, minimum=60)
+# With `celery -A evalutron beat` (or a worker started with -B) the sweeper also runs every minute.
+CELERY_BEAT_SCHEDULE = {"analysis-sweep": {"task": "analysis.sweep_stale_runs", "schedule": 60.0}}
 
 # --- Auth, API ------------------------------------------------------------------------------
 AUTH_PASSWORD_VALIDATORS = [

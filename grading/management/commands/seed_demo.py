@@ -2,6 +2,7 @@ from __future__ import annotations
 
 from typing import Any
 
+from django.core.management import call_command
 from django.core.management.base import BaseCommand, CommandParser
 
 from grading.services.demo import demo_logins, seed_demo
@@ -29,3 +30,6 @@ class Command(BaseCommand):
                 f"Created {campaign.name}: {campaign.units.count()} units, {campaign.events.count()} events, "
                 f"{campaign.judgments.count() + campaign.orderings.count()} judgments"
             ))
+            if not opts["no_simulate"]:
+                # So that the reports have results on first start (embedded: runs here; with a broker: queued).
+                call_command("run_analysis", campaign.slug, stdout=self.stdout)
