@@ -26,3 +26,17 @@ def _forget_scheduled_runs() -> None:
     from analysis import scheduling
 
     scheduling._QUEUED_UNTIL.clear()
+
+
+@pytest.fixture(scope="session")
+def django_db_setup(django_db_setup, django_db_blocker):  # noqa: F811 - extends pytest-django's fixture
+    """After the session, close connections that threads (live server, workers' helpers) left open on
+    PostgreSQL, so that the test database can be dropped instead of lingering."""
+    yield
+    with django_db_blocker.unblock():
+        from django.db import connection
+
+        if connection.vendor == "postgresql":
+            with connection.cursor() as cursor:
+                cursor.execute("SELECT pg_terminate_backend(pid) FROM pg_stat_activity "
+                               "WHERE datname = current_database() AND pid <> pg_backend_pid()")
