@@ -104,13 +104,17 @@ def events_record(*, grader: AbstractBaseUser, items: list[EventInput]) -> list[
     """Record a batch of one grader's events, in order; each is accepted or rejected on its own.
 
     Returns, per event, its outcome or the GradingError that rejected it (nothing of a rejected
-    event is stored). The batch is written with a handful of queries; should a concurrent request
-    store one of the same event ids first, the batch is redone one event per transaction.
+    event is stored). The batch is written with a handful of queries. It is first tried as if every
+    id were new (replays are rare: a client retrying after a lost answer); when an id turns out to be
+    stored already, the batch is redone looking ids up first, and should a concurrent request store
+    one of the same ids meanwhile, one event per transaction.
     """
-    try:
-        return _record_batch(grader, items)
-    except IntegrityError:
-        return [_record_alone(grader, item) for item in items]
+    for look_up in (False, True):
+        try:
+            return _record_batch(grader, items, look_up_ids=look_up)
+        except IntegrityError:
+            continue
+    return [_record_alone(grader, item) for item in items]
 
 
 def _record_alone(grader: AbstractBaseUser, item: EventInput) -> EventOutcome | GradingError:
@@ -128,8 +132,9 @@ def _record_alone(grader: AbstractBaseUser, item: EventInput) -> EventOutcome | 
 
 
 @transaction.atomic
-def _record_batch(grader: AbstractBaseUser, items: list[EventInput]) -> list[EventOutcome | GradingError]:
-    existing = {e.pk: e for e in GradingEvent.objects.filter(pk__in=[i.id for i in items])}
+def _record_batch(grader: AbstractBaseUser, items: list[EventInput], *, look_up_ids: bool = True,
+                  ) -> list[EventOutcome | GradingError]:
+    existing = {e.pk: e for e in GradingEvent.objects.filter(pk__in=[i.id for i in items])} if look_up_ids else {}
     context = EventContext(grader, (i for i in items if i.id not in existing))
     batch = _Batch()
     results: list[EventOutcome | GradingError] = []
