@@ -17,6 +17,8 @@ def _required_services(request: pytest.FixtureRequest) -> None:
 @pytest.fixture(autouse=True)
 def _media_root(settings, tmp_path) -> None:
     settings.MEDIA_ROOT = tmp_path / "media"
+    # Tests make many users; the production hasher is deliberately slow.
+    settings.PASSWORD_HASHERS = ["django.contrib.auth.hashers.MD5PasswordHasher"]
 
 
 @pytest.fixture(autouse=True)
