@@ -10,6 +10,7 @@ from drf_spectacular.utils import OpenApiParameter, extend_schema
 from rest_framework import serializers, status
 from rest_framework.exceptions import PermissionDenied, ValidationError
 from rest_framework.negotiation import BaseContentNegotiation
+from rest_framework.parsers import JSONParser, MultiPartParser
 from rest_framework.request import Request
 from rest_framework.response import Response
 from rest_framework.views import APIView
@@ -17,7 +18,12 @@ from rest_framework.views import APIView
 from analysis import export, selectors
 from analysis.models import AnalysisRun, RunStatus, RunTrigger
 from analysis.services import runs
+from analysis.services.uploads import system_orderings_upload
+from grading.errors import InvalidValue
 from grading.models import Campaign
+from grading.services.system_outputs import csv_line, json_row, system_orderings_rows_from_csv
+
+UPLOAD_MAX_BYTES = 20 * 1024 * 1024
 
 
 class AnalysisRunSerializer(serializers.ModelSerializer):
@@ -85,6 +91,63 @@ class AnalysisRunView(APIView):
         if request.query_params.get("result") in ("1", "true") and run.status == RunStatus.SUCCEEDED:
             data["result"] = run.result
         return Response(data)
+
+
+class SystemOrderingRow(serializers.Serializer):
+    query = serializers.CharField(help_text="the query's external id")
+    system = serializers.CharField(help_text="the system's name")
+    rank = serializers.IntegerField(min_value=1, help_text="1 = first")
+    item = serializers.CharField(help_text="the candidate's external id")
+
+
+class SystemOrderingsInput(serializers.Serializer):
+    file = serializers.FileField(required=False, help_text="CSV with the header query,system,rank,item")
+    rows = SystemOrderingRow(many=True, required=False, help_text="JSON alternative to the file")
+
+
+class SystemOrderingsOutput(serializers.Serializer):
+    systems = serializers.ListField(child=serializers.CharField())
+    queries = serializers.IntegerField()
+    orderings = serializers.IntegerField()
+    replaced = serializers.IntegerField(help_text="earlier orderings of these systems, replaced")
+    created_systems = serializers.ListField(child=serializers.CharField())
+    analysis = AnalysisRunSerializer()
+
+
+def _upload_rows(request: Request) -> tuple[list[Any], Any]:
+    """The uploaded rows and how to name row i: a multipart ``file``, or JSON ``{"rows": [...]}`` or ``[...]``."""
+    upload = request.FILES.get("file")
+    if upload is not None:
+        if upload.size > UPLOAD_MAX_BYTES:
+            raise InvalidValue(f"the file is larger than {UPLOAD_MAX_BYTES // 2**20} MB", field="file",
+                               value=upload.name)
+        return system_orderings_rows_from_csv(upload.read()), csv_line
+    data = request.data
+    rows = data.get("rows") if isinstance(data, dict) else data
+    if not isinstance(rows, list):
+        raise InvalidValue("send a CSV as the multipart field `file`, or JSON {\"rows\": [{query, system, rank, "
+                           "item}, ...]}", field="rows", value=type(rows).__name__)
+    return rows, json_row
+
+
+class SystemOrderingsView(APIView):
+    parser_classes = [MultiPartParser, JSONParser]
+
+    @extend_schema(request={"multipart/form-data": SystemOrderingsInput, "application/json": SystemOrderingsInput},
+                   responses={201: SystemOrderingsOutput},
+                   summary="Upload systems' orderings of an ordering campaign; an analysis run then scores them")
+    def post(self, request: Request, campaign_id: int) -> Response:
+        campaign = _campaign_for_reports(request, campaign_id)
+        try:
+            rows, where = _upload_rows(request)
+            summary, run = system_orderings_upload(campaign=campaign, rows=rows, trigger=RunTrigger.API,
+                                                   user=request.user, where=where)
+        except InvalidValue as exc:
+            return Response({**exc.as_dict(), "detail": f"{exc.message}. Nothing was imported."},
+                            status=status.HTTP_400_BAD_REQUEST)
+        run.refresh_from_db()
+        return Response({**summary.as_dict(), "analysis": AnalysisRunSerializer(run).data},
+                        status=status.HTTP_201_CREATED, headers={"Location": f"/api/analyses/{run.pk}/"})
 
 
 class _AnyFormat(BaseContentNegotiation):

@@ -6,6 +6,7 @@ DataFrame without a million Python objects alive at once.
 from __future__ import annotations
 
 import tempfile
+from collections import Counter
 from collections.abc import Iterator
 from itertools import islice
 from typing import Any
@@ -18,7 +19,18 @@ from django.db.models.fields.json import KT
 from django.db.models.functions import Cast
 
 from analysis.models import AnalysisRun, RunStatus, UnitResult
-from grading.models import Assignment, Campaign, CampaignRole, GradingEvent, Judgment, Ordering, Query, Unit
+from grading.models import (
+    Assignment,
+    Campaign,
+    CampaignRole,
+    Candidate,
+    GradingEvent,
+    Judgment,
+    Ordering,
+    Query,
+    SystemOutput,
+    Unit,
+)
 from grading.models.choices import AssignmentStatus, EventType, Role
 
 CHUNK = 50_000
@@ -103,6 +115,30 @@ def orderings_frame(*, campaign_id: int) -> pd.DataFrame:
     qs = Ordering.objects.filter(campaign_id=campaign_id).order_by("query_id", "grader_id").values_list(
         "query_id", "grader_id", "items")
     return _frame(qs, ["query", "grader", "items"], copy=False)
+
+
+def system_orderings_frame(*, campaign_id: int) -> pd.DataFrame:
+    """One row per system and query: query (id), system (name), ordering (candidate public ids)."""
+    qs = SystemOutput.objects.filter(system__campaign_id=campaign_id, unit__isnull=True).order_by(
+        "query_id", "system__name").values_list("query_id", "system__name", "ordering")
+    return _frame(qs, ["query", "system", "ordering"], copy=False)
+
+
+ITEM_LABEL_MAX = 80
+
+
+def candidate_labels(*, campaign_id: int) -> dict[str, str]:
+    """Candidate public id -> what organizers see: its text (shortened), else its external id."""
+    rows = list(Candidate.objects.filter(campaign_id=campaign_id).values_list("public_id", "external_id", "text"))
+    texts = [_shorten(" ".join(text.split())) for _, _, text in rows]
+    shared = {t for t, n in Counter(texts).items() if n > 1}
+    # Two candidates with the same text are told apart by their external ids.
+    return {public: (f"{text} ({ext})" if text in shared else text) if text else ext
+            for (public, ext, _), text in zip(rows, texts, strict=True)}
+
+
+def _shorten(text: str) -> str:
+    return text if len(text) <= ITEM_LABEL_MAX else text[:ITEM_LABEL_MAX - 1].rstrip() + "…"
 
 
 def query_labels(*, campaign_id: int) -> dict[int, str]:

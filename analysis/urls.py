@@ -7,5 +7,6 @@ app_name = "analysis"
 urlpatterns = [
     path("campaigns/<int:campaign_id>/", views.report, name="report"),
     path("campaigns/<int:campaign_id>/run/", views.report_run, name="run"),
+    path("campaigns/<int:campaign_id>/system-orderings/", views.report_system_orderings, name="system-orderings"),
     path("campaigns/<int:campaign_id>/tables/<slug:table>.csv", views.report_csv, name="table-csv"),
 ]

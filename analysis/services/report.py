@@ -93,5 +93,8 @@ def report_compute(*, campaign_id: int, parameters: dict[str, Any], seed: int,
         progress.stage("orderings", 88)
         from analysis.services.ordering_section import orderings
 
-        result["orderings"] = orderings(data.orderings, data.query_labels, data.pseudonyms, rng=rng)
+        result["orderings"] = orderings(
+            data.orderings, data.query_labels, data.pseudonyms, rng=rng,
+            systems=selectors.system_orderings_frame(campaign_id=campaign_id),
+            item_labels=selectors.candidate_labels(campaign_id=campaign_id))
     return jsonable(result), units

@@ -20,10 +20,24 @@ class Table:
     columns: list[tuple[str, str]]  # (key, heading)
     rows: list[dict[str, Any]] = field(default_factory=list)
     note: str = ""
+    marked: str = ""  # the key of a column to highlight (the method the ED favours)
 
     @property
-    def display_rows(self) -> list[list[str]]:
-        return [[_display(row.get(key)) for key, _ in self.columns] for row in self.rows]
+    def marked_index(self) -> int:
+        return next((i for i, (key, _) in enumerate(self.columns) if key == self.marked), -1)
+
+    @property
+    def display_rows(self) -> list[list[tuple[str, str]]]:
+        """Each cell as (text, CSS classes): numbers align right, text left; the marked column stands out."""
+        marked = self.marked_index
+        return [[(_display(row.get(key)), _css(row.get(key), i == marked)) for i, (key, _) in enumerate(self.columns)]
+                for row in self.rows]
+
+    @property
+    def headings(self) -> list[tuple[str, str]]:
+        numeric = [all(_is_number(r.get(k)) for r in self.rows if r.get(k) is not None) for k, _ in self.columns]
+        return [(heading, _css(0 if numeric[i] else "", i == self.marked_index))
+                for i, (_, heading) in enumerate(self.columns)]
 
     def csv(self) -> str:
         out = io.StringIO()
@@ -34,8 +48,17 @@ class Table:
         return out.getvalue()
 
 
+def _is_number(value: Any) -> bool:
+    return isinstance(value, int | float) and not isinstance(value, bool)
+
+
+def _css(value: Any, marked: bool) -> str:
+    kind = "num" if _is_number(value) or value is None else "text"
+    return f"{kind} favoured" if marked else kind
+
+
 def _csv_value(value: Any) -> Any:
-    return " ".join(map(str, value)) if isinstance(value, list) else value
+    return " > ".join(map(str, value)) if isinstance(value, list) else value
 
 
 def _display(value: Any) -> str:
@@ -136,7 +159,8 @@ def report_tables(run: AnalysisRun, *, show_names: bool) -> dict[str, Table]:
     result = run.result or {}
     names = _names(result, show_names)
     overview = result.get("overview", {})
-    tables = {"overview": Table("Overview", [(k, k.replace("_", " ").capitalize()) for k in overview], [overview])}
+    tables = {"overview": Table("Overview", [("what", "What"), ("value", "Value")],
+                                [{"what": k.replace("_", " ").capitalize(), "value": v} for k, v in overview.items()])}
     tables.update(_agreement_tables(result.get("agreement", {})))
     tables.update(_stability_tables(result.get("stability", {}), names))
     tables.update(_confusability_tables(result, run))
@@ -163,13 +187,29 @@ def report_tables(run: AnalysisRun, *, show_names: bool) -> dict[str, Table]:
 
 def _ordering_tables(orderings: dict[str, Any]) -> dict[str, Table]:
     methods = orderings.get("methods", [])
-    tables = {"ordering_queries": Table("Consensus ordering per query (RBA)", [
+    names = orderings.get("item_labels") or {}
+    queries = [{**q, "consensus": [names.get(i, i) for i in q.get("consensus", [])]} for q in orderings.get("queries", [])]
+    tables = {"ordering_queries": Table("Consensus ordering and agreement per query (RBA)", [
         ("label", "Query"), ("orderings", "Orderings"), ("items", "Items"), ("kendall_w", "Kendall's W"),
         ("mean_pairwise_tau", "Mean pairwise τ"), ("consensus", "Consensus (first = most)"), ("problem", "Note")],
-        orderings.get("queries", []))}
+        queries)}
+    per_grader: dict[str, list[float]] = {}
+    for q in orderings.get("queries", []):
+        for g in q.get("graders", []):
+            per_grader.setdefault(g["pseudonym"], []).append(g["ac_tau_with_others"])
+    tables["ordering_graders"] = Table("Graders: agreement of each grader's orderings with the others'", [
+        ("who", "Grader"), ("queries", "Queries ordered (with ≥ 1 other grader)"),
+        ("mean_ac_tau", "Mean AC-τ with the others")],
+        [{"who": who, "queries": len(v), "mean_ac_tau": _mean(v)} for who, v in sorted(per_grader.items())],
+        note="AC-τ: the mean Kendall's τ between the grader's ordering of a query and each other grader's.")
+    best = orderings.get("best_method") or ""
+    heading = {k: f"{k} ★" if k == best else k for k in methods}
     if orderings.get("ed"):
         tables["ed"] = Table("Evaluation discriminativeness (ED) by method, mean over queries", [
-            ("method", "Method"), ("ed", "ED")], [{"method": k, "ed": orderings["ed"][k]} for k in methods])
+            ("method", "Method"), ("ed", "ED")], [{"method": heading[k], "ed": orderings["ed"][k]} for k in methods],
+            note=f"★ {best}: the method the ED favours (highest mean ED)." if best else "")
+    if orderings.get("systems"):
+        tables.update(_system_tables(orderings, methods, heading, best))
     if orderings.get("noise"):
         rows = [{"ratio": n["ratio"], **{f"ed_{k}": n["ed"][k] for k in methods},
                  **{f"deg_{k}": n["degradation_pct"][k] for k in methods}} for n in orderings["noise"]]
@@ -177,6 +217,29 @@ def _ordering_tables(orderings: dict[str, Any]) -> dict[str, Table]:
             ("ratio", "Noise ratio"), *[(f"ed_{k}", f"ED {k}") for k in methods],
             *[(f"deg_{k}", f"% degr. {k}") for k in methods]], rows)
     return tables
+
+
+def _system_tables(orderings: dict[str, Any], methods: list[str], heading: dict[str, str],
+                   best: str) -> dict[str, Table]:
+    note = (f"★ marks {best}, the method the ED favours (highest mean ED over queries): trust its column most."
+            if best else "No query has two graders' orderings yet, so no method is favoured.")
+    score_columns = [(k, heading[k]) for k in methods]
+    summary = [{"system": s["system"], "queries": s["queries"], **s["scores"]} for s in orderings["systems"]]
+    per_query = [{"label": q["label"], "system": s["system"], **s["scores"]}
+                 for q in orderings.get("queries", []) for s in q.get("systems", [])]
+    return {
+        "systems": Table("Systems' orderings scored by every method, mean over queries",
+                         [("system", "System"), ("queries", "Queries"), *score_columns], summary, note=note,
+                         marked=best),
+        "system_scores": Table("Systems' orderings scored by every method, per query",
+                               [("label", "Query"), ("system", "System"), *score_columns], per_query, note=note,
+                               marked=best),
+    }
+
+
+def _mean(values: list[float | None]) -> float | None:
+    kept = [v for v in values if v is not None and math.isfinite(v)]
+    return sum(kept) / len(kept) if kept else None
 
 
 def report_plots(result: dict[str, Any]) -> dict[str, SafeString]:
