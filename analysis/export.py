@@ -16,11 +16,13 @@ import codecs
 import csv
 import io
 import json
+import tempfile
 from collections.abc import Iterator
 from dataclasses import asdict, dataclass
 from datetime import UTC, datetime
 from typing import Any, Literal
 
+import numpy as np
 import pandas as pd
 from django.db import connection
 from django.db.models import Q
@@ -63,20 +65,57 @@ def ground_truth_frame(run: AnalysisRun, filters: Filters) -> pd.DataFrame:
         qs = qs.filter(Q(**{f"{measure}__lte": filters.max_confusability}) | Q(**{f"{measure}__isnull": True}))
     fields = ["unit__external_id", "unit_id", "unit__query__external_id", "unit__candidate__public_id", "n", "mean",
               "median", "majority", "dif", "std", "entropy", *BROAD_COLUMNS, "distribution"]
-    rows = list(qs.values_list(*fields).iterator(chunk_size=10_000))
-    frame = pd.DataFrame.from_records(rows, columns=[*COLUMNS, *BROAD_COLUMNS, "distribution"])
+    frame = _unit_frame(qs.values_list(*fields), [*COLUMNS, *BROAD_COLUMNS, "distribution"])
     if frame["n_ns"].notna().any():
         frame = frame.drop(columns="distribution")
         frame[BROAD_COLUMNS] = frame[BROAD_COLUMNS].astype("Int64")
     else:
         frame = frame.drop(columns=BROAD_COLUMNS)
         if frame["distribution"].notna().any():
-            frame["distribution"] = frame["distribution"].map(lambda d: json.dumps(d, sort_keys=True) if d else None)
+            frame["distribution"] = frame["distribution"].map(_distribution_json)
         else:
             frame = frame.drop(columns="distribution")
     for column in ("mean", "median", "majority", "dif", "std", "entropy"):
         frame[column] = frame[column].astype(float)
     return frame
+
+
+def _distribution_json(value: Any) -> str | None:
+    if isinstance(value, str):  # jsonb text from COPY: its key order is jsonb's, not ours
+        value = json.loads(value)
+    return json.dumps(value, sort_keys=True) if value else None
+
+
+TEXT_COLUMNS = ("unit", "query", "candidate", "distribution")
+INT_COLUMNS = ("unit_id", "n", *BROAD_COLUMNS)
+
+
+def _unit_frame(qs: Any, columns: list[str]) -> pd.DataFrame:
+    """The query's rows as a DataFrame. On PostgreSQL through COPY and Arrow's CSV reader (no Python
+    object per row): floats arrive as PostgreSQL's shortest exact text and Arrow parses them with
+    correct rounding, so they are the stored doubles to the last bit."""
+    if connection.vendor != "postgresql":
+        rows = list(qs.iterator(chunk_size=10_000))
+        return pd.DataFrame.from_records(rows, columns=columns)
+    import pyarrow as pa
+    import pyarrow.csv as pa_csv
+
+    sql, params = qs.query.sql_with_params()
+    with tempfile.TemporaryFile() as buffer, connection.cursor() as cursor:
+        with cursor.cursor.copy(f"COPY ({sql}) TO STDOUT WITH (FORMAT csv)", params) as stream:
+            for block in stream:
+                buffer.write(block)
+        if buffer.tell() == 0:
+            return pd.DataFrame(columns=columns)
+        buffer.seek(0)
+        types = {c: pa.string() if c in TEXT_COLUMNS else pa.int64() if c in INT_COLUMNS else pa.float64()
+                 for c in columns}
+        # An unquoted empty field is COPY's NULL; a quoted "" is an empty string.
+        table = pa_csv.read_csv(buffer, read_options=pa_csv.ReadOptions(column_names=columns),
+                                convert_options=pa_csv.ConvertOptions(
+                                    column_types=types, null_values=[""], strings_can_be_null=True,
+                                    quoted_strings_can_be_null=False))
+    return table.to_pandas()
 
 
 def ground_truth_metadata(run: AnalysisRun, filters: Filters, *, exported: int) -> dict[str, Any]:
@@ -104,11 +143,49 @@ def ground_truth_bytes(run: AnalysisRun, filters: Filters, fmt: str) -> bytes:
     meta = ground_truth_metadata(run, filters, exported=len(frame))
     if fmt == "csv":
         head = "".join(f"# {key}: {json.dumps(value, ensure_ascii=False)}\n" for key, value in meta.items())
-        return (head + frame.to_csv(index=False)).encode()
+        return (head + frame_to_csv(frame)).encode()
     if fmt == "json":
         rows = [_plain_row(row) for row in frame.astype(object).where(frame.notna(), None).to_dict("records")]
         return json.dumps({"metadata": meta, "units": rows}, ensure_ascii=False, allow_nan=False).encode()
     return _parquet(frame, meta)
+
+
+_CSV_SPECIAL = (",", '"', "\r", "\n")
+
+
+def frame_to_csv(frame: pd.DataFrame) -> str:
+    """The same text as ``frame.to_csv(index=False)``, several times faster.
+
+    Each column is formatted once per distinct value (floats by ``repr``: the shortest text that
+    reads back to the same double, as pandas writes them), then the rows are joined in C.
+    """
+    header = ",".join(_csv_field(str(c)) for c in frame.columns) + "\n"
+    if frame.empty:
+        return header
+    columns = [_column_text(frame[c]) for c in frame.columns]
+    return header + "\n".join(map(",".join, zip(*columns, strict=True))) + "\n"
+
+
+def _csv_field(text: str) -> str:
+    """Quoted as Python's csv module does with QUOTE_MINIMAL."""
+    return '"' + text.replace('"', '""') + '"' if any(c in text for c in _CSV_SPECIAL) else text
+
+
+def _column_text(column: pd.Series) -> list[str]:
+    if column.dtype == "int64":
+        return list(map(str, column.tolist()))
+    if column.dtype == object and column.notna().all():
+        values = list(map(str, column.tolist()))
+        joined = "".join(values)
+        return values if not any(c in joined for c in _CSV_SPECIAL) else list(map(_csv_field, values))
+    codes, uniques = pd.factorize(column, use_na_sentinel=True)
+    if pd.api.types.is_float_dtype(column.dtype):
+        texts = [repr(float(v)) for v in uniques]
+    elif pd.api.types.is_integer_dtype(column.dtype):
+        texts = [str(int(v)) for v in uniques]
+    else:
+        texts = [_csv_field(str(v)) for v in uniques]
+    return np.array([*texts, ""], dtype=object)[codes].tolist()  # code -1 (missing) takes the last: ""
 
 
 def _plain_row(row: dict[str, Any]) -> dict[str, Any]:
