@@ -175,7 +175,7 @@ def system_orderings_check(*, campaign: Campaign, rows: Sequence[Mapping[str, An
                            where: Callable[[int], str] = csv_line) -> dict[tuple[str, str], list[str]]:
     """Validate the rows; returns ``{(system, query external id): [candidate public ids, first = best]}``."""
     if campaign.scheme != Scheme.ORDERING:
-        raise SystemOrderingsError("the campaign", "scheme", campaign.scheme,
+        raise SystemOrderingsError("the campaign", "scheme", str(campaign.scheme),
                                    "system orderings belong to ordering campaigns")
     if not rows:
         raise SystemOrderingsError(where(0), "(row)", "", "the file has no rows")
