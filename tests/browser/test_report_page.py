@@ -98,3 +98,26 @@ def test_a_grader_gets_403(browser, live_server, campaign):
     page, _ = _page_as(browser, live_server, grader)
     response = page.goto(f"{live_server.url}/reports/campaigns/{campaign.pk}/")
     assert response.status == 403
+
+
+def test_an_organizer_uploads_system_orderings_and_sees_them_scored(browser, live_server, transactional_db, tmp_path):
+    from tests.analysis.conftest import judge_orderings
+    from tests.analysis.test_system_orderings import systems_csv
+
+    organizer = make_user("ordering-organizer")
+    campaign = make_campaign(scheme="ordering", n_queries=2, n_candidates=4, graders=3, organizer=organizer)
+    judge_orderings(campaign)
+    path = tmp_path / "systems.csv"
+    path.write_text(systems_csv(campaign))
+    page, errors = _page_as(browser, live_server, organizer)
+    page.goto(f"{live_server.url}/reports/campaigns/{campaign.pk}/")
+    page.set_input_files("#system-upload input[type=file]", str(path))
+    page.click("#upload-system-orderings")
+    page.wait_for_selector("#table-systems")
+    assert page.locator("#table-systems th.favoured").count() == 1
+    assert page.locator("#table-system_scores tbody tr").count() == 4
+    assert "candidate 0-" in page.locator("#table-ordering_queries").inner_text()
+    assert page.locator("#section-agreement").count() == 0  # no per-unit judgments in an ordering campaign
+    ARTIFACTS.mkdir(exist_ok=True)
+    page.screenshot(path=str(ARTIFACTS / "report-orderings.png"), full_page=True)
+    assert errors == []
