@@ -51,6 +51,8 @@ class _Scale:
         self.step = nice_step(hi - lo, n, integer=integer)
         if nice:
             lo, hi = math.floor(lo / self.step + 1e-9) * self.step, math.ceil(hi / self.step - 1e-9) * self.step
+            if hi <= lo:  # a range far below one step (e.g. all counts 0 but one tiny value)
+                hi = lo + self.step
         self.lo, self.hi, self.out_lo, self.out_hi = lo, hi, out_lo, out_hi
 
     def __call__(self, v: float) -> float:

@@ -8,6 +8,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from django.contrib.auth import get_user_model
+from django.urls import reverse
 from django.utils.safestring import SafeString
 
 from analysis import plots, selectors
@@ -21,17 +22,19 @@ class Table:
     rows: list[dict[str, Any]] = field(default_factory=list)
     note: str = ""
     marked: str = ""  # the key of a column to highlight (the method the ED favours)
+    link: str = ""  # the key of a column whose cells link to the row's "url"
 
     @property
     def marked_index(self) -> int:
         return next((i for i, (key, _) in enumerate(self.columns) if key == self.marked), -1)
 
     @property
-    def display_rows(self) -> list[list[tuple[str, str]]]:
-        """Each cell as (text, CSS classes): numbers align right, text left; the marked column stands out."""
+    def display_rows(self) -> list[list[tuple[str, str, str]]]:
+        """Each cell as (text, CSS classes, link): numbers align right, text left; the marked column
+        stands out; the link column points at the row's page."""
         marked = self.marked_index
-        return [[(_display(row.get(key)), _css(row.get(key), i == marked)) for i, (key, _) in enumerate(self.columns)]
-                for row in self.rows]
+        return [[(_display(row.get(key)), _css(row.get(key), i == marked), row.get("url", "") if key == self.link else "")
+                 for i, (key, _) in enumerate(self.columns)] for row in self.rows]
 
     @property
     def headings(self) -> list[tuple[str, str]]:
@@ -150,8 +153,10 @@ def _confusability_tables(result: dict[str, Any], run: AnalysisRun) -> dict[str,
     extremes = selectors.unit_results_extremes(run_id=run.pk)
     columns = [("unit__external_id", "Unit"), ("n", "n"), ("mean", "Mean"), ("dif", "Range"), ("std", "Std"),
                ("entropy", "Entropy")]
-    tables["most_confusable"] = Table("Most confusable units (by std)", columns, extremes["most"])
-    tables["least_confusable"] = Table("Least confusable units (by std)", columns, extremes["least"])
+    for row in extremes["most"] + extremes["least"]:
+        row["url"] = reverse("analysis:unit", args=[run.campaign_id, row["unit_id"]])
+    tables["most_confusable"] = Table("Most confusable units (by std)", columns, extremes["most"], link="unit__external_id")
+    tables["least_confusable"] = Table("Least confusable units (by std)", columns, extremes["least"], link="unit__external_id")
     return tables
 
 

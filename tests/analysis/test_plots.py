@@ -56,3 +56,9 @@ def test_grouped_bars_have_a_legend_naming_each_colour():
 
 def test_an_empty_plot_says_so():
     assert "Nothing to plot yet." in plots.bars([], [], title="t", ylabel="y")
+
+
+@pytest.mark.parametrize("values", [[0, 0], [0, 1e-12], [5, 5]])
+def test_a_degenerate_range_still_draws(values):
+    svg = plots.bars(["a", "b"], values, title="t", ylabel="y")
+    assert "<svg" in svg and "nan" not in svg
