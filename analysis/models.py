@@ -89,7 +89,7 @@ class UnitResult(models.Model):
     distribution = models.JSONField(null=True, blank=True)
 
     class Meta:
-        ordering = ["run", "unit"]
+        ordering = ["run_id", "unit_id"]
         indexes = [models.Index(fields=["run", "std"]), models.Index(fields=["run", "entropy"])]
         constraints = [models.UniqueConstraint(fields=["run", "unit"], name="unit_result_unique")]
 
