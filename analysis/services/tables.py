@@ -23,6 +23,7 @@ class Table:
     note: str = ""
     marked: str = ""  # the key of a column to highlight (the method the ED favours)
     link: str = ""  # the key of a column whose cells link to the row's "url"
+    page_rows: list[dict[str, Any]] | None = None  # what the page shows when not every row (the CSV has all)
 
     @property
     def marked_index(self) -> int:
@@ -33,8 +34,9 @@ class Table:
         """Each cell as (text, CSS classes, link): numbers align right, text left; the marked column
         stands out; the link column points at the row's page."""
         marked = self.marked_index
+        rows = self.rows if self.page_rows is None else self.page_rows
         return [[(_display(row.get(key)), _css(row.get(key), i == marked), row.get("url", "") if key == self.link else "")
-                 for i, (key, _) in enumerate(self.columns)] for row in self.rows]
+                 for i, (key, _) in enumerate(self.columns)] for row in rows]
 
     @property
     def headings(self) -> list[tuple[str, str]]:
@@ -49,6 +51,14 @@ class Table:
         for row in self.rows:
             writer.writerow(["" if row.get(k) is None else _csv_value(row.get(k)) for k, _ in self.columns])
         return out.getvalue()
+
+
+# A campaign may have thousands of queries: the page shows the most disagreeing ones.
+PAGE_QUERIES = 40
+
+
+def most_disagreeing(queries: list[dict[str, Any]], limit: int = PAGE_QUERIES) -> list[dict[str, Any]]:
+    return sorted(queries, key=lambda q: -(q.get("disagreement_pct") or 0.0))[:limit]
 
 
 def _is_number(value: Any) -> bool:
@@ -181,10 +191,15 @@ def report_tables(run: AnalysisRun, *, show_names: bool) -> dict[str, Table]:
                                           ("score_mean", "Mean score"), ("score_std", "Std score"),
                                           ("mean_abs_deviation", "Mean |dev| from others"),
                                           ("events", "Events"), ("median_seconds", "Median s/unit")], graders)
+    queries = result.get("queries", [])
     tables["queries"] = Table("Per query", [
         ("label", "Query"), ("units", "Units"), ("judgments", "Judgments"), ("full", "Full"), ("partial", "Partial"),
         ("none", "None"), ("disagreement_pct", "% in disagreement"), ("mean_std", "Mean std"),
-        ("mean_entropy", "Mean entropy")], result.get("queries", []))
+        ("mean_entropy", "Mean entropy")], queries)
+    if len(queries) > PAGE_QUERIES:
+        tables["queries"].page_rows = most_disagreeing(queries)
+        tables["queries"].note = (f"The {PAGE_QUERIES} of {len(queries)} queries with the most disagreement; "
+                                  "the CSV download has them all.")
     if result.get("orderings"):
         tables.update(_ordering_tables(result["orderings"]))
     return tables
@@ -279,9 +294,12 @@ def report_plots(result: dict[str, Any]) -> dict[str, SafeString]:
                                   ylabel="judgments", series=[k.removeprefix("usage_") for k in usage],
                                   groups=[[g[k] for g in graders] for k in usage])
     if result.get("queries") and any("disagreement_pct" in q for q in result["queries"]):
-        out["queries"] = plots.bars([q["label"] for q in result["queries"]],
-                                    [q.get("disagreement_pct") for q in result["queries"]],
-                                    title="Units in disagreement per query", ylabel="% of units")
+        queries = result["queries"]
+        shown = most_disagreeing(queries) if len(queries) > PAGE_QUERIES else queries
+        title = "Units in disagreement per query" + (
+            f" (the {PAGE_QUERIES} of {len(queries)} with the most)" if len(shown) < len(queries) else "")
+        out["queries"] = plots.bars([q["label"] for q in shown], [q.get("disagreement_pct") for q in shown],
+                                    title=title, ylabel="% of units")
     if (result.get("orderings") or {}).get("ed"):
         ed = result["orderings"]["ed"]
         out["ed"] = plots.bars(list(ed), list(ed.values()), title="ED by method", ylabel="ED")
