@@ -5,15 +5,18 @@ from datetime import UTC, datetime
 from typing import Any
 from uuid import uuid4
 
+from django.contrib import messages
 from django.contrib.auth.decorators import login_required
 from django.http import Http404, HttpRequest, HttpResponse
 from django.shortcuts import redirect, render
 from django.urls import reverse
+from django.views.decorators.http import require_POST
 
 from grading import schemes, selectors
 from grading.errors import GradingError
 from grading.models import Campaign
 from grading.models.choices import Broad, CampaignStatus, EventType, PairwiseVerdict, Role, Scheme
+from grading.services import allocation
 from grading.services.events import EventInput, event_record
 
 TEMPLATES = {
@@ -54,6 +57,23 @@ def continue_grading(request: HttpRequest, campaign_id: int) -> HttpResponse:
     if number is None:
         return render(request, "grading/nothing.html", {"campaign": campaign})
     return redirect("grading:grade", campaign_id=campaign.pk, page=number)
+
+
+@login_required
+@require_POST
+def more_work(request: HttpRequest, campaign_id: int) -> HttpResponse:
+    """A grader who has finished asks for more: the campaign's allocation policy may have a unit
+    that needs one more judgment (DESIGN.md §5.6)."""
+    campaign = _campaign_for(request, campaign_id)
+    try:
+        assignment = allocation.assignment_next(grader=request.user, campaign=campaign)
+    except GradingError as exc:
+        messages.info(request, exc.message)
+        return redirect("grading:home")
+    if assignment is None:
+        messages.info(request, f"No unit of {campaign.name} needs you right now. Thank you!")
+        return redirect("grading:home")
+    return redirect("grading:continue", campaign_id=campaign.pk)
 
 
 @login_required
