@@ -18,6 +18,7 @@ from rest_framework.response import Response
 
 from grading import selectors
 from grading.api import serializers as s
+from grading.api.fast_events import event_input_fast
 from grading.api.permissions import GradingAPIView, error_body, validated
 from grading.errors import GradingError, InvalidValue
 from grading.models import Campaign, CampaignRole
@@ -185,7 +186,7 @@ def _record_one(user: Any, raw: Any) -> tuple[int, dict[str, Any]]:
     """Validate and record one event in its own transaction: (http status, result)."""
     event_id = str(raw.get("id")) if isinstance(raw, dict) and raw.get("id") is not None else None
     try:
-        outcome = event_record(grader=user, data=_event_input(validated(s.EventIn, raw)))
+        outcome = event_record(grader=user, data=event_input_fast(raw) or _event_input(validated(s.EventIn, raw)))
     except GradingError as exc:
         return exc.http_status, {"id": event_id, "status": "rejected", "error": error_body(exc)}
     code = status.HTTP_200_OK if outcome.replayed else status.HTTP_201_CREATED
@@ -222,7 +223,7 @@ class EventView(GradingAPIView):
         accepted: list[tuple[int, EventInput]] = []
         for index, raw in enumerate(events):
             try:
-                accepted.append((index, _event_input(validated(s.EventIn, raw))))
+                accepted.append((index, event_input_fast(raw) or _event_input(validated(s.EventIn, raw))))
             except GradingError as exc:
                 results[index] = _rejected(index, raw, exc)
         # The valid events are recorded together: each accepted or rejected on its own, in order.
