@@ -36,6 +36,16 @@ class NotAssigned(GradingError):
     code = "not_assigned"
 
 
+class NotOrganizer(GradingError):
+    http_status = 403
+    code = "not_organizer"
+
+
+class NotAllowed(GradingError):
+    http_status = 403
+    code = "forbidden"
+
+
 class CampaignClosed(GradingError):
     http_status = 403
     code = "campaign_closed"

@@ -204,7 +204,7 @@ def campaign_progress(*, campaign: Campaign) -> dict[str, Any]:
 def campaign_get_for_organizer(*, user: AbstractBaseUser, campaign_id: Any) -> Campaign:
     """The campaign, if the user organizes it (or is staff). A member without the organizer role
     gets NotOrganizer (403); anyone else NotFound (404), which says nothing about its existence."""
-    from grading.services.organizer import NotOrganizer
+    from grading.errors import NotOrganizer
 
     campaign = campaign_get_for_member(user=user, campaign_id=campaign_id)
     if not user.is_staff and Role.ORGANIZER not in roles_of(user=user, campaign=campaign):

@@ -9,7 +9,7 @@ from django.db import IntegrityError, transaction
 from django.db.models import Max
 
 from grading import schemes
-from grading.errors import EventConflict, GradingError, InvalidValue, NotFound
+from grading.errors import EventConflict, InvalidValue, NotAllowed, NotFound
 from grading.models import Assignment, Campaign, CampaignRole, GradingEvent, Unit
 from grading.models.choices import AssignmentSource, CampaignStatus, Policy, Role
 from grading.services.campaigns import (
@@ -19,16 +19,6 @@ from grading.services.campaigns import (
     campaign_set_status,
     role_grant,
 )
-
-
-class NotOrganizer(GradingError):
-    http_status = 403
-    code = "not_organizer"
-
-
-class NotAllowed(GradingError):
-    http_status = 403
-    code = "forbidden"
 
 
 def can_create_campaigns(user: AbstractBaseUser) -> bool:
