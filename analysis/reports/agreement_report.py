@@ -34,6 +34,7 @@ from analysis.metrics import (
 )
 from analysis.metrics.bootstrap import Estimate
 from analysis.metrics.krippendorff import LEVELS, Level
+from analysis.reports.serialize import jsonable
 
 Scheme = Literal["categorical", "numeric", "broad_fine"]
 SCHEMES = ("categorical", "numeric", "broad_fine")
@@ -82,7 +83,7 @@ def build_agreement_report(frame: pd.DataFrame, *, scheme: Scheme = "categorical
     report.update(_agreement(data, collapse, levels, n_boot, seed, report["notes"]))
     report.update(_patterns(data, collapse))
     report.update(_confusability(data, frame, scheme))
-    return _jsonable(report)
+    return jsonable(report)
 
 
 class _Data:
@@ -197,15 +198,3 @@ def _confusability(data: _Data, frame: pd.DataFrame, scheme: str) -> dict[str, A
 
 def _plain(value: Any) -> Any:
     return value.item() if isinstance(value, np.generic) else value
-
-
-def _jsonable(value: Any) -> Any:
-    """Plain JSON types: numpy scalars to Python, NaN and infinities to None."""
-    if isinstance(value, dict):
-        return {str(k): _jsonable(v) for k, v in value.items()}
-    if isinstance(value, list | tuple):
-        return [_jsonable(v) for v in value]
-    value = _plain(value)
-    if isinstance(value, float):
-        return float(value) if math.isfinite(value) else None
-    return value

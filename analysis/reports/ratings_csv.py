@@ -23,6 +23,18 @@ class RatingsFileError(ValueError):
 
 def read_ratings_csv(path: str | Path, *, scheme: str, categories: Sequence[Any] | None = None) -> pd.DataFrame:
     """The judgments of a ratings CSV as a long DataFrame (values as str, or float where numeric)."""
+    required = REQUIRED[scheme]
+    frame = read_table_csv(path, required, optional=("query",), needs=f"a {scheme} file needs {','.join(required)}",
+                           rows="judgments")
+    _check_values(frame, path, scheme, categories)
+    _check_unique(frame, path)
+    return frame
+
+
+def read_table_csv(path: str | Path, required: Sequence[str], *, optional: Sequence[str] = (),
+                   numeric: Sequence[str] = (), needs: str = "", rows: str = "rows") -> pd.DataFrame:
+    """A CSV's ``required`` (and present ``optional``) columns as stripped strings, none empty, the
+    ``numeric`` ones parsed as finite floats. Errors name the file, the line and the field."""
     try:
         frame = pd.read_csv(path, dtype=str, keep_default_na=False, skip_blank_lines=False,
                             skipinitialspace=True)
@@ -33,17 +45,17 @@ def read_ratings_csv(path: str | Path, *, scheme: str, categories: Sequence[Any]
     except pd.errors.EmptyDataError:
         raise RatingsFileError(f"{path}: the file is empty (expected a header line)") from None
     frame.columns = [str(c).strip() for c in frame.columns]
-    missing = [c for c in REQUIRED[scheme] if c not in frame.columns]
+    missing = [c for c in required if c not in frame.columns]
     if missing:
         raise RatingsFileError(f"{path}: line 1 (header) lacks field {missing[0]!r}; "
-                               f"a {scheme} file needs {','.join(REQUIRED[scheme])}")
-    columns = [*REQUIRED[scheme], *(["query"] if "query" in frame.columns else [])]
+                               f"{needs or 'expected ' + ','.join(required)}")
+    columns = [*required, *(c for c in optional if c in frame.columns)]
     frame = frame[columns].apply(lambda column: column.str.strip())
     if frame.empty:
-        raise RatingsFileError(f"{path}: no judgments after the header")
+        raise RatingsFileError(f"{path}: no {rows} after the header")
     _check_filled(frame, path)
-    _check_values(frame, path, scheme, categories)
-    _check_unique(frame, path)
+    for column in numeric:
+        frame[column] = _numbers(frame, path, column)
     return frame
 
 
@@ -58,14 +70,19 @@ def _check_filled(frame: pd.DataFrame, path: str | Path) -> None:
             raise RatingsFileError(f"{path}: line {_line(frame, empty)}, field {column!r}: empty")
 
 
+def _numbers(frame: pd.DataFrame, path: str | Path, column: str) -> pd.Series:
+    values = pd.to_numeric(frame[column], errors="coerce")
+    bad = values.isna().to_numpy() | ~np.isfinite(values.to_numpy(dtype=float, na_value=np.nan))
+    if bad.any():
+        raise RatingsFileError(f"{path}: line {_line(frame, bad)}, field {column!r}: "
+                               f"{frame[column].to_numpy()[bad][0]!r} is not a number")
+    return values
+
+
 def _check_values(frame: pd.DataFrame, path: str | Path, scheme: str, categories: Sequence[Any] | None) -> None:
     numeric = {"numeric": "value", "broad_fine": "fine"}.get(scheme)
     if numeric:
-        values = pd.to_numeric(frame[numeric], errors="coerce")
-        bad = values.isna().to_numpy() | ~np.isfinite(values.to_numpy(dtype=float, na_value=np.nan))
-        if bad.any():
-            raise RatingsFileError(f"{path}: line {_line(frame, bad)}, field {numeric!r}: "
-                                   f"{frame[numeric].to_numpy()[bad][0]!r} is not a number")
+        values = _numbers(frame, path, numeric)
         if scheme == "broad_fine":
             outside = ((values < FINE_SCALE[0]) | (values > FINE_SCALE[1])).to_numpy()
             if outside.any():

@@ -12,8 +12,8 @@ import numpy as np
 import pandas as pd
 
 from analysis import selectors
+from analysis.reports.serialize import jsonable
 from analysis.services import behaviour, sections
-from analysis.services.serialize import jsonable
 from analysis.services.values import ValueSpec, value_spec
 from grading.models import Campaign
 from grading.models.choices import Scheme

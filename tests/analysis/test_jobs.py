@@ -7,10 +7,10 @@ import pytest
 from django.utils import timezone
 
 from analysis.models import AnalysisRun, RunStatus, RunTrigger, UnitResult
+from analysis.reports.serialize import jsonable
 from analysis.services import execute, runs
 from analysis.services.execute import run_execute
 from analysis.services.report import report_compute
-from analysis.services.serialize import jsonable
 
 pytestmark = pytest.mark.django_db
 

@@ -23,9 +23,9 @@ from django.db import connection
 from django.utils import timezone
 
 from analysis.models import AnalysisRun, RunStatus, UnitResult
+from analysis.reports.serialize import jsonable
 from analysis.services import runs
 from analysis.services.report import report_compute
-from analysis.services.serialize import jsonable
 from tests import services
 from tests.analysis.conftest import judge_broad_fine
 from tests.factories import make_campaign

@@ -2,11 +2,9 @@
 from __future__ import annotations
 
 import json
-import math
 from pathlib import Path
 from typing import Any
 
-import numpy as np
 import pandas as pd
 from django.core.management.base import BaseCommand, CommandError, CommandParser
 
@@ -17,51 +15,12 @@ from analysis.metrics.instrument import (
     resolution,
     system_comparison,
 )
-from analysis.reports.ratings_csv import RatingsFileError, read_ratings_csv
-
-
-def _clean(value: Any) -> Any:
-    """JSON-safe: NaN and infinities become null, numpy scalars plain numbers."""
-    if isinstance(value, dict):
-        return {str(k): _clean(v) for k, v in value.items()}
-    if isinstance(value, list | tuple):
-        return [_clean(v) for v in value]
-    if isinstance(value, np.generic):
-        value = value.item()
-    if isinstance(value, float) and not math.isfinite(value):
-        return None
-    return value
+from analysis.reports.ratings_csv import read_ratings_csv, read_table_csv
+from analysis.reports.serialize import jsonable
 
 
 def _records(frame: pd.DataFrame) -> list[dict[str, Any]]:
-    return _clean(frame.reset_index().to_dict(orient="records"))
-
-
-def read_table(path: Path, columns: tuple[str, ...], numeric: tuple[str, ...] = ()) -> pd.DataFrame:
-    """A small CSV with the given columns; errors name the file, line and field."""
-    try:
-        frame = pd.read_csv(path, dtype=str, keep_default_na=False, skipinitialspace=True)
-    except FileNotFoundError:
-        raise CommandError(f"{path}: no such file", returncode=2) from None
-    except (pd.errors.ParserError, pd.errors.EmptyDataError, UnicodeDecodeError) as exc:
-        raise CommandError(f"{path}: {str(exc).strip() or 'empty file'}", returncode=2) from None
-    missing = [c for c in columns if c not in frame.columns]
-    if missing:
-        raise CommandError(f"{path}: line 1 (header) lacks field {missing[0]!r}; expected {','.join(columns)}", returncode=2)
-    frame = frame[list(columns)]
-    for column in columns:
-        empty = (frame[column].str.strip() == "").to_numpy()
-        if empty.any():
-            raise CommandError(f"{path}: line {int(np.argmax(empty)) + 2}, field {column!r}: empty", returncode=2)
-    for column in numeric:
-        values = pd.to_numeric(frame[column], errors="coerce")
-        bad = values.isna().to_numpy() | ~np.isfinite(values.to_numpy(dtype=float, na_value=np.nan))
-        if bad.any():
-            line = int(np.argmax(bad))
-            raise CommandError(f"{path}: line {line + 2}, field {column!r}: {frame[column].iloc[line]!r} is not a number",
-                               returncode=2)
-        frame[column] = values.astype(float)
-    return frame
+    return jsonable(frame.reset_index().to_dict(orient="records"))
 
 
 class Command(BaseCommand):
@@ -82,12 +41,10 @@ class Command(BaseCommand):
     def handle(self, *args: Any, **opts: Any) -> None:
         try:
             report = self._report(opts)
-        except RatingsFileError as exc:
-            raise CommandError(str(exc), returncode=2) from None
-        except ValueError as exc:
+        except ValueError as exc:  # RatingsFileError included: the message names the line and field
             raise CommandError(str(exc), returncode=2) from None
         if opts["format"] == "json":
-            self.stdout.write(json.dumps(_clean(report), indent=2))
+            self.stdout.write(json.dumps(jsonable(report), indent=2))
         else:
             self._table(report)
 
@@ -106,15 +63,15 @@ class Command(BaseCommand):
                                          "moved_mean": _records(rep["moved_mean"].rename_axis("unit")),
                                          "moved_std": _records(rep["moved_std"].rename_axis("unit"))}
         if opts["pairs"]:
-            pairs = read_table(opts["pairs"], ("unit_a", "unit_b", "grader", "verdict"))
+            pairs = read_table_csv(opts["pairs"], ("unit_a", "unit_b", "grader", "verdict"))
             res = resolution(ratings, pairs, target=opts["target"])
             report["resolution"] = {"resolution": res["resolution"], "target": opts["target"], "n_pairs": res["n_pairs"],
                                     "curve": _records(res["curve"].set_index("threshold"))}
         if opts["systems"]:
-            outputs = read_table(opts["systems"], ("system", "unit", "score"), numeric=("score",))
+            outputs = read_table_csv(opts["systems"], ("system", "unit", "score"), numeric=("score",))
             comparison = system_comparison(ratings, outputs, method=opts["method"])
             report["systems"] = {"method": opts["method"], "per_system": _records(comparison.per_system.rename_axis("system")),
-                                 "tests": _clean(comparison.tests.to_dict(orient="records"))}
+                                 "tests": jsonable(comparison.tests.to_dict(orient="records"))}
         return report
 
     def _ratings(self, path: Path) -> pd.DataFrame:
