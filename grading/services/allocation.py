@@ -21,10 +21,9 @@ from django.utils import timezone
 from grading.errors import CampaignClosed
 from grading.models import Assignment, Campaign, Judgment, Unit
 from grading.models.choices import AssignmentSource, AssignmentStatus, Policy, Scheme
+from grading.services.payloads import VALUE_FIELD
 
 LEASE = timedelta(minutes=30)
-# The judgment field whose agreement the policies look at, per scheme.
-VALUE_FIELD = {Scheme.BROAD_FINE: "broad", Scheme.NUMERIC: "score", Scheme.CATEGORICAL: "label", Scheme.PAIRWISE: "verdict"}
 
 
 @transaction.atomic

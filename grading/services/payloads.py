@@ -29,6 +29,8 @@ SCHEME_OF = {
     EventType.ORDERING_CHANGED: Scheme.ORDERING,
     EventType.ORDERING_SUBMITTED: Scheme.ORDERING,
 }
+# The judgment field that carries each scheme's value (for BROAD/FINE, the categorical BROAD).
+VALUE_FIELD = {Scheme.BROAD_FINE: "broad", Scheme.NUMERIC: "score", Scheme.CATEGORICAL: "label", Scheme.PAIRWISE: "verdict"}
 AUDITION_ACTIONS = ("play", "pause", "seek", "ended")
 MAX_COMMENT = 5000
 
@@ -119,16 +121,11 @@ def parse_ordering(query: Query | None, items: Any, *, field: str = "items") -> 
 
 
 def judgment_complete(campaign: Campaign, judgment: Judgment) -> bool:
-    scheme = campaign.scheme
-    if scheme == Scheme.BROAD_FINE:
-        return judgment.broad is not None and judgment.fine is not None
-    if scheme == Scheme.NUMERIC:
-        return judgment.score is not None
-    if scheme == Scheme.CATEGORICAL:
-        return judgment.label is not None
-    if scheme == Scheme.PAIRWISE:
-        return judgment.verdict is not None
-    return False
+    """The judgment holds its scheme's value (BROAD/FINE: both); orderings are not judgments."""
+    field = VALUE_FIELD.get(campaign.scheme)
+    if field is None or getattr(judgment, field) is None:
+        return False
+    return campaign.scheme != Scheme.BROAD_FINE or judgment.fine is not None
 
 
 def consistency_hint(campaign: Campaign, judgment: Judgment) -> str | None:
