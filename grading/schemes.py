@@ -111,9 +111,15 @@ def parse_verdict(value: Any, *, field: str = "payload.value") -> str:
     return value
 
 
+def fine_band(params: dict[str, Any], broad: str) -> tuple[float, float]:
+    """The FINE range expected for a BROAD category (the campaign's band, else the default)."""
+    lo, hi = params.get("fine_bands", DEFAULT_FINE_BANDS)[broad]
+    return lo, hi
+
+
 def fine_outside_band(params: dict[str, Any], broad: str | None, fine: Decimal | float | None) -> bool:
     """True when a FINE score lies outside its BROAD category's band: the page shows a hint."""
     if broad is None or fine is None:
         return False
-    lo, hi = params.get("fine_bands", DEFAULT_FINE_BANDS)[broad]
+    lo, hi = fine_band(params, broad)
     return not lo <= float(fine) <= hi

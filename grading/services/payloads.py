@@ -132,6 +132,6 @@ def consistency_hint(campaign: Campaign, judgment: Judgment) -> str | None:
     """A gentle, non-blocking note when BROAD and FINE tell different stories."""
     if campaign.scheme != Scheme.BROAD_FINE or not schemes.fine_outside_band(campaign.scheme_params, judgment.broad, judgment.fine):
         return None
-    lo, hi = schemes.normalise_params(Scheme.BROAD_FINE, campaign.scheme_params)["fine_bands"][judgment.broad]
+    lo, hi = schemes.fine_band(campaign.scheme_params, judgment.broad)
     label = Broad(judgment.broad).label
     return f"FINE {judgment.fine} is unusual for {label}: most graders give {lo:g}–{hi:g}. Keep it if you mean it."
