@@ -18,7 +18,6 @@ from django.contrib.auth import get_user_model
 from django.db import transaction
 
 from grading.models import Assignment, Campaign
-from grading.models.choices import CampaignStatus
 from grading.services.campaign_io import campaign_import
 from grading.services.events import EventInput, event_record
 
@@ -199,9 +198,6 @@ def _simulate(campaign: Campaign, truth: dict[str, float], rnd: random.Random) -
                 _simulate_ordering(session, assignment, truth, noise)
             else:
                 _simulate_unit(session, assignment, truth[assignment.unit.external_id], noise)
-    if campaign.status != CampaignStatus.OPEN:
-        campaign.status = CampaignStatus.OPEN
-        campaign.save(update_fields=["status"])
 
 
 def _simulate_unit(session: _Session, assignment: Assignment, true_score: float, noise: float) -> None:
