@@ -59,7 +59,8 @@ class EventContext:
                 if a.unit_id is not None:
                     self.by_unit[a.unit_id] = a
                     self.units[a.unit_id] = a.unit
-                    self.by_query.setdefault(a.query_id or -1, a)
+                    if a.query_id is not None:  # lets query-level events (the query's clip) find it
+                        self.by_query.setdefault(a.query_id, a)
                 else:
                     self.by_query[a.query_id] = a
             if unit_ids:
