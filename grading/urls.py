@@ -1,13 +1,13 @@
 from django.urls import path
 
-from grading import views
+from grading.views import grader
 
 app_name = "grading"
 
 urlpatterns = [
-    path("", views.home, name="home"),
-    path("campaigns/<int:campaign_id>/continue/", views.continue_grading, name="continue"),
-    path("campaigns/<int:campaign_id>/more/", views.more_work, name="more"),
-    path("campaigns/<int:campaign_id>/grade/<int:page>/", views.grade, name="grade"),
-    path("campaigns/<int:campaign_id>/guidelines/", views.guidelines, name="guidelines"),
+    path("", grader.home, name="home"),
+    path("campaigns/<int:campaign_id>/continue/", grader.continue_grading, name="continue"),
+    path("campaigns/<int:campaign_id>/more/", grader.more_work, name="more"),
+    path("campaigns/<int:campaign_id>/grade/<int:page>/", grader.grade, name="grade"),
+    path("campaigns/<int:campaign_id>/guidelines/", grader.guidelines, name="guidelines"),
 ]

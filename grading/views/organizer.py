@@ -1,0 +1,1 @@
+"""Pages for the organizers of a campaign."""
