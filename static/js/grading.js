@@ -171,6 +171,11 @@
       if (!range || !number) return;
       range.addEventListener("input", () => this.showNumber(card, Number(range.value), false));
       range.addEventListener("change", () => this.commitNumber(card, Number(range.value)));
+      // Touching an unset track exactly where its hidden value sits changes nothing, so no change
+      // event: the touch itself is the answer.
+      range.addEventListener("pointerup", () => {
+        if (range.dataset.unset !== undefined) this.commitNumber(card, Number(range.value));
+      });
       number.addEventListener("change", () => {
         const value = Number(number.value.replace(",", "."));
         const error = card.querySelector(".field-error");

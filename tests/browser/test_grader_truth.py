@@ -105,7 +105,7 @@ def test_a_fresh_grader_sees_only_what_is_stored_skips_undoes_and_the_counter_mo
     second.locator(".undo-skip").click()
     page.wait_for_function(f"() => document.querySelector(\".card[data-unit='{here[1].pk}'] .saved\").textContent === 'Not rated yet'")
     assert not Judgment.objects.get(grader=grader, unit=here[1]).skipped
-    assert page.is_hidden("#count-skipped")
+    assert page.is_hidden("#count-skipped") and second.locator(".undo-skip").is_hidden()
 
     # A comment stays on the card and can be edited.
     second.locator(".comment").fill("quiet recording")
@@ -114,6 +114,16 @@ def test_a_fresh_grader_sees_only_what_is_stored_skips_undoes_and_the_counter_mo
     page.reload()
     assert page.locator(f".card[data-unit='{here[1].pk}'] .comment").input_value() == "quiet recording"
     assert states(page)[here[0].pk] == "Saved" and states(page)[here[1].pk] == "Not rated yet"
+    second = page.locator(f".card[data-unit='{here[1].pk}']")
+    assert second.locator(".undo-skip").is_hidden() and second.locator(".skip").is_visible()
+
+    # An unset slider takes a value where it is touched (the middle of the track: about 5).
+    third = page.locator(f".card[data-unit='{here[2].pk}']")
+    third.locator(".fine-range").click()
+    page.wait_for_function(f"() => document.querySelector(\".card[data-unit='{here[2].pk}'] .saved\").dataset.state === 'partial'")
+    assert 4 <= float(Judgment.objects.get(grader=grader, unit=here[2]).fine) <= 6
+    assert third.locator(".fine-range").get_attribute("data-unset") is None
+    page.screenshot(path=str(ARTIFACTS / f"truth-{width}.png"), full_page=True)
     if width < 500:
         no_sideways_scroll(page)
 
