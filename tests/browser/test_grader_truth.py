@@ -8,7 +8,7 @@ import re
 
 import pytest
 
-from grading.models import Assignment, GradingEvent, Judgment
+from grading.models import Assignment, GradingEvent, Judgment, Ordering
 from grading.models.choices import Policy, Role, Scheme
 from grading.services.campaigns import role_grant
 from tests.browser.test_grading import ARTIFACTS, PASSWORD, TIMEOUT, browser  # noqa: F401
@@ -210,3 +210,28 @@ def test_every_grading_page_and_the_guidelines_fit_a_phone_with_big_targets_and_
             serious = [(v["id"], v["impact"], [n["target"] for n in v["nodes"]][:3]) for v in found
                        if v["impact"] in ("serious", "critical")]
             assert serious == [], f"{scheme} {url}: {serious}"
+
+
+def test_an_ordering_is_dragged_by_touch_on_a_phone(open_page):
+    grader = make_user(password=PASSWORD)
+    campaign = make_campaign(scheme=Scheme.ORDERING, scheme_params={"first": "best"}, graders=[grader], n_queries=1,
+                             n_candidates=3)
+    page = open_page(grader, 390)
+    page.goto(f"/campaigns/{campaign.pk}/grade/1/")
+    before = page.eval_on_selector_all(".order-item", "items => items.map(i => i.dataset.id)")
+    grip = page.locator(".order-item").first.locator(".grip").bounding_box()
+    last = page.locator(".order-item").last.bounding_box()
+    assert grip["width"] >= 44 and grip["height"] >= 44
+    session = page.context.new_cdp_session(page)
+    start = {"x": grip["x"] + grip["width"] / 2, "y": grip["y"] + grip["height"] / 2}
+    session.send("Input.dispatchTouchEvent", {"type": "touchStart", "touchPoints": [start]})
+    for step in range(1, 6):
+        y = start["y"] + (last["y"] + last["height"] - 5 - start["y"]) * step / 5
+        session.send("Input.dispatchTouchEvent", {"type": "touchMove", "touchPoints": [{"x": start["x"], "y": y}]})
+    session.send("Input.dispatchTouchEvent", {"type": "touchEnd", "touchPoints": []})
+    after = page.eval_on_selector_all(".order-item", "items => items.map(i => i.dataset.id)")
+    assert after == before[1:] + before[:1]
+    page.click("#submit-ordering")
+    page.wait_for_function("() => document.querySelector('#ordering-state').textContent === 'Submitted'")
+    assert Ordering.objects.get(grader=grader).items == after
+    assert page.is_visible("#page-complete")
