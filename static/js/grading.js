@@ -311,31 +311,38 @@
     }
 
     /* --- keys ------------------------------------------------------------------------------- */
-    onScale(v) {
-      const p = this.config.params;
-      const steps = (v - p.min) / p.step;
-      return v >= p.min && v <= p.max && Math.abs(steps - Math.round(steps)) < 1e-6;
+    /* The whole numbers a digit key can reach: a numeric scale, or the positions of the choices. */
+    digitScale(card) {
+      if (this.config.scheme === "numeric") {
+        return { ...this.config.params, show: (v) => this.showNumber(card, v, false), set: (v) => this.commitNumber(card, v) };
+      }
+      const choices = Array.from(card.querySelectorAll(".choice"));
+      return { min: 1, max: choices.length, step: 1, show: () => {}, set: (v) => this.choose(card, choices[v - 1].dataset.value) };
     }
 
-    /* Digits typed in a row make one number, so every whole score is reachable (10 on 0–10 is
-     * 1 then 0). A number that more digits could still extend waits a moment before it is saved. */
+    /* Digits typed in a row make one number, so every value is reachable (10 on 0–10 is 1 then 0;
+     * the 12th label is 1 then 2). A number that more digits could still extend waits a moment. */
     typeDigit(card, digit) {
       clearTimeout(this.digitTimer);
+      const scale = this.digitScale(card);
+      const onScale = (v) => {
+        const steps = (v - scale.min) / scale.step;
+        return v >= scale.min && v <= scale.max && Math.abs(steps - Math.round(steps)) < 1e-6;
+      };
+      const extendable = (t) => t[0] !== "0" && Number(`${t}0`) <= scale.max;
       let typed = this.digits + digit;
-      const p = this.config.params;
-      const extendable = (t) => t[0] !== "0" && Number(`${t}0`) <= p.max;
-      if (!this.onScale(Number(typed)) && !extendable(typed)) typed = digit;
+      if (!onScale(Number(typed)) && !extendable(typed)) typed = digit;
       const value = Number(typed);
-      if (this.onScale(value) && !extendable(typed)) {
+      if (onScale(value) && !extendable(typed)) {
         this.digits = "";
-        this.commitNumber(card, value);
+        scale.set(value);
         return;
       }
       this.digits = typed;
-      if (this.onScale(value)) this.showNumber(card, value, false);
+      if (onScale(value)) scale.show(value);
       this.digitTimer = setTimeout(() => {
         this.digits = "";
-        if (this.onScale(value)) this.commitNumber(card, value);
+        if (onScale(value)) scale.set(value);
       }, DIGIT_PAUSE);
     }
 
@@ -383,7 +390,7 @@
           return true;
         }
       }
-      if (scheme === "numeric" && /^[0-9]$/.test(e.key)) {
+      if ((scheme === "numeric" || scheme === "categorical") && /^[0-9]$/.test(e.key)) {
         this.typeDigit(card, e.key);
         return true;
       }
