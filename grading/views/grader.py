@@ -109,7 +109,7 @@ def grade(request: HttpRequest, campaign_id: int, page: int) -> HttpResponse:
         "broad_choices": [(i + 1, b.value, b.label) for i, b in enumerate(Broad)],
         "verdicts": [("A", "A", "1"), ("equal", "Equal", "2"), ("B", "B", "3")],
         "params": params, "wording": schemes.wording(campaign.scheme, params),
-        "can_ask_for_more": campaign.is_open and campaign.policy != Policy.FIXED,
+        "can_ask_for_more": campaign.is_open and campaign.policy != Policy.FIXED and campaign.scheme != Scheme.ORDERING,
     }
     if campaign.scheme == Scheme.ORDERING:
         context["order"] = grading_page.ordering
