@@ -155,6 +155,15 @@ def test_every_score_is_typed_from_the_keyboard_and_next_unrated_crosses_pages(o
     page.wait_for_url(f"**/campaigns/{campaign.pk}/grade/2/")
     assert sorted(Judgment.objects.filter(grader=grader).values_list("score", flat=True)) == [5.0] * 8 + [7.0, 10.0]
 
+    # The campaign closes while the page is open: the next rating says it was not saved, and why.
+    campaign.status = "closed"
+    campaign.save()
+    page.keyboard.press("3")
+    page.wait_for_function("() => document.querySelector('.card.active .saved').dataset.state === 'error'")
+    assert page.inner_text(".card.active .saved").startswith("Not saved: ")
+    assert "closed" in page.inner_text(".card.active .saved")
+    assert Judgment.objects.filter(grader=grader).count() == 10
+
 
 def test_asking_for_more_lands_on_a_batch_with_a_message(open_page, width):
     campaign = make_campaign(n_queries=0, n_candidates=4, graders=2, overlap=2)
