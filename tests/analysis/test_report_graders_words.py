@@ -44,3 +44,21 @@ def test_the_report_counts_skips_lists_comments_and_shows_active_time_in_minutes
     assert " min</td>" in html and "e+0" not in html  # durations read as minutes, never 1.2e+05
     unit_page = client.get(f"/reports/campaigns/{campaign.pk}/units/{unit.pk}/").content.decode()
     assert "the clip cuts off early" in unit_page and "Comments from graders" in unit_page
+
+
+def test_the_event_frame_marks_a_hidden_page_so_that_active_time_stops(judged_campaign):
+    from analysis import selectors
+    from analysis.metrics import engagement
+
+    campaign = judged_campaign
+    first = Assignment.objects.filter(campaign=campaign).select_related("grader", "unit").first()
+    start = datetime(2026, 1, 5, 9, 0, tzinfo=UTC)
+    steps = [(0, "unit_viewed", {}), (30, "page_focus", {"visible": False}), (900, "page_focus", {"visible": True}),
+             (960, "unit_viewed", {})]
+    for seconds, kind, payload in steps:
+        record(first.grader, campaign, kind, payload, unit=first.unit, client_ts=start + timedelta(seconds=seconds))
+    frame = selectors.unit_events_frame(campaign_id=campaign.pk)
+    mine = frame[(frame["grader"] == first.grader_id) & frame["ts"].between(start, start + timedelta(hours=1))]
+    assert list(mine.sort_values("ts")["type"]) == ["unit_viewed", "page_hidden", "page_focus", "unit_viewed"]
+    # 0→30 s on the unit, hidden 30→900 s not counted, 900→960 s counted.
+    assert engagement(mine[["grader", "unit", "ts", "type"]]).loc[(first.grader_id, first.unit_id), "seconds"] == 90
