@@ -5,13 +5,15 @@ shipped with axe-playwright-python and injected from the local file)."""
 from __future__ import annotations
 
 import re
+from pathlib import Path
 
 import pytest
+from django.conf import settings
 
 from grading.models import Assignment, GradingEvent, Judgment, Ordering
 from grading.models.choices import Policy, Role, Scheme
 from grading.services.campaigns import role_grant
-from tests.browser.test_grading import ARTIFACTS, PASSWORD, TIMEOUT, browser  # noqa: F401
+from tests.browser.test_grading import ARTIFACTS, PASSWORD, TIMEOUT, browser, with_audio  # noqa: F401
 from tests.factories import make_campaign, make_user, record
 from tests.grading.api_helpers import fast_passwords, my_units  # noqa: F401
 
@@ -37,6 +39,9 @@ def open_page(browser, live_server):  # noqa: F811
         contexts.append(context)
         page = context.new_page()
         page.on("pageerror", lambda exc: errors.append(str(exc)))
+        # The test server does not serve MEDIA_ROOT: the browser gets clips from here.
+        page.route("**/media/**", lambda route: route.fulfill(
+            path=str(Path(settings.MEDIA_ROOT) / route.request.url.split("/media/", 1)[1]), content_type="audio/wav"))
         page.goto("/accounts/login/")
         page.fill("#id_username", user.username)
         page.fill("#id_password", PASSWORD)
@@ -212,15 +217,21 @@ SCHEMES = [
 def test_every_grading_page_and_the_guidelines_fit_a_phone_with_big_targets_and_pass_axe(open_page):
     grader = make_user(password=PASSWORD)
     page = None
+    n_players = 0
     for scheme, params, n_queries in SCHEMES:
         campaign = make_campaign(scheme=scheme, scheme_params=params, graders=[grader], n_queries=n_queries,
                                  n_candidates=3)
         page = page or open_page(grader, 390)
+        if scheme == Scheme.BROAD_FINE:
+            with_audio(campaign)
         for url in (f"/campaigns/{campaign.pk}/grade/1/", f"/campaigns/{campaign.pk}/guidelines/"):
             page.goto(url)
             ARTIFACTS.mkdir(exist_ok=True)
             page.screenshot(path=str(ARTIFACTS / f"phone-{scheme}-{url.split('/')[-2]}.png"), full_page=True)
             no_sideways_scroll(page)
+            players = page.eval_on_selector_all("audio.player", "els => els.map(e => e.getBoundingClientRect())")
+            n_players += len(players)
+            assert all(p["width"] >= 300 and p["height"] >= 44 and p["right"] <= 390 for p in players), players
             small = page.eval_on_selector_all(
                 "main button:not([hidden] *), main .btn, main summary, main input:not([type=hidden])",
                 "els => els.filter(e => e.offsetParent).map(e => e.getBoundingClientRect())"
@@ -232,6 +243,7 @@ def test_every_grading_page_and_the_guidelines_fit_a_phone_with_big_targets_and_
                 if choices.count():
                     choices.nth(i % choices.count()).click()
             assert serious_violations(page) == [], f"{scheme} {url}"
+    assert n_players == 3  # the three candidates' clips: audio is checked, not skipped
 
 
 def test_an_ordering_is_dragged_by_touch_on_a_phone(open_page):
