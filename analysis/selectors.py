@@ -84,18 +84,22 @@ def unit_events_frame(*, campaign_id: int) -> pd.DataFrame:
     value (payload.value as text) — one query serves both stability and engagement.
 
     An audition counts once, when it starts playing: pauses, seeks and ends become ``audition_other``.
+    A page_focus event whose page was hidden becomes ``page_hidden`` (it stops time on unit).
     """
     qs = (
         GradingEvent.objects.filter(campaign_id=campaign_id, unit__isnull=False)
         .order_by()
         .values_list("grader_id", "unit_id", "type", "client_ts", "seq", "server_ts", KT("payload__value"),
-                     KT("payload__action"))
+                     KT("payload__action"), KT("payload__visible"))
     )
-    frame = _frame(qs, ["grader", "unit", "type", "ts", "session_seq", "server_ts", "value", "action"])
+    frame = _frame(qs, ["grader", "unit", "type", "ts", "session_seq", "server_ts", "value", "action", "visible"])
     frame["ts"] = pd.to_datetime(frame["ts"], utc=True, format="ISO8601")
     frame["server_ts"] = pd.to_datetime(frame["server_ts"], utc=True, format="ISO8601")
     frame.loc[(frame["type"] == EventType.AUDITION) & (frame["action"] != "play"), "type"] = "audition_other"
-    return frame.drop(columns="action")
+    # The page left view (page_focus, visible false): active time on unit stops (docs/design.md §5.2).
+    hidden = frame["visible"].astype(str).str.lower().isin(["false", "0"])
+    frame.loc[(frame["type"] == EventType.PAGE_FOCUS) & hidden, "type"] = "page_hidden"
+    return frame.drop(columns=["action", "visible"])
 
 
 def value_events(unit_events: pd.DataFrame) -> pd.DataFrame:
@@ -151,6 +155,16 @@ def unit_labels(*, unit_ids: list[int]) -> dict[int, dict[str, Any]]:
     return {pk: {"external_id": ext, "query": q, "candidate": cand} for pk, ext, q, cand in rows}
 
 
+def comment_list(*, campaign_id: int, limit: int = 500) -> list[dict[str, Any]]:
+    """Graders' comments on units (the current text of each), by unit: unit id and external id,
+    grader id, text, last change."""
+    rows = (Judgment.objects.filter(campaign_id=campaign_id).exclude(comment="")
+            .order_by("unit__external_id", "grader_id")
+            .values("unit_id", "unit__external_id", "grader_id", "comment", "updated_at")[:limit])
+    return [{"unit": r["unit_id"], "external_id": r["unit__external_id"], "grader": r["grader_id"], "text": r["comment"],
+             "when": r["updated_at"]} for r in rows]
+
+
 def grader_pseudonyms(*, campaign_id: int) -> dict[int, str]:
     """user id -> pseudonym for the campaign's graders (a stable fallback when none is set)."""
     rows = CampaignRole.objects.filter(campaign_id=campaign_id, role=Role.GRADER).values_list("user_id", "pseudonym")
@@ -165,6 +179,7 @@ def campaign_overview(*, campaign_id: int) -> dict[str, Any]:
         open=Count("pk", filter=Q(status=AssignmentStatus.OPEN)),
         skipped=Count("pk", filter=Q(status=AssignmentStatus.SKIPPED)),
     )
+    skips = GradingEvent.objects.filter(campaign_id=campaign_id, type=EventType.SKIP).count()
     events = GradingEvent.objects.filter(campaign_id=campaign_id).order_by().aggregate(
         n=Count("pk"), first=Min("server_ts"), last=Max("server_ts"))
     judgments = Judgment.objects.filter(campaign_id=campaign_id, skipped=False).order_by().aggregate(
@@ -179,6 +194,7 @@ def campaign_overview(*, campaign_id: int) -> dict[str, Any]:
         "orderings": Ordering.objects.filter(campaign_id=campaign_id).count(),
         "events": events["n"], "assignments": assignments["total"], "assignments_done": assignments["done"],
         "assignments_open": assignments["open"], "assignments_skipped": assignments["skipped"],
+        "skips": skips, "judgments_skipped_now": Judgment.objects.filter(campaign_id=campaign_id, skipped=True).count(),
         "first_event": events["first"].isoformat() if events["first"] else None,
         "last_event": events["last"].isoformat() if events["last"] else None,
         "span_seconds": span,

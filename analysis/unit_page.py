@@ -45,5 +45,7 @@ def unit_detail(request: HttpRequest, campaign_id: int, unit_id: int) -> HttpRes
         "events": [{**e, "grader": _grader_name(pseudonyms, usernames, e["grader_id"], admin=admin),
                     "payload_text": _payload_text(e["payload"])} for e in events],
         "events_cut": len(events) == MAX_EVENTS,
+        "comments": [{"grader": _grader_name(pseudonyms, usernames, j.grader_id, admin=admin), "text": j.comment,
+                      "when": j.updated_at} for j in judgments if j.comment],
     }
     return render(request, "analysis/unit.html", context)

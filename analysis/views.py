@@ -6,6 +6,7 @@ from django.contrib.auth.decorators import login_required
 from django.core.exceptions import PermissionDenied
 from django.http import Http404, HttpRequest, HttpResponse
 from django.shortcuts import get_object_or_404, redirect, render
+from django.urls import reverse
 from django.views.decorators.http import require_POST
 
 from analysis import selectors
@@ -43,8 +44,16 @@ def _report(request: HttpRequest, campaign: Campaign, *, upload_error: str = "",
         "tables": report_tables(good, show_names=request.user.is_staff) if good else {},
         "plots": report_plots(good.result) if good else {},
         "takes_system_orderings": campaign.scheme == Scheme.ORDERING, "upload_error": upload_error,
+        "comments": _comments(campaign, admin=request.user.is_staff),
     }
     return render(request, "analysis/report.html", context, status=status)
+
+
+def _comments(campaign: Campaign, *, admin: bool) -> list[dict]:
+    names = selectors.grader_pseudonyms(campaign_id=campaign.pk)
+    return [{**c, "grader": names.get(c["grader"], f"grader-{c['grader']}"),
+             "url": reverse("analysis:unit", args=[campaign.pk, c["unit"]])}
+            for c in selectors.comment_list(campaign_id=campaign.pk)]
 
 
 @login_required

@@ -70,8 +70,39 @@ def normalise_params(scheme: str, params: dict[str, Any] | None, *, field: str =
         attribute = params.get("attribute", "similar")
         if not isinstance(attribute, str) or not attribute:
             raise InvalidValue(f"{field}.attribute must be a non-empty string.", field=f"{field}.attribute", value=attribute)
-        return {"attribute": attribute}
+        return {"attribute": attribute, **_wording(params, ("question",), field)}
+    if scheme == Scheme.ORDERING:
+        return _wording(params, ("first",), field)
     return {}
+
+
+# Words a campaign may choose for its page; left out, the page uses WORDING_DEFAULTS.
+WORDING_DEFAULTS = {
+    Scheme.ORDERING: {"first": "most similar"},
+    Scheme.PAIRWISE: {"question": "Which is more {attribute}: A, B, or equal?"},
+}
+
+
+def _wording(params: dict[str, Any], keys: tuple[str, ...], field: str) -> dict[str, str]:
+    out = {}
+    for key in keys:
+        if key not in params:
+            continue
+        text = params[key]
+        if not isinstance(text, str) or not text.strip() or len(text) > 200:
+            raise InvalidValue(f"{field}.{key} must be a non-empty text of at most 200 characters.",
+                               field=f"{field}.{key}", value=text)
+        out[key] = text.strip()
+    return out
+
+
+def wording(scheme: str, params: dict[str, Any]) -> dict[str, str]:
+    """The campaign's words for its grading page: what "first" means in an ordering (e.g. "best"),
+    the pairwise question. `params` are normalised scheme parameters."""
+    words = {**WORDING_DEFAULTS.get(scheme, {}), **{k: v for k, v in params.items() if isinstance(v, str)}}
+    if "question" in words:
+        words["question"] = words["question"].replace("{attribute}", params.get("attribute", "similar"))
+    return words
 
 
 def parse_broad(value: Any, *, field: str = "payload.value") -> str:

@@ -95,28 +95,47 @@ def judgment_stability(events: pd.DataFrame, *, tolerance: float = 0.0) -> dict[
     return {"overall": _summarise(flags), "per_grader": per_grader}
 
 
-def engagement(events: pd.DataFrame) -> pd.DataFrame:
-    """Time on unit and auditions per grading opportunity.
+# Event type that stops the clock: the page was hidden or lost focus (the log's page_focus events
+# with visible = false; their visible = true counterpart is an ordinary event that starts it again).
+PAGE_HIDDEN = "page_hidden"
+IDLE_CAP = 300.0
+
+
+def engagement(events: pd.DataFrame, *, idle_cap: float = IDLE_CAP) -> pd.DataFrame:
+    """Active time on unit and auditions per grading opportunity.
+
+    Active time counts only while the grader is on the unit with the page visible and focused,
+    between interactions: each gap from one of a grader's events to their next is credited to the
+    unit of the earlier event, capped at ``idle_cap`` seconds (a grader who walks away, or comes
+    back the next day, adds at most that much); a gap that starts with the page hidden counts 0.
+    Time after a grader's last event is not counted.
 
     Parameters
     ----------
     events : DataFrame with columns grader, unit, ``ts`` (datetime or seconds) and ``type`` (event
-        type names of DESIGN.md §2: an ``audition`` row counts as one audition -- pass only the
-        ``play`` actions if pauses and seeks should not count).
+        type names of docs/design.md §2, plus ``page_hidden`` for the page leaving view; an
+        ``audition`` row counts as one audition -- pass only the ``play`` actions if pauses and
+        seeks should not count). All of a grader's unit events, not one unit's: the next event
+        may be on another unit.
+    idle_cap : the most one gap between two events may add, in seconds (default 300, 5 minutes).
 
     Returns
     -------
-    DataFrame indexed by (grader, unit): ``seconds`` (last event time - first event time) and
-    ``auditions``.
+    DataFrame indexed by (grader, unit): ``seconds`` (active time) and ``auditions``.
     """
+    if isinstance(idle_cap, bool) or not isinstance(idle_cap, int | float) or not idle_cap > 0:
+        raise ValueError(f"`idle_cap` must be a number of seconds > 0, got {short(idle_cap)}")
     as_long(events, name="events", columns=("grader", "unit", "ts", "type"))
     ts = events["ts"]
     seconds = ts.astype("int64") / 1e9 if pd.api.types.is_datetime64_any_dtype(ts) else ts.astype(float)
-    frame = pd.DataFrame({"grader": events["grader"], "unit": events["unit"], "t": seconds,
-                          "audition": (events["type"] == "audition").astype(int)})
+    frame = pd.DataFrame({"grader": events["grader"].to_numpy(), "unit": events["unit"].to_numpy(),
+                          "t": seconds.to_numpy(), "hidden": (events["type"] == PAGE_HIDDEN).to_numpy(),
+                          "audition": (events["type"] == "audition").astype(int).to_numpy()})
+    frame = frame.sort_values(["grader", "t"], kind="stable")
+    gap = frame.groupby("grader", sort=False)["t"].shift(-1) - frame["t"]
+    frame["active"] = gap.clip(upper=float(idle_cap)).fillna(0.0).where(~frame["hidden"], 0.0)
     groups = frame.groupby(["grader", "unit"])
-    return pd.DataFrame({"seconds": groups["t"].max() - groups["t"].min(),
-                         "auditions": groups["audition"].sum()})
+    return pd.DataFrame({"seconds": groups["active"].sum(), "auditions": groups["audition"].sum()})
 
 
 def engagement_summary(per_opportunity: pd.DataFrame) -> dict[str, float]:

@@ -24,6 +24,7 @@ class Table:
     marked: str = ""  # the key of a column to highlight (the method the ED favours)
     link: str = ""  # the key of a column whose cells link to the row's "url"
     page_rows: list[dict[str, Any]] | None = None  # what the page shows when not every row (the CSV has all)
+    durations: tuple[str, ...] = ()  # keys of columns in seconds: shown as s / min / h (the CSV keeps seconds)
 
     @property
     def marked_index(self) -> int:
@@ -35,7 +36,8 @@ class Table:
         stands out; the link column points at the row's page."""
         marked = self.marked_index
         rows = self.rows if self.page_rows is None else self.page_rows
-        return [[(_display(row.get(key)), _css(row.get(key), i == marked), row.get("url", "") if key == self.link else "")
+        return [[(format_duration(row.get(key)) if key in self.durations else _display(row.get(key)),
+                  _css(row.get(key), i == marked), row.get("url", "") if key == self.link else "")
                  for i, (key, _) in enumerate(self.columns)] for row in rows]
 
     @property
@@ -72,6 +74,17 @@ def _css(value: Any, marked: bool) -> str:
 
 def _csv_value(value: Any) -> Any:
     return " > ".join(map(str, value)) if isinstance(value, list) else value
+
+
+def format_duration(seconds: Any) -> str:
+    """Seconds as a person reads them: "42 s", "3.5 min", "2.1 h"."""
+    if not _is_number(seconds) or isinstance(seconds, bool) or math.isnan(seconds):
+        return _display(seconds)
+    if seconds < 90:
+        return f"{seconds:.1f} s" if seconds < 10 else f"{seconds:.0f} s"
+    if seconds < 90 * 60:
+        return f"{seconds / 60:.1f} min"
+    return f"{seconds / 3600:.1f} h"
 
 
 def _display(value: Any) -> str:
@@ -144,8 +157,10 @@ def _stability_tables(stability: dict[str, Any], names: dict[int, str]) -> dict[
         rows.insert(0, {"who": "all graders", "mean_seconds": o["mean_seconds"], "median_seconds": o["median_seconds"],
                         "mean_auditions": o["mean_auditions"]})
     tables["engagement"] = Table("Time on unit and auditions", [
-        ("who", "Grader"), ("units", "Units"), ("mean_seconds", "Mean s"), ("median_seconds", "Median s"),
-        ("mean_auditions", "Auditions per unit")], rows)
+        ("who", "Grader"), ("units", "Units"), ("mean_seconds", "Mean time"), ("median_seconds", "Median time"),
+        ("mean_auditions", "Auditions per unit")], rows, durations=("mean_seconds", "median_seconds"),
+        note="Active time only: the unit on screen and the page in focus, between the grader's interactions; "
+             "a pause longer than 5 minutes counts as 5 minutes.")
     return tables
 
 
@@ -175,7 +190,10 @@ def report_tables(run: AnalysisRun, *, show_names: bool) -> dict[str, Table]:
     names = _names(result, show_names)
     overview = result.get("overview", {})
     tables = {"overview": Table("Overview", [("what", "What"), ("value", "Value")],
-                                [{"what": k.replace("_", " ").capitalize(), "value": v} for k, v in overview.items()])}
+                                [{"what": k.replace("_", " ").capitalize(), "value": v} for k, v in overview.items()],
+                                page_rows=[{"what": k.replace("_", " ").capitalize(),
+                                            "value": format_duration(v) if k == "span_seconds" and v is not None else v}
+                                           for k, v in overview.items()])}
     tables.update(_agreement_tables(result.get("agreement", {})))
     tables.update(_stability_tables(result.get("stability", {}), names))
     tables.update(_confusability_tables(result, run))
@@ -190,7 +208,8 @@ def report_tables(run: AnalysisRun, *, show_names: bool) -> dict[str, Table]:
                                           ("agreement_with_majority", "Agrees with majority"),
                                           ("score_mean", "Mean score"), ("score_std", "Std score"),
                                           ("mean_abs_deviation", "Mean |dev| from others"),
-                                          ("events", "Events"), ("median_seconds", "Median s/unit")], graders)
+                                          ("events", "Events"), ("median_seconds", "Median time/unit")], graders,
+                                   durations=("median_seconds",))
     queries = result.get("queries", [])
     tables["queries"] = Table("Per query", [
         ("label", "Query"), ("units", "Units"), ("judgments", "Judgments"), ("full", "Full"), ("partial", "Partial"),

@@ -66,6 +66,8 @@ class EventType(models.TextChoices):
     SKIP = "skip"
     GUIDELINES_VIEWED = "guidelines_viewed"
     HINT_SHOWN = "hint_shown"
+    SKIP_UNDONE = "skip_undone"
+    PAGE_FOCUS = "page_focus"
 
 
 class PairwiseVerdict(models.TextChoices):

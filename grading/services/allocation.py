@@ -45,6 +45,20 @@ def assignment_next(*, grader: AbstractBaseUser, campaign: Campaign) -> Assignme
     return assignment
 
 
+@transaction.atomic
+def assignment_extra(*, grader: AbstractBaseUser, campaign: Campaign) -> Assignment | None:
+    """One more unit for a grader who asks for more work: like assignment_next without the grader's
+    own open assignments, so that repeated calls hand out a batch. None when nothing is left."""
+    if not campaign.is_open:
+        raise CampaignClosed(f"campaign {campaign.pk} is {campaign.status}: it takes no judgments.", field="campaign", value=campaign.pk)
+    now = timezone.now()
+    assignment = _reclaim_expired(grader, campaign, now) or _extra(grader, campaign)
+    if assignment is not None:
+        assignment.lease_expires_at = now + LEASE
+        assignment.save(update_fields=["lease_expires_at"])
+    return assignment
+
+
 def _mine(grader: AbstractBaseUser, campaign: Campaign):
     return Assignment.objects.filter(campaign=campaign, grader=grader, unit__isnull=False).values("unit_id")
 
@@ -149,4 +163,4 @@ def _query_deviation(campaign: Campaign, spread: dict[int, float], disagree: set
     return sorted(u for u in eligible if u in disagree and query_of[u] in deviating)
 
 
-__all__ = ["LEASE", "assignment_next", "units_wanting_more"]
+__all__ = ["LEASE", "assignment_extra", "assignment_next", "units_wanting_more"]

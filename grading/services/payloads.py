@@ -17,6 +17,7 @@ JUDGMENT_FIELD = {
     EventType.LABEL_SET: "label",
     EventType.PAIRWISE_SET: "verdict",
     EventType.SKIP: "skipped",
+    EventType.SKIP_UNDONE: "skipped",
     EventType.COMMENT: "comment",  # only when the comment is about a unit
 }
 # Value events that only make sense under one scheme.
@@ -62,6 +63,10 @@ def parse(campaign: Campaign, kind: str, payload: dict[str, Any], *, query: Quer
     if kind == EventType.SKIP:
         _optional_text(payload, "reason", 500)
         return True
+    if kind == EventType.SKIP_UNDONE:
+        return False
+    if kind == EventType.PAGE_FOCUS:
+        return _page_focus(payload)
     if kind == EventType.COMMENT:
         return _optional_text(payload, "text", MAX_COMMENT, required=True)
     if kind == EventType.AUDITION:
@@ -80,6 +85,14 @@ def _optional_text(payload: dict[str, Any], key: str, limit: int, *, required: b
     if len(text) > limit:
         raise InvalidValue(f"payload.{key} is longer than {limit} characters.", field=f"payload.{key}", value=text[:40] + "…")
     return text
+
+
+def _page_focus(payload: dict[str, Any]) -> bool:
+    """The page became visible and focused (true) or hidden / left (false): active time stops."""
+    visible = payload.get("visible")
+    if not isinstance(visible, bool):
+        raise InvalidValue(f"payload.visible must be true or false, got {visible!r}.", field="payload.visible", value=visible)
+    return visible
 
 
 def _audition(payload: dict[str, Any]) -> dict[str, Any]:

@@ -14,10 +14,19 @@ from django.views.decorators.http import require_POST
 
 from grading import schemes, selectors
 from grading.errors import GradingError
-from grading.models import Campaign
-from grading.models.choices import Broad, CampaignStatus, EventType, PairwiseVerdict, Role, Scheme
-from grading.services import allocation
+from grading.models import Campaign, Judgment
+from grading.models.choices import (
+    AssignmentStatus,
+    Broad,
+    CampaignStatus,
+    EventType,
+    PairwiseVerdict,
+    Policy,
+    Role,
+    Scheme,
+)
 from grading.services.events import EventInput, event_record
+from grading.services.more_work import batch_size, more_work_request, no_more_message
 
 TEMPLATES = {
     Scheme.BROAD_FINE: "grading/grade_broad_fine.html",
@@ -62,18 +71,23 @@ def continue_grading(request: HttpRequest, campaign_id: int) -> HttpResponse:
 @login_required
 @require_POST
 def more_work(request: HttpRequest, campaign_id: int) -> HttpResponse:
-    """A grader who has finished asks for more: the campaign's allocation policy may have a unit
-    that needs one more judgment (DESIGN.md §5.6)."""
+    """A grader who has finished asks for more: a batch of units the campaign's allocation policy
+    says need another judgment (docs/design.md §5.6), and the page holding the first of them."""
     campaign = _campaign_for(request, campaign_id)
     try:
-        assignment = allocation.assignment_next(grader=request.user, campaign=campaign)
+        result = more_work_request(grader=request.user, campaign=campaign)
     except GradingError as exc:
         messages.info(request, exc.message)
         return redirect("grading:home")
-    if assignment is None:
-        messages.info(request, f"No unit of {campaign.name} needs you right now. Thank you!")
-        return redirect("grading:home")
-    return redirect("grading:continue", campaign_id=campaign.pk)
+    if not result.added:
+        messages.info(request, f"No more units for you in {campaign.name}. {no_more_message(campaign, result.reason)}")
+        return redirect("grading:continue", campaign_id=campaign.pk)
+    first = result.assignments[0].pk
+    pages = selectors.grading_pages(grader=request.user, campaign=campaign)
+    number = next(p.number for p in pages if any(a.pk == first for a in p.assignments))
+    n = result.added
+    messages.success(request, f"{n} more unit{'s' if n != 1 else ''} added for you{' (all the campaign has for now)' if n < batch_size(campaign) else ''}. Here is the first.")
+    return redirect("grading:grade", campaign_id=campaign.pk, page=number)
 
 
 @login_required
@@ -83,33 +97,62 @@ def grade(request: HttpRequest, campaign_id: int, page: int) -> HttpResponse:
         grading_page, n_pages = selectors.grading_page_get(grader=request.user, campaign=campaign, number=page)
     except GradingError:
         raise Http404("No such page.") from None
-    cards = [
-        {"assignment": a, "unit": a.unit, "judgment": grading_page.judgments.get(a.unit_id), "n": i + 1}
-        for i, a in enumerate(grading_page.assignments)
-    ]
-    progress = selectors.campaign_list_for_user(user=request.user).get(pk=campaign.pk)
-    guidelines = selectors.guidelines_current(campaign=campaign)
+    pages = selectors.grading_pages(grader=request.user, campaign=campaign)
+    cards = [_card(campaign, a, grading_page.judgments.get(a.unit_id), i + 1) for i, a in enumerate(grading_page.assignments)]
+    params = schemes.normalise_params(campaign.scheme, campaign.scheme_params)
+    counts = _counts(pages, grading_page)
     context = {
         "campaign": campaign, "page": grading_page, "n_pages": n_pages, "cards": cards,
-        "query": grading_page.query, "guidelines": guidelines,
-        "n_done": progress.n_done, "n_assigned": progress.n_assigned,
-        "percent": round(100 * progress.n_done / progress.n_assigned) if progress.n_assigned else 0,
-        "readonly": campaign.status != CampaignStatus.OPEN,
-        "config": _page_config(request, campaign, grading_page, page, n_pages),
+        "query": grading_page.query, "guidelines": selectors.guidelines_current(campaign=campaign),
+        "counts": counts, "readonly": campaign.status != CampaignStatus.OPEN,
+        "config": _page_config(request, campaign, grading_page, page, n_pages, pages, counts),
         "broad_choices": [(i + 1, b.value, b.label) for i, b in enumerate(Broad)],
-        "verdicts": [("A", "A is more", "1"), ("equal", "Equal", "2"), ("B", "B is more", "3")],
-        "params": schemes.normalise_params(campaign.scheme, campaign.scheme_params),
+        "verdicts": [("A", "A", "1"), ("equal", "Equal", "2"), ("B", "B", "3")],
+        "params": params, "wording": schemes.wording(campaign.scheme, params),
+        "can_ask_for_more": campaign.is_open and campaign.policy != Policy.FIXED and campaign.scheme != Scheme.ORDERING,
     }
     if campaign.scheme == Scheme.ORDERING:
         context["order"] = grading_page.ordering
         context["submitted"] = all(a.status == "done" for a in grading_page.assignments)
+        context["counted_as"] = "submitted"
     return render(request, TEMPLATES[campaign.scheme], context)
 
 
-def _page_config(request: HttpRequest, campaign: Campaign, page: Any, number: int, n_pages: int) -> dict[str, Any]:
+STATE_TEXT = {"unrated": "Not rated yet", "saved": "Saved", "skipped": "Skipped"}
+
+
+def _card(campaign: Campaign, assignment: Any, judgment: Judgment | None, n: int) -> dict[str, Any]:
+    """One unit's card: what the page says about it must be what is stored."""
+    if judgment is not None and judgment.skipped:
+        state, text = "skipped", STATE_TEXT["skipped"]
+    elif assignment.status == AssignmentStatus.DONE:
+        state, text = "saved", STATE_TEXT["saved"]
+    elif judgment is not None and campaign.scheme == Scheme.BROAD_FINE and (judgment.broad or judgment.fine is not None):
+        state, text = "partial", f"Partly rated: {'FINE' if judgment.fine is None else 'BROAD'} missing"
+    else:
+        state, text = "unrated", STATE_TEXT["unrated"]
+    return {"assignment": assignment, "unit": assignment.unit, "judgment": judgment, "n": n, "state": state,
+            "state_text": text, "status": {"saved": "done", "skipped": "skipped"}.get(state, "open")}
+
+
+def _counts(pages: list[Any], here: Any) -> dict[str, int]:
+    """Rated (done) units on this page and in the whole campaign, for the live counter."""
+    every = [a for p in pages for a in p.assignments]
+    return {
+        "here_done": sum(a.status == AssignmentStatus.DONE for a in here.assignments), "here": len(here.assignments),
+        "here_open": sum(a.status == AssignmentStatus.OPEN for a in here.assignments),
+        "all_done": sum(a.status == AssignmentStatus.DONE for a in every), "all": len(every),
+        "all_skipped": sum(a.status == AssignmentStatus.SKIPPED for a in every),
+    }
+
+
+def _page_config(request: HttpRequest, campaign: Campaign, page: Any, number: int, n_pages: int, pages: list[Any],
+                 counts: dict[str, int]) -> dict[str, Any]:
     def page_url(n: int) -> str | None:
         return reverse("grading:grade", args=[campaign.pk, n]) if 1 <= n <= n_pages else None
 
+    # The next page with a unit still open, looking forward first, then from the start.
+    later = [p for p in pages[number:] + pages[:number - 1] if p.open_count]
     return {
         "campaign": campaign.pk,
         "scheme": campaign.scheme,
@@ -119,8 +162,10 @@ def _page_config(request: HttpRequest, campaign: Campaign, page: Any, number: in
         "eventsUrl": reverse("grading-api:events"),
         "prevUrl": page_url(number - 1),
         "nextUrl": page_url(number + 1),
+        "nextUnratedUrl": page_url(later[0].number) if later else None,
         "readonly": campaign.status != CampaignStatus.OPEN,
         "verdicts": PairwiseVerdict.values,
+        "counts": counts,
     }
 
 

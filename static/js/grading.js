@@ -5,6 +5,7 @@
 
   const E = window.Evalutron;
   const FINE_DEBOUNCE = 600;
+  const DIGIT_PAUSE = 700;
   const VALUE_TYPES = { broad_set: "broad", fine_set: "fine", score_set: "score", label_set: "label", pairwise_set: "verdict" };
 
   function decimals(step) {
@@ -16,11 +17,16 @@
     constructor() {
       super();
       this.cards = Array.from(document.querySelectorAll(".card[data-unit]"));
-      this.viewed = new Set();
+      this.digits = "";
+      this.digitTimer = null;
       this.fineTimers = new Map();
       this.hintShown = new Map();
       this.active = null;
+      this.counts = this.config.counts;
+      this.doneAtLoad = this.tally();
       for (const card of this.cards) this.wireCard(card);
+      const nextUnrated = document.getElementById("next-unrated");
+      if (nextUnrated) nextUnrated.addEventListener("click", () => this.nextUnrated());
       this.restorePending();
       this.listenKeys((e) => this.onKey(e));
       const first = this.cards.find((c) => c.dataset.status === "open") || this.cards[0];
@@ -37,7 +43,74 @@
 
     indicatorFor(target) {
       const card = target && target.unit ? this.cardOf(target.unit) : null;
-      return card ? card.querySelector(".saved") : null;
+      if (!card) return null;
+      return card.querySelector(target.type === "comment" ? ".comment-state" : ".saved");
+    }
+
+    activeTarget() {
+      return this.active ? this.unitOf(this.active) : null;
+    }
+
+    /* --- truthful states: what the server stored, and the counters -------------------------- */
+    onStored(event, result) {
+      const card = this.cardOf(event.unit);
+      if (!card) return;
+      if (event.type === "comment") {
+        this.setIndicator(event, "saved", "Comment saved: edit it and save again to change it.");
+        return;
+      }
+      if (result.judgment) this.showStored(card, result.judgment);
+    }
+
+    showStored(card, j) {
+      const complete = { broad_fine: j.broad && j.fine !== null, numeric: j.score !== null, categorical: j.label,
+        pairwise: j.verdict }[this.config.scheme];
+      let state = "unrated";
+      let text = "Not rated yet";
+      if (j.skipped) [state, text] = ["skipped", "Skipped"];
+      else if (complete) [state, text] = ["saved", "Saved"];
+      else if (j.broad || j.fine !== null) [state, text] = ["partial", `Partly rated: ${j.broad ? "FINE" : "BROAD"} missing`];
+      const indicator = card.querySelector(".saved");
+      indicator.dataset.state = state;
+      indicator.textContent = text;
+      card.dataset.status = { saved: "done", skipped: "skipped" }[state] || "open";
+      const skipped = Boolean(j.skipped);
+      card.querySelector(".skip-box").hidden = skipped;
+      card.querySelector(".undo-box").hidden = !skipped;
+      this.showCounts();
+    }
+
+    tally() {
+      const by = (s) => this.cards.filter((c) => c.dataset.status === s).length;
+      return { done: by("done"), skipped: by("skipped"), open: by("open") };
+    }
+
+    showCounts() {
+      const now = this.tally();
+      const c = this.counts;
+      const allDone = c.all_done + now.done - this.doneAtLoad.done;
+      const allSkipped = c.all_skipped + now.skipped - this.doneAtLoad.skipped;
+      document.getElementById("count-here").textContent = `${now.done} of ${c.here} here`;
+      document.getElementById("count-all").textContent = `${allDone} of ${c.all} in all`;
+      const skipped = document.getElementById("count-skipped");
+      skipped.hidden = allSkipped <= 0;
+      skipped.querySelector(".n").textContent = String(allSkipped);
+      document.getElementById("progress-all").value = allDone;
+      document.getElementById("page-complete").hidden = now.open > 0;
+    }
+
+    /* The next unit without a value: on this page after the active one, then on a later page. */
+    nextUnrated() {
+      const start = Math.max(0, this.cards.indexOf(this.active));
+      const order = this.cards.slice(start + 1).concat(this.cards.slice(0, start + 1));
+      const next = order.find((c) => c.dataset.status === "open" && c !== this.active);
+      if (next) {
+        this.activate(next, { scroll: true, focus: true });
+      } else if (this.config.nextUnratedUrl) {
+        window.location.href = this.config.nextUnratedUrl;
+      } else if (this.active && this.active.dataset.status !== "open") {
+        this.status.textContent = "Every unit assigned to you has a value or is skipped.";
+      }
     }
 
     /* --- cards ------------------------------------------------------------------------------ */
@@ -52,6 +125,8 @@
       if (scheme === "numeric") this.wireNumber(card, ".score-range", ".score-number", this.config.params);
       const skip = card.querySelector(".skip");
       if (skip) skip.addEventListener("click", () => this.skip(card));
+      const undo = card.querySelector(".undo-skip");
+      if (undo) undo.addEventListener("click", () => this.undoSkip(card));
       const send = card.querySelector(".send-comment");
       if (send) send.addEventListener("click", () => this.comment(card));
     }
@@ -61,14 +136,11 @@
         if (this.active) this.active.classList.remove("active");
         card.classList.add("active");
         this.active = card;
+        // Time on unit runs from here to the next interaction: viewing is recorded, never shown.
+        this.record("unit_viewed", this.unitOf(card), {});
       }
       if (focus && !card.contains(document.activeElement)) card.focus({ preventScroll: !scroll });
       if (scroll) card.scrollIntoView({ block: "nearest", behavior: "smooth" });
-      const unit = Number(card.dataset.unit);
-      if (!this.viewed.has(unit)) {
-        this.viewed.add(unit);
-        this.record("unit_viewed", { unit }, {});
-      }
     }
 
     move(delta) {
@@ -99,6 +171,11 @@
       if (!range || !number) return;
       range.addEventListener("input", () => this.showNumber(card, Number(range.value), false));
       range.addEventListener("change", () => this.commitNumber(card, Number(range.value)));
+      // Touching an unset track exactly where its hidden value sits changes nothing, so no change
+      // event: the touch itself is the answer.
+      range.addEventListener("pointerup", () => {
+        if (range.dataset.unset !== undefined) this.commitNumber(card, Number(range.value));
+      });
       number.addEventListener("change", () => {
         const value = Number(number.value.replace(",", "."));
         const error = card.querySelector(".field-error");
@@ -183,18 +260,28 @@
 
     skip(card) {
       if (this.config.readonly) return;
-      card.querySelector(".skip").setAttribute("aria-pressed", "true");
-      this.record("skip", this.unitOf(card), { reason: "" });
-      this.move(1);
+      const reason = card.querySelector(".skip-reason");
+      this.record("skip", this.unitOf(card), { reason: reason ? reason.value.trim() : "" });
+      this.nextUnrated();
+    }
+
+    undoSkip(card) {
+      if (this.config.readonly) return;
+      this.record("skip_undone", this.unitOf(card), {});
+      this.activate(card, { scroll: false, focus: true });
     }
 
     comment(card) {
       const box = card.querySelector(".comment");
       const text = box.value.trim();
-      if (!text || this.config.readonly) return;
+      const state = card.querySelector(".comment-state");
+      if (this.config.readonly) return;
+      if (!text) {
+        state.dataset.state = "error";
+        state.textContent = "Write a comment first.";
+        return;
+      }
       this.record("comment", this.unitOf(card), { text });
-      box.value = "";
-      box.placeholder = "Comment sent. Add another?";
     }
 
     /* After a reload, values still waiting in the outbox are shown over the server's. */
@@ -224,6 +311,41 @@
     }
 
     /* --- keys ------------------------------------------------------------------------------- */
+    /* The whole numbers a digit key can reach: a numeric scale, or the positions of the choices. */
+    digitScale(card) {
+      if (this.config.scheme === "numeric") {
+        return { ...this.config.params, show: (v) => this.showNumber(card, v, false), set: (v) => this.commitNumber(card, v) };
+      }
+      const choices = Array.from(card.querySelectorAll(".choice"));
+      return { min: 1, max: choices.length, step: 1, show: () => {}, set: (v) => this.choose(card, choices[v - 1].dataset.value) };
+    }
+
+    /* Digits typed in a row make one number, so every value is reachable (10 on 0–10 is 1 then 0;
+     * the 12th label is 1 then 2). A number that more digits could still extend waits a moment. */
+    typeDigit(card, digit) {
+      clearTimeout(this.digitTimer);
+      const scale = this.digitScale(card);
+      const onScale = (v) => {
+        const steps = (v - scale.min) / scale.step;
+        return v >= scale.min && v <= scale.max && Math.abs(steps - Math.round(steps)) < 1e-6;
+      };
+      const extendable = (t) => t[0] !== "0" && Number(`${t}0`) <= scale.max;
+      let typed = this.digits + digit;
+      if (!onScale(Number(typed)) && !extendable(typed)) typed = digit;
+      const value = Number(typed);
+      if (onScale(value) && !extendable(typed)) {
+        this.digits = "";
+        scale.set(value);
+        return;
+      }
+      this.digits = typed;
+      if (onScale(value)) scale.show(value);
+      this.digitTimer = setTimeout(() => {
+        this.digits = "";
+        if (onScale(value)) scale.set(value);
+      }, DIGIT_PAUSE);
+    }
+
     onKey(e) {
       const card = this.active;
       if (e.key === "__focus_active__") {
@@ -238,7 +360,15 @@
         this.move(-1);
         return true;
       }
+      if (e.key === "u") {
+        this.nextUnrated();
+        return true;
+      }
       if (!card) return false;
+      if (e.key === "f" && this.config.scheme === "broad_fine") {
+        card.querySelector(".fine-number").focus();
+        return true;
+      }
       if (e.key === " ") {
         this.togglePlayer(card.querySelector(".player"));
         return true;
@@ -260,11 +390,12 @@
           return true;
         }
       }
-      if (scheme === "numeric" && /^[0-9]$/.test(e.key)) {
-        const p = this.config.params;
-        const v = Number(e.key);
-        const steps = (v - p.min) / p.step;
-        if (v >= p.min && v <= p.max && Math.abs(steps - Math.round(steps)) < 1e-6) this.commitNumber(card, v);
+      if ((scheme === "numeric" || scheme === "categorical") && /^[0-9]$/.test(e.key)) {
+        this.typeDigit(card, e.key);
+        return true;
+      }
+      if (scheme === "numeric" && (e.key === "Home" || e.key === "End")) {
+        this.commitNumber(card, e.key === "Home" ? this.config.params.min : this.config.params.max);
         return true;
       }
       if (scheme === "pairwise") {

@@ -33,6 +33,10 @@
       return this.state;
     }
 
+    activeTarget() {
+      return { query: this.config.query };
+    }
+
     activate(item) {
       if (this.active) this.active.classList.remove("active");
       item.classList.add("active");
@@ -53,8 +57,22 @@
     }
 
     onStored(event) {
-      if (event.type === "ordering_submitted") this.setIndicator(event, "saved", "Submitted");
-      else this.setIndicator(event, "saved", "Saved (not submitted)");
+      if (event.type === "ordering_submitted") {
+        this.setIndicator(event, "saved", "Submitted");
+        this.showSubmitted();
+      } else {
+        this.setIndicator(event, "saved", "Saved (not submitted)");
+      }
+    }
+
+    /* The counter and the "page complete" offer follow the stored submission. */
+    showSubmitted() {
+      const c = this.config.counts;
+      const allDone = c.all_done + c.here - c.here_done;
+      document.getElementById("count-here").textContent = `${c.here} of ${c.here} here`;
+      document.getElementById("count-all").textContent = `${allDone} of ${c.all} in all`;
+      document.getElementById("progress-all").value = allDone;
+      document.getElementById("page-complete").hidden = false;
     }
 
     moveItem(item, delta) {
@@ -85,6 +103,8 @@
     /* Dragging: the item follows the pointer; it is dropped between the items around it. */
     startDrag(item, e) {
       if (this.config.readonly || e.button !== 0 || e.target.closest("button, audio, video, a, input")) return;
+      // On a touch screen a swipe over an item scrolls the page; the grip drags.
+      if (e.pointerType === "touch" && !e.target.closest(".grip")) return;
       e.preventDefault();
       this.activate(item);
       const before = this.order().join(",");

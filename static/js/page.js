@@ -5,6 +5,7 @@
   "use strict";
 
   const E = window.Evalutron;
+  const QUIET = new Set(["unit_viewed", "audition", "guidelines_viewed", "hint_shown", "page_focus"]);
 
   function isTyping(el) {
     if (!el) return false;
@@ -26,12 +27,13 @@
 
     record(type, target, payload) {
       const event = this.recorder.record(type, target, payload);
-      if (event) this.track(event, +1);
+      if (event && !QUIET.has(type)) this.track(event, +1);
       return event;
     }
 
     key(target) {
-      return target.unit ? `u${target.unit}` : `q${target.query || ""}`;
+      const prefix = target.type === "comment" ? "c" : "";
+      return target.unit ? `${prefix}u${target.unit}` : `q${target.query || ""}`;
     }
 
     track(event, delta) {
@@ -51,33 +53,43 @@
       el.textContent = text;
     }
 
+    /* Events that only describe what the grader did (viewing, listening, reading, focus) change
+     * nothing a grader sees: they never touch a unit's "Saved" / "Not rated" indicator. */
+    pendingChanges() {
+      return this.outbox.pending().filter((e) => e.campaign === this.config.campaign && !QUIET.has(e.type));
+    }
+
     onOutbox(kind, detail) {
-      const pending = this.outbox.pending().filter((e) => e.campaign === this.config.campaign);
-      if (kind === "queued") {
+      const pending = this.pendingChanges();
+      const quiet = detail && detail.event && QUIET.has(detail.event.type);
+      if (kind === "queued" && !quiet) {
         this.setIndicator(detail.event, "saving", "Saving…");
-      } else if (kind === "result") {
+      } else if (kind === "result" && !quiet) {
         const { event, result } = detail;
         this.track(event, -1);
         if (result.status === "rejected") {
           this.setIndicator(event, "error", `Not saved: ${result.error.detail}`);
           this.onRejected(event, result);
-        } else if (!this.pendingByTarget.get(this.key(event))) {
-          this.setIndicator(event, "saved", "Saved");
-          this.onStored(event, result);
+        } else {
+          this.savedSomething = true;
+          if (!this.pendingByTarget.get(this.key(event))) this.onStored(event, result);
         }
       } else if (kind === "offline") {
         for (const e of pending) this.setIndicator(e, "offline", "Kept on this device, will send");
       }
-      this.updateStatus(kind, pending.length, detail);
+      this.updateStatus(kind, pending.length, detail || {});
+    }
+
+    onStored(event) {
+      this.setIndicator(event, "saved", "Saved");
     }
 
     onRejected() {}
-    onStored() {}
 
     updateStatus(kind, count, detail) {
       if (!this.status) return;
       let state = "saved";
-      let text = "All changes saved";
+      let text = this.savedSomething ? "All changes saved" : "No changes yet";
       if (kind === "offline" && count) {
         state = "offline";
         text = `Offline: ${count} change${count === 1 ? "" : "s"} kept on this device, retrying`;
@@ -185,8 +197,29 @@
       });
     }
 
+    /* Active time on a unit counts only while the page is visible and focused: say when that changes. */
+    wireFocus() {
+      let visible = document.visibilityState === "visible" && document.hasFocus();
+      const check = () => {
+        const now = document.visibilityState === "visible" && document.hasFocus();
+        if (now === visible) return;
+        visible = now;
+        const target = this.activeTarget();
+        if (target) this.record("page_focus", target, { visible: now });
+      };
+      document.addEventListener("visibilitychange", check);
+      window.addEventListener("blur", check);
+      window.addEventListener("focus", check);
+    }
+
+    /* The unit (or query) the grader is on: subclasses say which. */
+    activeTarget() {
+      return null;
+    }
+
     start() {
-      this.updateStatus("idle", this.outbox.pending().length, {});
+      this.updateStatus("idle", this.pendingChanges().length, {});
+      this.wireFocus();
       this.outbox.flush(true);
     }
   }

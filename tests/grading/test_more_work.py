@@ -3,8 +3,12 @@ import pytest
 from django.urls import reverse
 
 from grading.models import Assignment
-from grading.models.choices import AssignmentSource, Policy
-from tests.factories import make_campaign, record
+from grading.models.choices import AssignmentSource, Policy, Role
+from grading.selectors import UNITS_PER_PAGE
+from grading.services.allocation import units_wanting_more
+from grading.services.campaigns import role_grant
+from grading.services.more_work import more_work_request
+from tests.factories import make_campaign, make_user, record
 
 pytestmark = pytest.mark.django_db
 
@@ -24,13 +28,72 @@ def disagreement():
     return campaign, unit, third
 
 
-def test_asking_for_more_gives_a_disagreeing_unit_an_extra_grader(client, disagreement):
+def test_asking_for_more_gives_a_disagreeing_unit_an_extra_grader_and_lands_on_its_page(client, disagreement):
     campaign, unit, third = disagreement
     client.force_login(third)
     response = client.post(reverse("grading:more", args=[campaign.pk]))
-    assert response.status_code == 302 and response.url == reverse("grading:continue", args=[campaign.pk])
+    assert response.status_code == 302 and response.url == reverse("grading:grade", args=[campaign.pk, 1])
     extra = Assignment.objects.get(grader=third)
     assert (extra.unit, extra.source) == (unit, AssignmentSource.ADAPTIVE)
+    page = client.get(response.url).content.decode()
+    assert "1 more unit added for you" in page
+
+
+def disagree_on(campaign, units):
+    for unit in units:
+        judges = [a.grader for a in Assignment.objects.filter(unit=unit)]
+        for grader, broad in zip(judges, ["VS", "NS"], strict=True):
+            record(grader, campaign, "broad_set", {"value": broad}, unit=unit)
+            record(grader, campaign, "fine_set", {"value": 5.0}, unit=unit)
+
+
+@pytest.fixture
+def wide_disagreement():
+    """Two graders disagree on each of 6 units; a newcomer has nothing assigned."""
+    campaign = make_campaign(n_queries=0, n_candidates=6, graders=3, overlap=2)
+    campaign.policy = Policy.CONSENSUS
+    campaign.save()
+    disagree_on(campaign, list(campaign.units.all()))
+    newcomer = make_user()
+    role_grant(campaign=campaign, user=newcomer, role=Role.GRADER)
+    return campaign, newcomer
+
+
+def test_a_batch_is_as_large_as_the_campaign_says(client, wide_disagreement):
+    campaign, third = wide_disagreement
+    campaign.policy_params = {"batch_size": 2}
+    campaign.save()
+    result = more_work_request(grader=third, campaign=campaign)
+    assert result.added == 2 and result.reason is None
+    assert len({a.unit_id for a in result.assignments}) == 2
+    assert Assignment.objects.filter(grader=third, source=AssignmentSource.ADAPTIVE).count() == 2
+
+
+def test_the_default_batch_is_one_page_or_all_there_is(client, wide_disagreement):
+    campaign, third = wide_disagreement
+    wanted = len(units_wanting_more(campaign))
+    result = more_work_request(grader=third, campaign=campaign)
+    assert wanted >= 2 and result.added == min(wanted, UNITS_PER_PAGE)
+    client.force_login(third)
+    page = client.post(reverse("grading:more", args=[campaign.pk]), follow=True).content.decode()
+    assert "No more units for you" in page and "graders agree" in page  # nothing left: the reason is given
+
+
+@pytest.mark.parametrize(("change", "reason", "words"), [
+    ({"policy": Policy.FIXED}, "fixed", "fixed number of graders"),
+    ({"budget": 1}, "budget", "budget is spent"),
+    ({"max_overlap": 2}, "max_overlap", "most graders the campaign allows (2)"),
+])
+def test_when_nothing_is_added_the_grader_is_told_why(client, wide_disagreement, change, reason, words):
+    campaign, third = wide_disagreement
+    for key, value in change.items():
+        setattr(campaign, key, value)
+    campaign.save()
+    result = more_work_request(grader=third, campaign=campaign)
+    assert (result.added, result.reason) == (0, reason)
+    client.force_login(third)
+    page = client.post(reverse("grading:more", args=[campaign.pk]), follow=True).content.decode()
+    assert words in page
 
 
 def test_when_no_unit_needs_them_the_grader_is_thanked(client, disagreement):
@@ -39,7 +102,7 @@ def test_when_no_unit_needs_them_the_grader_is_thanked(client, disagreement):
     campaign.save()
     client.force_login(third)
     response = client.post(reverse("grading:more", args=[campaign.pk]), follow=True)
-    assert "needs you right now" in response.content.decode()
+    assert "fixed number of graders" in response.content.decode()
     assert not Assignment.objects.filter(grader=third).exists()
 
 

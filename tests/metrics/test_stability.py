@@ -53,7 +53,30 @@ def test_engagement_from_timestamps():
                         "type": ["unit_viewed", "audition", "broad_set", "audition"]})
     per = engagement(log)
     assert per.loc[("g", "u"), "seconds"] == 60 and per.loc[("g", "u"), "auditions"] == 1
+    assert per.loc[("h", "u"), "seconds"] == 0  # a single event: no time between interactions
     assert engagement_summary(per)["mean_seconds"] == 30
+
+
+def test_active_time_counts_visible_focused_time_between_interactions_with_idle_gaps_capped():
+    # (seconds, unit, type): the grader looks at u1, rates it, moves to u2, hides the page for
+    # 16 minutes, comes back, sets FINE, leaves the page open but idle for 16.5 minutes, then u1 again.
+    g = [(0, "u1", "unit_viewed"), (10, "u1", "broad_set"), (20, "u2", "unit_viewed"), (30, "u2", "page_hidden"),
+         (1000, "u2", "page_focus"), (1010, "u2", "fine_set"), (2000, "u1", "unit_viewed"), (2005, "u1", "broad_set")]
+    # Another grader's events in between change nothing for this one.
+    h = [(5, "u1", "unit_viewed"), (7, "u1", "audition"), (500, "u1", "broad_set")]
+    log = pd.DataFrame([("g", *e) for e in g] + [("h", *e) for e in h], columns=["grader", "ts", "unit", "type"])
+    log = log.sample(frac=1, random_state=1)  # the order of the rows does not matter
+    per = engagement(log, idle_cap=300)
+    assert len(per) == 3
+    # u1: 0→10 and 10→20 (20 s), then 2000→2005 (5 s); the last event adds nothing.
+    assert per.loc[("g", "u1"), "seconds"] == 25
+    # u2: 20→30 (10 s); hidden 30→1000 (0); 1000→1010 (10 s); idle 1010→2000 capped at 300 s.
+    assert per.loc[("g", "u2"), "seconds"] == 320
+    # h: 5→7 (2 s), 7→500 capped (300 s).
+    assert per.loc[("h", "u1"), "seconds"] == 302 and per.loc[("h", "u1"), "auditions"] == 1
+    assert engagement(log, idle_cap=60).loc[("g", "u2"), "seconds"] == 80
+    with pytest.raises(ValueError, match="`idle_cap` must be a number of seconds > 0"):
+        engagement(log, idle_cap=0)
 
 
 def test_errors():
