@@ -228,3 +228,35 @@ def user_can_view_reports(*, user: AbstractBaseUser, campaign_id: int) -> bool:
 def user_can_export(*, user: AbstractBaseUser) -> bool:
     """Ground truth and raw event logs leave the system through admins only."""
     return bool(user.is_authenticated and user.is_staff)
+
+
+# --- systems in rating campaigns (docs/design.md §5.7) --------------------------------------------
+
+def provenance_frame(*, campaign_id: int) -> pd.DataFrame:
+    """Which system returned which unit's candidate for the unit's query: columns system (name),
+    query (id), unit (id). Provenance without a query, or naming a query the candidate is not
+    paired with in a unit, has no unit and is left out."""
+    from grading.models import CandidateProvenance
+
+    pairs = Unit.objects.filter(campaign_id=campaign_id, query__isnull=False).values_list(
+        "query_id", "candidate_id", "pk")
+    unit_of = {(q, c): u for q, c, u in pairs}
+    rows = CandidateProvenance.objects.filter(system__campaign_id=campaign_id, query__isnull=False).values_list(
+        "system__name", "query_id", "candidate_id")
+    kept = [(s, q, unit_of[(q, c)]) for s, q, c in rows if (q, c) in unit_of]
+    return pd.DataFrame(kept, columns=["system", "query", "unit"])
+
+
+def system_unit_scores_frame(*, campaign_id: int) -> pd.DataFrame:
+    """Uploaded per-unit system scores: columns system (name), unit (id), score."""
+    qs = SystemOutput.objects.filter(system__campaign_id=campaign_id, unit__isnull=False).order_by(
+        "system__name", "unit_id").values_list("system__name", "unit_id", "score")
+    return _frame(qs, ["system", "unit", "score"], copy=False)
+
+
+def unit_results_frame(*, run_id: int) -> pd.DataFrame:
+    """A run's per-unit aggregates and confusability, indexed by unit."""
+    rows = UnitResult.objects.filter(run_id=run_id).values_list(
+        "unit_id", "n", "mean", "median", "majority", "dif", "std", "entropy")
+    frame = pd.DataFrame(list(rows), columns=["unit", "n", "mean", "median", "majority", "dif", "std", "entropy"])
+    return frame.set_index("unit").astype(float)
