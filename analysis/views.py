@@ -1,22 +1,29 @@
 """Report pages: the campaign report, starting a run, CSV downloads of every table."""
 from __future__ import annotations
 
+from typing import Any
+
 from django.contrib import messages
 from django.contrib.auth.decorators import login_required
 from django.core.exceptions import PermissionDenied
 from django.http import Http404, HttpRequest, HttpResponse
 from django.shortcuts import get_object_or_404, redirect, render
+from django.urls import reverse
 from django.views.decorators.http import require_POST
 
 from analysis import selectors
 from analysis.models import RunTrigger
+from analysis.presentation.forms import SystemEvaluationForm
+from analysis.presentation.glossary import glossary
 from analysis.services import runs
+from analysis.services.systems import systems_reevaluate
 from analysis.services.tables import report_plots, report_tables
-from analysis.services.uploads import system_orderings_upload
+from analysis.services.uploads import system_orderings_upload, system_scores_upload
 from grading.errors import InvalidValue
 from grading.models import Campaign
 from grading.models.choices import Scheme
 from grading.services.system_outputs import system_orderings_rows_from_csv
+from grading.services.system_scores import RATING_SCHEMES, system_scores_rows_from_csv
 
 UPLOAD_MAX_BYTES = 20 * 1024 * 1024
 
@@ -33,16 +40,23 @@ def report(request: HttpRequest, campaign_id: int) -> HttpResponse:
     return _report(request, _campaign(request, campaign_id))
 
 
-def _report(request: HttpRequest, campaign: Campaign, *, upload_error: str = "", status: int = 200) -> HttpResponse:
+def _report(request: HttpRequest, campaign: Campaign, *, upload_error: str = "", scores_error: str = "",
+            status: int = 200) -> HttpResponse:
     runs.run_sweep_stale()
     runs.runs_execute_due(campaign_id=campaign.pk)  # embedded mode: debounced automatic runs
     good = selectors.run_latest_good(campaign_id=campaign.pk)
+    evaluation = SystemEvaluationForm(request.GET if "aggregate" in request.GET else None)
+    if good is not None and evaluation.is_valid():
+        good.result = systems_reevaluate(run=good, **evaluation.cleaned_data)  # shown, never stored
     context = {
         "campaign": campaign, "good": good, "active": selectors.run_active(campaign_id=campaign.pk),
         "latest": selectors.run_latest(campaign_id=campaign.pk), "is_admin": request.user.is_staff,
         "tables": report_tables(good, show_names=request.user.is_staff) if good else {},
         "plots": report_plots(good.result) if good else {},
         "takes_system_orderings": campaign.scheme == Scheme.ORDERING, "upload_error": upload_error,
+        "takes_system_scores": campaign.scheme in RATING_SCHEMES, "scores_error": scores_error,
+        "glossary": glossary(),
+        "evaluation": evaluation if evaluation.is_bound else SystemEvaluationForm(initial=_evaluation_initial(good)),
     }
     return render(request, "analysis/report.html", context, status=status)
 
@@ -87,3 +101,32 @@ def report_system_orderings(request: HttpRequest, campaign_id: int) -> HttpRespo
     messages.success(request, f"Imported {summary.orderings} orderings of {summary.queries} queries for "
                               f"{', '.join(summary.systems)}; analysis #{run.pk} scores them.")
     return redirect("analysis:report", campaign_id=campaign.pk)
+
+
+def _evaluation_initial(run: Any) -> dict[str, Any]:
+    uploaded = ((run.result or {}).get("systems") or {}).get("uploaded") if run is not None else None
+    if not uploaded:
+        return {}
+    return {"aggregate": uploaded["aggregate"], "measure": uploaded["measure"],
+            "threshold": uploaded["threshold"] if uploaded.get("threshold_chosen") else None}
+
+
+@login_required
+@require_POST
+def report_system_scores(request: HttpRequest, campaign_id: int) -> HttpResponse:
+    """Upload systems' per-unit scores (CSV unit,system,score or query,candidate,system,score); all or nothing."""
+    campaign = _campaign(request, campaign_id)
+    upload = request.FILES.get("file")
+    try:
+        if upload is None:
+            raise InvalidValue("choose a CSV file with the header unit,system,score", field="file")
+        if upload.size > UPLOAD_MAX_BYTES:
+            raise InvalidValue(f"the file is larger than {UPLOAD_MAX_BYTES // 2**20} MB", field="file")
+        summary, run = system_scores_upload(campaign=campaign, rows=system_scores_rows_from_csv(upload.read()),
+                                            trigger=RunTrigger.MANUAL, user=request.user)
+    except InvalidValue as exc:
+        name = upload.name if upload is not None else "the upload"
+        return _report(request, campaign, scores_error=f"{name}: {exc.message}. Nothing was imported.", status=400)
+    messages.success(request, f"Imported {summary.scores} scores of {summary.units} units for "
+                              f"{', '.join(summary.systems)}; analysis #{run.pk} evaluates them.")
+    return redirect(reverse("analysis:report", args=[campaign.pk]) + "#section-systems")

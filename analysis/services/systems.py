@@ -5,7 +5,8 @@ interval over queries, the Friedman test over queries with Kendall's W, the Neme
 and the groups of systems that cannot be told apart. Where per-unit system scores were uploaded: each
 system's Pearson and Spearman with the ground truth (bootstrap intervals over units), the four
 confusability-aware methods, and per-grader ρ with paired t-tests between systems over graders.
-None of this touches the database: the caller passes the frames.
+The section is computed from frames the caller passes; only :func:`systems_reevaluate` (the page's
+choice of ground truth, measure and threshold) reads the stored run's units and the uploaded scores.
 """
 from __future__ import annotations
 
@@ -15,8 +16,10 @@ import numpy as np
 import pandas as pd
 
 from analysis import metrics as m
+from analysis import selectors
 from analysis.metrics.system_scores import evaluate_scores
 from analysis.metrics.systems import ALPHA, friedman, letter_groups, nemenyi, per_query_scores, system_scores
+from analysis.reports.serialize import jsonable
 from analysis.services.values import ValueSpec
 from grading.models.choices import Scheme
 
@@ -133,3 +136,20 @@ def grader_comparison(judgments: pd.DataFrame, spec: ValueSpec, uploaded: pd.Dat
         return {"per_system": [], "tests": [], "reason": str(exc)}
     per_system = comparison.per_system.reset_index(names="system").to_dict("records")
     return {"method": "pearson", "per_system": per_system, "tests": comparison.tests.to_dict("records")}
+
+
+def systems_reevaluate(*, run: Any, aggregate: str, measure: str, threshold: float | None) -> dict[str, Any]:
+    """A copy of the run's result whose uploaded-score evaluation uses the given settings (for the page;
+    nothing is stored). Per-grader ρ and the t-tests do not depend on them and are kept."""
+    result = dict(run.result or {})
+    section = dict(result.get("systems") or {})
+    uploaded = selectors.system_unit_scores_frame(campaign_id=run.campaign_id)
+    if not section.get("uploaded") or uploaded.empty:
+        return result
+    units = selectors.unit_results_frame(run_id=run.pk)
+    rng = np.random.default_rng(run.seed)
+    fresh = uploaded_evaluation(uploaded, units, aggregate=aggregate, measure=measure, threshold=threshold, rng=rng,
+                                n_boot=int(section.get("n_boot", 1000)), confidence=float(section.get("confidence", 0.95)))
+    section["uploaded"] = {**jsonable(fresh), "graders": section["uploaded"].get("graders")}
+    result["systems"] = section
+    return result

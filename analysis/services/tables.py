@@ -1,10 +1,7 @@
 """The report's tables and plots, from a stored run: one source for the HTML page and the CSV downloads."""
 from __future__ import annotations
 
-import csv
-import io
 import math
-from dataclasses import dataclass, field
 from typing import Any
 
 from django.contrib.auth import get_user_model
@@ -13,45 +10,8 @@ from django.utils.safestring import SafeString
 
 from analysis import plots, selectors
 from analysis.models import AnalysisRun
-
-
-@dataclass
-class Table:
-    title: str
-    columns: list[tuple[str, str]]  # (key, heading)
-    rows: list[dict[str, Any]] = field(default_factory=list)
-    note: str = ""
-    marked: str = ""  # the key of a column to highlight (the method the ED favours)
-    link: str = ""  # the key of a column whose cells link to the row's "url"
-    page_rows: list[dict[str, Any]] | None = None  # what the page shows when not every row (the CSV has all)
-
-    @property
-    def marked_index(self) -> int:
-        return next((i for i, (key, _) in enumerate(self.columns) if key == self.marked), -1)
-
-    @property
-    def display_rows(self) -> list[list[tuple[str, str, str]]]:
-        """Each cell as (text, CSS classes, link): numbers align right, text left; the marked column
-        stands out; the link column points at the row's page."""
-        marked = self.marked_index
-        rows = self.rows if self.page_rows is None else self.page_rows
-        return [[(_display(row.get(key)), _css(row.get(key), i == marked), row.get("url", "") if key == self.link else "")
-                 for i, (key, _) in enumerate(self.columns)] for row in rows]
-
-    @property
-    def headings(self) -> list[tuple[str, str]]:
-        numeric = [all(_is_number(r.get(k)) for r in self.rows if r.get(k) is not None) for k, _ in self.columns]
-        return [(heading, _css(0 if numeric[i] else "", i == self.marked_index))
-                for i, (_, heading) in enumerate(self.columns)]
-
-    def csv(self) -> str:
-        out = io.StringIO()
-        writer = csv.writer(out)
-        writer.writerow([key for key, _ in self.columns])
-        for row in self.rows:
-            writer.writerow(["" if row.get(k) is None else _csv_value(row.get(k)) for k, _ in self.columns])
-        return out.getvalue()
-
+from analysis.presentation.systems import system_plots, system_tables
+from analysis.presentation.table import Table
 
 # A campaign may have thousands of queries: the page shows the most disagreeing ones.
 PAGE_QUERIES = 40
@@ -59,31 +19,6 @@ PAGE_QUERIES = 40
 
 def most_disagreeing(queries: list[dict[str, Any]], limit: int = PAGE_QUERIES) -> list[dict[str, Any]]:
     return sorted(queries, key=lambda q: -(q.get("disagreement_pct") or 0.0))[:limit]
-
-
-def _is_number(value: Any) -> bool:
-    return isinstance(value, int | float) and not isinstance(value, bool)
-
-
-def _css(value: Any, marked: bool) -> str:
-    kind = "num" if _is_number(value) or value is None else "text"
-    return f"{kind} favoured" if marked else kind
-
-
-def _csv_value(value: Any) -> Any:
-    return " > ".join(map(str, value)) if isinstance(value, list) else value
-
-
-def _display(value: Any) -> str:
-    if value is None or (isinstance(value, float) and math.isnan(value)):
-        return "—"
-    if isinstance(value, bool):
-        return "yes" if value else "no"
-    if isinstance(value, float):
-        return f"{value:.4g}" if abs(value) < 1e5 else f"{value:,.0f}"
-    if isinstance(value, list):
-        return " › ".join(map(str, value))
-    return str(value)
 
 
 def _ci(est: dict[str, Any] | None) -> dict[str, Any]:
@@ -202,6 +137,7 @@ def report_tables(run: AnalysisRun, *, show_names: bool) -> dict[str, Table]:
                                   "the CSV download has them all.")
     if result.get("orderings"):
         tables.update(_ordering_tables(result["orderings"]))
+    tables.update(system_tables(result))
     return tables
 
 
@@ -303,4 +239,5 @@ def report_plots(result: dict[str, Any]) -> dict[str, SafeString]:
     if (result.get("orderings") or {}).get("ed"):
         ed = result["orderings"]["ed"]
         out["ed"] = plots.bars(list(ed), list(ed.values()), title="ED by method", ylabel="ED")
+    out.update(system_plots(result))
     return out
