@@ -42,6 +42,12 @@ def campaign(organizer):
     return campaign
 
 
+@pytest.fixture
+def bare(organizer):
+    """The same layout without judgments: enough for checking an import."""
+    return make_campaign(n_queries=4, n_candidates=6, graders=1, organizer=organizer, assign=False)
+
+
 def _run(campaign, n_boot: int = 200) -> AnalysisRun:
     run = AnalysisRun.objects.create(campaign=campaign, parameters=runs.parameters_clean({"n_boot": n_boot}), seed=5)
     assert run_execute(run_id=run.pk) == RunStatus.SUCCEEDED
@@ -136,19 +142,20 @@ def test_a_malformed_file_stores_nothing_and_names_the_line_field_and_value(clie
     ("unit,system,score\nu0-0,s,1\nu0-0,s,2\n", "line 3, field 'system', value 's': this system already has a score"),
     ("unit,system,score\nu0-0,s,nan\n", "a score is a finite number"),
 ])
-def test_the_import_rejects_bad_rows(campaign, text, message):
+def test_the_import_rejects_bad_rows(bare, text, message):
     with pytest.raises(SystemScoresError, match=message.replace("(", r"\(").replace(")", r"\)")):
-        system_scores_import(campaign=campaign, rows=system_scores_rows_from_csv(text))
+        system_scores_import(campaign=bare, rows=system_scores_rows_from_csv(text))
 
 
-def test_query_and_candidate_name_the_unit(campaign):
-    summary = system_scores_import(campaign=campaign, rows=system_scores_rows_from_csv(
+def test_query_and_candidate_name_the_unit(bare):
+    summary = system_scores_import(campaign=bare, rows=system_scores_rows_from_csv(
         "query,candidate,system,score\nq1,c1-2,s,4.5\n"))
     assert summary.scores == 1
     assert SystemOutput.objects.get(system__name="s").unit.external_id == "u1-2"
 
 
-def test_the_api_takes_json_rows_and_answers_errors_with_400(client, campaign, organizer):
+def test_the_api_takes_json_rows_and_answers_errors_with_400(client, bare, organizer):
+    campaign = bare
     client.force_login(organizer)
     url = f"/api/campaigns/{campaign.pk}/system-scores/"
     ok = client.post(url, json.dumps({"rows": [{"unit": "u0-0", "system": "s", "score": 3}]}),
@@ -162,7 +169,8 @@ def test_the_api_takes_json_rows_and_answers_errors_with_400(client, campaign, o
     assert client.post(url, json.dumps({"rows": []}), content_type="application/json").status_code == 403
 
 
-def test_the_cli_imports_scores_and_fails_with_status_2_on_a_bad_file(campaign, tmp_path):
+def test_the_cli_imports_scores_and_fails_with_status_2_on_a_bad_file(bare, tmp_path):
+    campaign = bare
     good = tmp_path / "scores.csv"
     good.write_text(_scores_csv(campaign, {"s": 1}))
     out = io.StringIO()
