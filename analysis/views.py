@@ -15,6 +15,7 @@ from analysis import selectors
 from analysis.models import RunTrigger
 from analysis.presentation.forms import SystemEvaluationForm
 from analysis.presentation.glossary import glossary
+from analysis.presentation.summary import report_summary
 from analysis.services import runs
 from analysis.services.systems import systems_reevaluate
 from analysis.services.tables import report_plots, report_tables
@@ -55,7 +56,7 @@ def _report(request: HttpRequest, campaign: Campaign, *, upload_error: str = "",
         "plots": report_plots(good.result) if good else {},
         "takes_system_orderings": campaign.scheme == Scheme.ORDERING, "upload_error": upload_error,
         "takes_system_scores": campaign.scheme in RATING_SCHEMES, "scores_error": scores_error,
-        "glossary": glossary(),
+        "glossary": glossary(), "summary": report_summary(good.result) if good else None,
         "evaluation": evaluation if evaluation.is_bound else SystemEvaluationForm(initial=_evaluation_initial(good)),
     }
     return render(request, "analysis/report.html", context, status=status)
