@@ -260,3 +260,24 @@ def unit_results_frame(*, run_id: int) -> pd.DataFrame:
         "unit_id", "n", "mean", "median", "majority", "dif", "std", "entropy")
     frame = pd.DataFrame(list(rows), columns=["unit", "n", "mean", "median", "majority", "dif", "std", "entropy"])
     return frame.set_index("unit").astype(float)
+
+
+def unit_keys_frame(*, campaign_id: int) -> pd.DataFrame:
+    """Each unit's id, external id and the external ids of its candidate(s) (candidate_b: pairwise)."""
+    rows = Unit.objects.filter(campaign_id=campaign_id).values_list(
+        "pk", "external_id", "candidate__external_id", "candidate_b__external_id")
+    return pd.DataFrame(list(rows), columns=["unit", "external_id", "candidate", "candidate_b"])
+
+
+def campaign_links(*, campaign_id: int) -> tuple[int | None, int | None]:
+    """The campaign's linked sibling (reproducibility) and pairwise (resolution) campaign ids."""
+    row = Campaign.objects.filter(pk=campaign_id).values_list("sibling_campaign_id", "pairwise_campaign_id").first()
+    return row if row else (None, None)
+
+
+def campaigns_with_reports(*, user: AbstractBaseUser) -> QuerySet[Campaign]:
+    """The campaigns whose reports the user sees: all for staff, else those they organize."""
+    campaigns = Campaign.objects.order_by("name")
+    if user.is_staff:
+        return campaigns
+    return campaigns.filter(roles__user=user, roles__role=Role.ORGANIZER).distinct()

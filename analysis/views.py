@@ -13,16 +13,17 @@ from django.views.decorators.http import require_POST
 
 from analysis import selectors
 from analysis.models import RunTrigger
-from analysis.presentation.forms import SystemEvaluationForm
-from analysis.presentation.glossary import glossary
+from analysis.presentation.forms import InstrumentLinksForm, SystemEvaluationForm
+from analysis.presentation.glossary import TERMS, glossary
 from analysis.presentation.summary import report_summary
 from analysis.services import runs
 from analysis.services.systems import systems_reevaluate
 from analysis.services.tables import report_plots, report_tables
-from analysis.services.uploads import system_orderings_upload, system_scores_upload
+from analysis.services.uploads import run_after_upload, system_orderings_upload, system_scores_upload
 from grading.errors import InvalidValue
 from grading.models import Campaign
 from grading.models.choices import Scheme
+from grading.services.instrument_links import campaign_set_instrument_links
 from grading.services.system_outputs import system_orderings_rows_from_csv
 from grading.services.system_scores import RATING_SCHEMES, system_scores_rows_from_csv
 
@@ -42,7 +43,7 @@ def report(request: HttpRequest, campaign_id: int) -> HttpResponse:
 
 
 def _report(request: HttpRequest, campaign: Campaign, *, upload_error: str = "", scores_error: str = "",
-            status: int = 200) -> HttpResponse:
+            links_form: InstrumentLinksForm | None = None, status: int = 200) -> HttpResponse:
     runs.run_sweep_stale()
     runs.runs_execute_due(campaign_id=campaign.pk)  # embedded mode: debounced automatic runs
     good = selectors.run_latest_good(campaign_id=campaign.pk)
@@ -56,7 +57,7 @@ def _report(request: HttpRequest, campaign: Campaign, *, upload_error: str = "",
         "plots": report_plots(good.result) if good else {},
         "takes_system_orderings": campaign.scheme == Scheme.ORDERING, "upload_error": upload_error,
         "takes_system_scores": campaign.scheme in RATING_SCHEMES, "scores_error": scores_error,
-        "glossary": glossary(), "summary": report_summary(good.result) if good else None,
+        "glossary": glossary(), "terms": TERMS, "links_form": links_form or _links_form(request, campaign), "summary": report_summary(good.result) if good else None,
         "evaluation": evaluation if evaluation.is_bound else SystemEvaluationForm(initial=_evaluation_initial(good)),
     }
     return render(request, "analysis/report.html", context, status=status)
@@ -131,3 +132,28 @@ def report_system_scores(request: HttpRequest, campaign_id: int) -> HttpResponse
     messages.success(request, f"Imported {summary.scores} scores of {summary.units} units for "
                               f"{', '.join(summary.systems)}; analysis #{run.pk} evaluates them.")
     return redirect(reverse("analysis:report", args=[campaign.pk]) + "#section-systems")
+
+
+def _links_form(request: HttpRequest, campaign: Campaign, data: Any = None) -> InstrumentLinksForm:
+    campaigns = selectors.campaigns_with_reports(user=request.user).exclude(pk=campaign.pk)
+    initial = {"sibling_campaign": campaign.sibling_campaign_id, "pairwise_campaign": campaign.pairwise_campaign_id}
+    return InstrumentLinksForm(data, campaigns=campaigns, initial=initial)
+
+
+@login_required
+@require_POST
+def report_instrument_links(request: HttpRequest, campaign_id: int) -> HttpResponse:
+    """Link the sibling and pairwise campaigns that measure this one; the next analysis uses them."""
+    campaign = _campaign(request, campaign_id)
+    form = _links_form(request, campaign, request.POST)
+    if form.is_valid():
+        try:
+            campaign_set_instrument_links(campaign=campaign, sibling=form.cleaned_data["sibling_campaign"],
+                                          pairwise=form.cleaned_data["pairwise_campaign"])
+        except InvalidValue as exc:
+            form.add_error(exc.field if exc.field in form.fields else None, exc.message)
+    if not form.is_valid():
+        return _report(request, campaign, links_form=form, status=400)
+    run = run_after_upload(campaign_id=campaign.pk, trigger=RunTrigger.MANUAL, user=request.user)
+    messages.success(request, f"Links saved; analysis #{run.pk} measures the campaign against them.")
+    return redirect(reverse("analysis:report", args=[campaign.pk]) + "#section-instrument")

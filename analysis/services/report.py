@@ -14,6 +14,7 @@ import pandas as pd
 from analysis import selectors
 from analysis.reports.serialize import jsonable
 from analysis.services import behaviour, sections
+from analysis.services.instrument import instrument_section
 from analysis.services.systems import systems_section
 from analysis.services.values import ValueSpec, value_spec
 from grading.models import Campaign
@@ -104,4 +105,6 @@ def report_compute(*, campaign_id: int, parameters: dict[str, Any], seed: int,
             data.judgments, data.spec, selectors.provenance_frame(campaign_id=campaign_id),
             selectors.system_unit_scores_frame(campaign_id=campaign_id), units, rng=rng, n_boot=n_boot,
             confidence=confidence)
+        progress.stage("instrument", 93)
+        result["instrument"] = instrument_section(campaign_id=campaign_id, scheme=data.scheme, judgments=data.judgments)
     return jsonable(result), units

@@ -10,6 +10,7 @@ from django.utils.safestring import SafeString
 
 from analysis import plots, selectors
 from analysis.models import AnalysisRun
+from analysis.presentation.instrument import instrument_plots, instrument_tables
 from analysis.presentation.systems import system_plots, system_tables
 from analysis.presentation.table import Table
 
@@ -138,6 +139,7 @@ def report_tables(run: AnalysisRun, *, show_names: bool) -> dict[str, Table]:
     if result.get("orderings"):
         tables.update(_ordering_tables(result["orderings"]))
     tables.update(system_tables(result))
+    tables.update(instrument_tables(result))
     return tables
 
 
@@ -240,4 +242,5 @@ def report_plots(result: dict[str, Any]) -> dict[str, SafeString]:
         ed = result["orderings"]["ed"]
         out["ed"] = plots.bars(list(ed), list(ed.values()), title="ED by method", ylabel="ED")
     out.update(system_plots(result))
+    out.update(instrument_plots(result))
     return out
