@@ -9,6 +9,7 @@ from django.urls import reverse
 from django.utils.safestring import SafeString
 
 from analysis import plots, selectors
+from analysis.metrics.consensus import consensus_category
 from analysis.models import AnalysisRun
 from analysis.presentation.instrument import instrument_plots, instrument_tables
 from analysis.presentation.systems import system_plots, system_tables
@@ -99,10 +100,19 @@ def _confusability_tables(result: dict[str, Any], run: AnalysisRun) -> dict[str,
     extremes = selectors.unit_results_extremes(run_id=run.pk)
     columns = [("unit__external_id", "Unit"), ("n", "n"), ("mean", "Mean"), ("dif", "Range"), ("std", "Std"),
                ("entropy", "Entropy")]
-    for row in extremes["most"] + extremes["least"]:
+    rows = extremes["most"] + extremes["least"]
+    for row in rows:
         row["url"] = reverse("analysis:unit", args=[run.campaign_id, row["unit_id"]])
-    tables["most_confusable"] = Table("Most confusable units (by std)", columns, extremes["most"], link="unit__external_id")
-    tables["least_confusable"] = Table("Least confusable units (by std)", columns, extremes["least"], link="unit__external_id")
+    if rows and rows[0].get("n_ns") is not None:  # BROAD/FINE: the consensus BROAD beside the FINE statistics
+        columns += [("majority_broad", "Consensus BROAD"), ("n_ns", "NS"), ("n_ss", "SS"), ("n_vs", "VS")]
+        for row, label in zip(rows, consensus_category([[r[k] or 0 for k in ("n_ns", "n_ss", "n_vs")] for r in rows],
+                                                       ["NS", "SS", "VS"]), strict=True):
+            row["majority_broad"] = label
+    explain = {"std": "std", "dif": "dif", "entropy": "entropy", "majority_broad": "majority_broad"}
+    tables["most_confusable"] = Table("Most confusable units (by std)", columns, extremes["most"], link="unit__external_id",
+                                      explain=explain)
+    tables["least_confusable"] = Table("Least confusable units (by std)", columns, extremes["least"],
+                                       link="unit__external_id", explain=explain)
     return tables
 
 

@@ -71,7 +71,9 @@ def test_system_scores_match_a_recomputation_from_the_exported_ground_truth_and_
     admin = make_user("admin13", is_staff=True)
     client.force_login(admin)
     body = client.get(f"/api/campaigns/{campaign.pk}/ground-truth/?format=csv").content.decode()
-    truth = pd.read_csv(io.StringIO(body), comment="#").set_index("unit")["mean"]  # mean FINE per unit
+    exported = pd.read_csv(io.StringIO(body), comment="#").set_index("unit")
+    truth = exported["mean"]  # mean FINE per unit
+    _check_consensus_broad(campaign, exported)
     provenance = pd.DataFrame(list(CandidateProvenance.objects.filter(system__campaign=campaign).values_list(
         "system__name", "query__external_id", "candidate__external_id")), columns=["system", "query", "candidate"])
     unit_of = {(u.query.external_id, u.candidate.external_id): u.external_id
@@ -91,6 +93,23 @@ def test_system_scores_match_a_recomputation_from_the_exported_ground_truth_and_
     assert section["friedman"]["w"] == pytest.approx(friedman.statistic / (4 * 2))
     assert len(section["posthoc"]["pairs"]) == 3
     assert set(section["posthoc"]["groups"]) == {"system-a", "system-b", "system-c"}
+
+
+def _check_consensus_broad(campaign, exported: pd.DataFrame) -> None:
+    """The export's majority_broad beside the FINE statistics, recomputed from the judgments in plain Python."""
+    from grading.models import Judgment
+
+    votes: dict[str, list[str]] = {}
+    for unit, broad in Judgment.objects.filter(campaign=campaign).values_list("unit__external_id", "broad"):
+        votes.setdefault(unit, []).append(broad)
+    assert len(votes) == 24
+    for unit, broads in votes.items():
+        tally = {b: broads.count(b) for b in ("NS", "SS", "VS")}
+        top = max(tally.values())
+        mean = sum({"NS": 0, "SS": 1, "VS": 2}[b] for b in broads) / len(broads)
+        tied = [b for b in ("NS", "SS", "VS") if tally[b] == top]
+        expected = min(tied, key=lambda b: (abs({"NS": 0, "SS": 1, "VS": 2}[b] - mean), b))
+        assert exported.loc[unit, "majority_broad"] == expected, unit
 
 
 def test_broad_is_scored_as_a_number(campaign):
