@@ -31,7 +31,7 @@ from grading.models import (
     SystemOutput,
     Unit,
 )
-from grading.models.choices import AssignmentStatus, EventType, Role
+from grading.models.choices import AssignmentStatus, EventType, Role, Scheme
 
 CHUNK = 50_000
 VALUE_EVENTS = (EventType.BROAD_SET, EventType.FINE_SET, EventType.SCORE_SET, EventType.LABEL_SET)
@@ -170,13 +170,18 @@ def campaign_overview(*, campaign_id: int) -> dict[str, Any]:
     judgments = Judgment.objects.filter(campaign_id=campaign_id, skipped=False).order_by().aggregate(
         n=Count("pk"), graders=Count("grader_id", distinct=True), units=Count("unit_id", distinct=True))
     span = (events["last"] - events["first"]).total_seconds() if events["first"] else None
+    orderings = Ordering.objects.filter(campaign_id=campaign_id).order_by().aggregate(
+        n=Count("pk"), graders=Count("grader_id", distinct=True), queries=Count("query_id", distinct=True))
+    if campaign.scheme == Scheme.ORDERING:  # graders order queries: they make orderings, not judgments
+        judgments.update(graders=orderings["graders"], units=0)
     return {
         "campaign": campaign.name, "scheme": campaign.scheme, "status": campaign.status,
         "guidelines_version": campaign.guidelines_version,
         "units": campaign.units.count(), "queries": campaign.queries.count(),
         "graders": CampaignRole.objects.filter(campaign_id=campaign_id, role=Role.GRADER).count(),
         "active_graders": judgments["graders"], "judgments": judgments["n"], "units_judged": judgments["units"],
-        "orderings": Ordering.objects.filter(campaign_id=campaign_id).count(),
+        "orderings": orderings["n"], **({"queries_ordered": orderings["queries"]}
+                                        if campaign.scheme == Scheme.ORDERING else {}),
         "events": events["n"], "assignments": assignments["total"], "assignments_done": assignments["done"],
         "assignments_open": assignments["open"], "assignments_skipped": assignments["skipped"],
         "first_event": events["first"].isoformat() if events["first"] else None,

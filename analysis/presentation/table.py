@@ -20,6 +20,7 @@ class Table:
     link: str = ""  # the key of a column whose cells link to the row's "url"
     page_rows: list[dict[str, Any]] | None = None  # what the page shows when not every row (the CSV has all)
     explain: dict[str, str] = field(default_factory=dict)  # column key -> glossary term its heading explains
+    groups: list[tuple[str, int]] = field(default_factory=list)  # a header row above: (label, columns spanned)
 
     @property
     def marked_index(self) -> int:
@@ -78,3 +79,20 @@ def _display(value: Any) -> str:
     if isinstance(value, list):
         return " › ".join(map(str, value))
     return str(value)
+
+
+def method_groups(methods: list[str], *, lead: int, prefix: str = "") -> list[tuple[str, int]]:
+    """Column groups for ordering-scoring methods: the correlations (AC, WCA, RBA: τ or Spearman,
+    −1 to 1) apart from FreSPA (a support score, 0 to 1), after ``lead`` ungrouped columns."""
+    correlations = [k for k in methods if k != "FreSPA"]
+    groups = [("", lead)] if lead else []
+    if correlations:
+        groups.append((f"{prefix}correlations with the graders (−1 to 1)", len(correlations)))
+    if "FreSPA" in methods:
+        groups.append((f"{prefix}support (FreSPA, 0 to 1)", 1))
+    return groups
+
+
+def method_terms(methods: list[str]) -> dict[str, str]:
+    """Column key -> glossary term for method columns (AC-tau -> ac, FreSPA -> frespa, ...)."""
+    return {k: k.split("-")[0].lower() for k in methods}

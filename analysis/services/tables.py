@@ -13,7 +13,7 @@ from analysis.metrics.consensus import consensus_category
 from analysis.models import AnalysisRun
 from analysis.presentation.instrument import instrument_plots, instrument_tables
 from analysis.presentation.systems import system_plots, system_tables
-from analysis.presentation.table import Table
+from analysis.presentation.table import Table, method_groups, method_terms
 
 # A campaign may have thousands of queries: the page shows the most disagreeing ones.
 PAGE_QUERIES = 40
@@ -160,7 +160,7 @@ def _ordering_tables(orderings: dict[str, Any]) -> dict[str, Table]:
     tables = {"ordering_queries": Table("Consensus ordering and agreement per query (RBA)", [
         ("label", "Query"), ("orderings", "Orderings"), ("items", "Items"), ("kendall_w", "Kendall's W"),
         ("mean_pairwise_tau", "Mean pairwise τ"), ("consensus", "Consensus (first = most)"), ("problem", "Note")],
-        queries)}
+        queries, explain={"kendall_w": "kendall_w", "mean_pairwise_tau": "tau", "consensus": "rba"})}
     per_grader: dict[str, list[float]] = {}
     for q in orderings.get("queries", []):
         for g in q.get("graders", []):
@@ -175,7 +175,7 @@ def _ordering_tables(orderings: dict[str, Any]) -> dict[str, Table]:
     if orderings.get("ed"):
         tables["ed"] = Table("Evaluation discriminativeness (ED) by method, mean over queries", [
             ("method", "Method"), ("ed", "ED")], [{"method": heading[k], "ed": orderings["ed"][k]} for k in methods],
-            note=f"★ {best}: the method the ED favours (highest mean ED)." if best else "")
+            note=f"★ {best}: the method the ED favours (highest mean ED)." if best else "", explain={"ed": "ed"})
     if orderings.get("systems"):
         tables.update(_system_tables(orderings, methods, heading, best))
     if orderings.get("noise"):
@@ -183,7 +183,10 @@ def _ordering_tables(orderings: dict[str, Any]) -> dict[str, Table]:
                  **{f"deg_{k}": n["degradation_pct"][k] for k in methods}} for n in orderings["noise"]]
         tables["noise"] = Table("Noise robustness: ED with random orderings added", [
             ("ratio", "Noise ratio"), *[(f"ed_{k}", f"ED {k}") for k in methods],
-            *[(f"deg_{k}", f"% degr. {k}") for k in methods]], rows)
+            *[(f"deg_{k}", f"% degr. {k}") for k in methods]], rows,
+            groups=[("", 1), *method_groups(methods, lead=0, prefix="ED: "),
+                    *method_groups(methods, lead=0, prefix="% degradation: ")],
+            explain={**{f"ed_{k}": "ed" for k in methods}, **{f"deg_{k}": "degradation" for k in methods}})
     return tables
 
 
@@ -195,13 +198,14 @@ def _system_tables(orderings: dict[str, Any], methods: list[str], heading: dict[
     summary = [{"system": s["system"], "queries": s["queries"], **s["scores"]} for s in orderings["systems"]]
     per_query = [{"label": q["label"], "system": s["system"], **s["scores"]}
                  for q in orderings.get("queries", []) for s in q.get("systems", [])]
+    groups, explain = method_groups(methods, lead=2), method_terms(methods)
     return {
         "systems": Table("Systems' orderings scored by every method, mean over queries",
                          [("system", "System"), ("queries", "Queries"), *score_columns], summary, note=note,
-                         marked=best),
+                         marked=best, groups=groups, explain=explain),
         "system_scores": Table("Systems' orderings scored by every method, per query",
                                [("label", "Query"), ("system", "System"), *score_columns], per_query, note=note,
-                               marked=best),
+                               marked=best, groups=groups, explain=explain),
     }
 
 
