@@ -173,8 +173,8 @@ def campaign_overview(*, campaign_id: int) -> dict[str, Any]:
     orderings = Ordering.objects.filter(campaign_id=campaign_id).order_by().aggregate(
         n=Count("pk"), graders=Count("grader_id", distinct=True), queries=Count("query_id", distinct=True))
     if campaign.scheme == Scheme.ORDERING:  # graders order queries: they make orderings, not judgments
-        judgments.update(graders=orderings["graders"], units=0)
-    return {
+        judgments.update(graders=orderings["graders"])
+    out = {
         "campaign": campaign.name, "scheme": campaign.scheme, "status": campaign.status,
         "guidelines_version": campaign.guidelines_version,
         "units": campaign.units.count(), "queries": campaign.queries.count(),
@@ -188,6 +188,9 @@ def campaign_overview(*, campaign_id: int) -> dict[str, Any]:
         "last_event": events["last"].isoformat() if events["last"] else None,
         "span_seconds": span,
     }
+    if campaign.scheme == Scheme.ORDERING:
+        del out["judgments"], out["units_judged"]
+    return out
 
 
 # --- runs ---------------------------------------------------------------------------------------

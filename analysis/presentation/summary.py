@@ -125,6 +125,20 @@ def _systems(section: dict[str, Any], out: Summary) -> None:
                                          f"(Nemenyi p = {_num(pair['p'], 3)}).", "nemenyi"))
 
 
+def _uploaded(section: dict[str, Any], out: Summary) -> None:
+    """Uploaded per-unit scores: which pairs the graders' correlations cannot separate (paired t-tests)."""
+    tests = ((section.get("uploaded") or {}).get("graders") or {}).get("tests") or []
+    for test in tests:
+        p = test.get("p")
+        if p is None or (isinstance(p, float) and math.isnan(p)):
+            continue
+        verdict = "differ" if test["distinguishable"] else "are not distinguishable at this precision"
+        out.findings.append(Sentence(
+            f"By their uploaded scores, {test['system_a']} and {test['system_b']} {verdict}: paired t-test over "
+            f"{test['n_graders']} graders' correlations, t = {_num(test['t'])}, p = {_num(p, 3)}.", "t_test",
+            concern=not test["distinguishable"]))
+
+
 def report_summary(result: dict[str, Any]) -> Summary:
     """The summary's sentences, each drawn from a figure of the stored result."""
     out = Summary()
@@ -132,4 +146,5 @@ def report_summary(result: dict[str, Any]) -> Summary:
     _confusable(result, out)
     _graders(result.get("graders") or [], out)
     _systems(result.get("systems") or {}, out)
+    _uploaded(result.get("systems") or {}, out)
     return out

@@ -81,15 +81,16 @@ def _display(value: Any) -> str:
     return str(value)
 
 
-def method_groups(methods: list[str], *, lead: int, prefix: str = "") -> list[tuple[str, int]]:
-    """Column groups for ordering-scoring methods: the correlations (AC, WCA, RBA: τ or Spearman,
-    −1 to 1) apart from FreSPA (a support score, 0 to 1), after ``lead`` ungrouped columns."""
-    correlations = [k for k in methods if k != "FreSPA"]
+def method_groups(methods: list[str], *, lead: int, correlations: str = "correlations with the graders (−1 to 1)",
+                  frespa: str = "support (FreSPA, 0 to 1)") -> list[tuple[str, int]]:
+    """Column groups for ordering-scoring methods: the correlation methods (AC, WCA, RBA: τ or
+    Spearman) apart from FreSPA (a support score), after ``lead`` ungrouped columns."""
+    n_correlations = len([k for k in methods if k != "FreSPA"])
     groups = [("", lead)] if lead else []
-    if correlations:
-        groups.append((f"{prefix}correlations with the graders (−1 to 1)", len(correlations)))
+    if n_correlations:
+        groups.append((correlations, n_correlations))
     if "FreSPA" in methods:
-        groups.append((f"{prefix}support (FreSPA, 0 to 1)", 1))
+        groups.append((frespa, 1))
     return groups
 
 

@@ -184,8 +184,10 @@ def _ordering_tables(orderings: dict[str, Any]) -> dict[str, Table]:
         tables["noise"] = Table("Noise robustness: ED with random orderings added", [
             ("ratio", "Noise ratio"), *[(f"ed_{k}", f"ED {k}") for k in methods],
             *[(f"deg_{k}", f"% degr. {k}") for k in methods]], rows,
-            groups=[("", 1), *method_groups(methods, lead=0, prefix="ED: "),
-                    *method_groups(methods, lead=0, prefix="% degradation: ")],
+            groups=[("", 1), *method_groups(methods, lead=0, correlations="ED of the correlation methods",
+                                            frespa="ED of FreSPA"),
+                    *method_groups(methods, lead=0, correlations="% degradation, correlation methods",
+                                   frespa="% degradation, FreSPA")],
             explain={**{f"ed_{k}": "ed" for k in methods}, **{f"deg_{k}": "degradation" for k in methods}})
     return tables
 

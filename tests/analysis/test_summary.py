@@ -65,3 +65,14 @@ def test_every_term_a_sentence_or_column_names_is_in_the_glossary() -> None:
     table = Table("t", [("k", "κ"), ("x", "x")], [{"k": 0.5, "x": 1}], explain={"k": "kappa"})
     cells = table.heading_cells
     assert cells[0][2] is TERMS["kappa"] and cells[1][2] is None
+
+
+def test_uploaded_scores_give_a_verdict_per_pair_over_graders() -> None:
+    result = _result()
+    result["systems"]["uploaded"] = {"graders": {"tests": [
+        {"system_a": "A", "system_b": "B", "n_graders": 6, "t": 0.97, "p": 0.37, "distinguishable": False},
+        {"system_a": "A", "system_b": "C", "n_graders": 6, "t": 4.35, "p": 0.007, "distinguishable": True}]}}
+    texts = [s.text for s in report_summary(result).findings]
+    assert ("By their uploaded scores, A and B are not distinguishable at this precision: paired t-test over 6 "
+            "graders' correlations, t = 0.97, p = 0.370.") in texts
+    assert any(t.startswith("By their uploaded scores, A and C differ") for t in texts)
