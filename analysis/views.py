@@ -83,6 +83,15 @@ def report_csv(request: HttpRequest, campaign_id: int, table: str) -> HttpRespon
     return response
 
 
+def _upload_bytes(upload: Any, header: str) -> bytes:
+    """The uploaded file's bytes; InvalidValue when there is none or it is too large."""
+    if upload is None:
+        raise InvalidValue(f"choose a CSV file with the header {header}", field="file")
+    if upload.size > UPLOAD_MAX_BYTES:
+        raise InvalidValue(f"the file is larger than {UPLOAD_MAX_BYTES // 2**20} MB", field="file")
+    return upload.read()
+
+
 @login_required
 @require_POST
 def report_system_orderings(request: HttpRequest, campaign_id: int) -> HttpResponse:
@@ -90,11 +99,7 @@ def report_system_orderings(request: HttpRequest, campaign_id: int) -> HttpRespo
     campaign = _campaign(request, campaign_id)
     upload = request.FILES.get("file")
     try:
-        if upload is None:
-            raise InvalidValue("choose a CSV file with the header query,system,rank,item", field="file")
-        if upload.size > UPLOAD_MAX_BYTES:
-            raise InvalidValue(f"the file is larger than {UPLOAD_MAX_BYTES // 2**20} MB", field="file")
-        rows = system_orderings_rows_from_csv(upload.read())
+        rows = system_orderings_rows_from_csv(_upload_bytes(upload, "query,system,rank,item"))
         summary, run = system_orderings_upload(campaign=campaign, rows=rows, trigger=RunTrigger.MANUAL,
                                                user=request.user)
     except InvalidValue as exc:
@@ -120,11 +125,8 @@ def report_system_scores(request: HttpRequest, campaign_id: int) -> HttpResponse
     campaign = _campaign(request, campaign_id)
     upload = request.FILES.get("file")
     try:
-        if upload is None:
-            raise InvalidValue("choose a CSV file with the header unit,system,score", field="file")
-        if upload.size > UPLOAD_MAX_BYTES:
-            raise InvalidValue(f"the file is larger than {UPLOAD_MAX_BYTES // 2**20} MB", field="file")
-        summary, run = system_scores_upload(campaign=campaign, rows=system_scores_rows_from_csv(upload.read()),
+        rows = system_scores_rows_from_csv(_upload_bytes(upload, "unit,system,score"))
+        summary, run = system_scores_upload(campaign=campaign, rows=rows,
                                             trigger=RunTrigger.MANUAL, user=request.user)
     except InvalidValue as exc:
         name = upload.name if upload is not None else "the upload"

@@ -195,6 +195,16 @@ def system_orderings_check(*, campaign: Campaign, rows: Sequence[Mapping[str, An
     return {key: [placed[r][1] for r in sorted(placed)] for key, placed in plan.orderings.items()}
 
 
+def systems_get_or_create(*, campaign: Campaign, names: Sequence[str]) -> tuple[dict[str, System], list[str]]:
+    """The campaign's systems of these names, created where new; and the names created."""
+    systems, created = {}, []
+    for name in names:
+        systems[name], was_created = System.objects.get_or_create(campaign=campaign, name=name)
+        if was_created:
+            created.append(name)
+    return systems, created
+
+
 def system_orderings_import(*, campaign: Campaign, rows: Sequence[Mapping[str, Any]],
                             where: Callable[[int], str] = csv_line) -> SystemOrderingsSummary:
     """Store systems' orderings of the campaign's queries; all or nothing.
@@ -212,11 +222,7 @@ def system_orderings_import(*, campaign: Campaign, rows: Sequence[Mapping[str, A
     query_pks = dict(campaign.queries.values_list("external_id", "pk"))
     names = sorted({system for system, _ in orderings})
     with transaction.atomic():
-        systems, created = {}, []
-        for name in names:
-            systems[name], was_created = System.objects.get_or_create(campaign=campaign, name=name)
-            if was_created:
-                created.append(name)
+        systems, created = systems_get_or_create(campaign=campaign, names=names)
         replaced, _ = SystemOutput.objects.filter(system__in=systems.values(), unit__isnull=True).delete()
         SystemOutput.objects.bulk_create([
             SystemOutput(system=systems[system], query_id=query_pks[query_ext], ordering=items)

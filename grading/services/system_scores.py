@@ -14,9 +14,15 @@ from typing import Any
 
 from django.db import transaction
 
-from grading.models import Campaign, System, SystemOutput, Unit
+from grading.models import Campaign, SystemOutput, Unit
 from grading.models.choices import Scheme
-from grading.services.system_outputs import NAME_MAX, SystemOrderingsError, csv_line, csv_rows
+from grading.services.system_outputs import (
+    NAME_MAX,
+    SystemOrderingsError,
+    csv_line,
+    csv_rows,
+    systems_get_or_create,
+)
 
 BY_UNIT = ("unit", "system", "score")
 BY_PAIR = ("query", "candidate", "system", "score")
@@ -123,11 +129,7 @@ def system_scores_import(*, campaign: Campaign, rows: Sequence[Mapping[str, Any]
     scores = system_scores_check(campaign=campaign, rows=rows, where=where)
     names = sorted({system for system, _ in scores})
     with transaction.atomic():
-        systems, created = {}, []
-        for name in names:
-            systems[name], was_created = System.objects.get_or_create(campaign=campaign, name=name)
-            if was_created:
-                created.append(name)
+        systems, created = systems_get_or_create(campaign=campaign, names=names)
         replaced, _ = SystemOutput.objects.filter(system__in=systems.values(), unit__isnull=False).delete()
         SystemOutput.objects.bulk_create([SystemOutput(system=systems[s], unit_id=u, score=v)
                                           for (s, u), v in sorted(scores.items())])
