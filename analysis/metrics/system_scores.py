@@ -16,7 +16,7 @@ import pandas as pd
 from scipy import stats
 
 from ._checks import as_positive_int, as_rng, choice, short
-from .bootstrap import Estimate, percentile_interval
+from .bootstrap import MAX_CELLS, Estimate, percentile_interval
 from .confusability import ca_corr
 
 Metric = Literal["pearson", "spearman"]
@@ -50,8 +50,12 @@ def correlation_ci(x: np.ndarray, y: np.ndarray, method: Metric, *, rng: np.rand
         nan = float("nan")
         return Estimate(nan, nan, nan, f"{n} units; a correlation needs at least 3")
     value = float(correlation(x, y, method))
-    draws = as_rng(rng).integers(0, n, size=(as_positive_int(n_boot, name="n_boot"), n))
-    low, high = percentile_interval(correlation(x[draws], y[draws], method), confidence)
+    rng, n_boot = as_rng(rng), as_positive_int(n_boot, name="n_boot")
+    block = max(1, MAX_CELLS // n)  # resamples at once: the arrays stay small enough for the cache
+    replicates = np.concatenate([
+        correlation(x[draws], y[draws], method)
+        for draws in (rng.integers(0, n, size=(min(block, n_boot - start), n)) for start in range(0, n_boot, block))])
+    low, high = percentile_interval(replicates, confidence)
     reason = None if np.isfinite(value) else "the scores or the ground truth are constant"
     return Estimate(value, low, high, reason)
 
