@@ -6,8 +6,8 @@
 Cases: the bootstrap of system scores over queries (ours: one matrix product per block of
 replicates; reference: a Python loop over replicates with pandas means), Nemenyi p-values (ours
 against scikit-posthocs, if installed), and the evaluation of per-unit scores with bootstrap intervals
-(ours: row-wise correlations of resampled index arrays; reference: a loop calling scipy per
-replicate). Each prints our time, the reference's, the ratio, and whether the results agree.
+(ours: each resample a row of unit weights, Spearman's ranks from cumulative weights, no sorting
+per resample; reference: a loop calling scipy per replicate). Each prints our time, the reference's, the ratio, and whether the results agree.
 """
 from __future__ import annotations
 

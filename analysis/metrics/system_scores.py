@@ -13,7 +13,6 @@ from typing import Any, Literal
 
 import numpy as np
 import pandas as pd
-from scipy import stats
 
 from ._checks import as_positive_int, as_rng, choice, short
 from .bootstrap import MAX_CELLS, Estimate, percentile_interval
@@ -33,17 +32,44 @@ def _rowwise_pearson(x: np.ndarray, y: np.ndarray) -> np.ndarray:
         return np.where(denom > 0, (dx * dy).sum(axis=-1) / np.where(denom > 0, denom, 1.0), np.nan)
 
 
+def average_ranks(values: np.ndarray) -> np.ndarray:
+    """Ranks (1 = smallest; ties share their average rank) along the last axis.
+
+    What ``scipy.stats.rankdata(values, axis=-1)`` gives, from one sort: a tied run's first and last
+    positions are spread over it with running maximum / minimum, so there is no loop over rows.
+    """
+    values = np.asarray(values, dtype=float)
+    n = values.shape[-1]
+    order = np.argsort(values, axis=-1, kind="stable")
+    ordered = np.take_along_axis(values, order, axis=-1)
+    starts = np.ones(ordered.shape, dtype=bool)
+    starts[..., 1:] = ordered[..., 1:] != ordered[..., :-1]
+    ends = np.ones(ordered.shape, dtype=bool)
+    ends[..., :-1] = starts[..., 1:]
+    position = np.arange(n)
+    first = np.maximum.accumulate(np.where(starts, position, 0), axis=-1)
+    last = np.minimum.accumulate(np.where(ends, position, n - 1)[..., ::-1], axis=-1)[..., ::-1]
+    ranks = np.empty(ordered.shape)
+    np.put_along_axis(ranks, order, (first + last) / 2 + 1, axis=-1)
+    return ranks
+
+
 def correlation(x: np.ndarray, y: np.ndarray, method: Metric) -> np.ndarray:
     """Pearson or Spearman correlation along the last axis (rows of a 2-D array are separate samples)."""
     choice(method, {m: m for m in METRICS}, name="method")
     if method == "spearman":
-        x, y = stats.rankdata(x, axis=-1), stats.rankdata(y, axis=-1)
+        x, y = average_ranks(x), average_ranks(y)
     return _rowwise_pearson(np.asarray(x, dtype=float), np.asarray(y, dtype=float))
 
 
 def correlation_ci(x: np.ndarray, y: np.ndarray, method: Metric, *, rng: np.random.Generator, n_boot: int,
                    confidence: float = 0.95) -> Estimate:
-    """A correlation with its percentile bootstrap interval, resampling units (pairs (x_u, y_u))."""
+    """A correlation with its percentile bootstrap interval, resampling units (pairs (x_u, y_u)).
+
+    A resample is a row of unit weights (how often each unit was drawn), so no resampled array is
+    built and nothing is sorted per resample: Pearson is a weighted Pearson, and Spearman's average
+    ranks follow from the weights of the units below each distinct value (cumulative sums).
+    """
     x, y = np.asarray(x, dtype=float), np.asarray(y, dtype=float)
     n = x.size
     if n < 3:
@@ -52,12 +78,43 @@ def correlation_ci(x: np.ndarray, y: np.ndarray, method: Metric, *, rng: np.rand
     value = float(correlation(x, y, method))
     rng, n_boot = as_rng(rng), as_positive_int(n_boot, name="n_boot")
     block = max(1, MAX_CELLS // n)  # resamples at once: the arrays stay small enough for the cache
-    replicates = np.concatenate([
-        correlation(x[draws], y[draws], method)
-        for draws in (rng.integers(0, n, size=(min(block, n_boot - start), n)) for start in range(0, n_boot, block))])
-    low, high = percentile_interval(replicates, confidence)
+    replicates = [_weighted_correlation(x, y, _weights(rng, n, min(block, n_boot - start)), method)
+                  for start in range(0, n_boot, block)]
+    low, high = percentile_interval(np.concatenate(replicates), confidence)
     reason = None if np.isfinite(value) else "the scores or the ground truth are constant"
     return Estimate(value, low, high, reason)
+
+
+def _weights(rng: np.random.Generator, n: int, size: int) -> np.ndarray:
+    """(size, n) draw counts of ``size`` resamples of n units."""
+    draws = rng.integers(0, n, size=(size, n)) + np.arange(size)[:, None] * n
+    return np.bincount(draws.ravel(), minlength=size * n).reshape(size, n).astype(float)
+
+
+def _weighted_ranks(values: np.ndarray, weights: np.ndarray) -> np.ndarray:
+    """(b, n) average rank of each unit within each weighted resample (ties: the average)."""
+    distinct, group = np.unique(values, return_inverse=True)
+    per_group = np.zeros((weights.shape[0], distinct.size))
+    for_groups = np.argsort(group, kind="stable")
+    bounds = np.flatnonzero(np.r_[True, np.diff(group[for_groups]) != 0])
+    per_group[:, group[for_groups][bounds]] = np.add.reduceat(weights[:, for_groups], bounds, axis=1)
+    below = np.cumsum(per_group, axis=1) - per_group
+    return (below + (per_group + 1) / 2)[:, group]
+
+
+def _weighted_correlation(x: np.ndarray, y: np.ndarray, w: np.ndarray, method: Metric) -> np.ndarray:
+    """Correlation of x and y in each weighted resample (rows of ``w``)."""
+    if method == "spearman":
+        x, y = _weighted_ranks(x, w), _weighted_ranks(y, w)
+    else:
+        x, y = np.broadcast_to(x, w.shape), np.broadcast_to(y, w.shape)
+    total = w.sum(axis=1, keepdims=True)
+    dx = x - (w * x).sum(axis=1, keepdims=True) / total
+    dy = y - (w * y).sum(axis=1, keepdims=True) / total
+    cov, vx, vy = (w * dx * dy).sum(axis=1), (w * dx**2).sum(axis=1), (w * dy**2).sum(axis=1)
+    denom = np.sqrt(vx * vy)
+    with np.errstate(invalid="ignore", divide="ignore"):
+        return np.where(denom > 1e-12 * total[:, 0] ** 2, cov / np.where(denom > 0, denom, 1.0), np.nan)
 
 
 def _metrics(x: np.ndarray, g: np.ndarray) -> dict[str, float]:

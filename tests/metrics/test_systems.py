@@ -176,3 +176,26 @@ def test_evaluate_scores_rejects_an_unknown_aggregate_or_measure() -> None:
         evaluate_scores(scores, units, aggregate="mode", rng=np.random.default_rng(0))
     with pytest.raises(ValueError, match="`measure` must be one of"):
         evaluate_scores(scores, units, measure="variance", rng=np.random.default_rng(0))
+
+
+def test_average_ranks_agree_with_scipy_including_ties() -> None:
+    from analysis.metrics.system_scores import average_ranks
+
+    rng = np.random.default_rng(12)
+    values = rng.integers(0, 6, size=(50, 40)).astype(float)  # many ties
+    ranks = average_ranks(values)
+    assert ranks.shape == (50, 40)
+    np.testing.assert_array_equal(ranks, stats.rankdata(values, axis=1))
+    np.testing.assert_array_equal(average_ranks(values[0]), stats.rankdata(values[0]))
+
+
+@pytest.mark.parametrize("method", ["pearson", "spearman"])
+def test_the_weighted_bootstrap_equals_correlating_each_resample(method) -> None:
+    rng = np.random.default_rng(13)
+    x = rng.integers(0, 8, 60).astype(float)  # ties, as in judgments on a scale
+    y = x + rng.normal(0, 2, 60).round(1)
+    est = correlation_ci(x, y, method, rng=np.random.default_rng(4), n_boot=400)
+    draws = np.random.default_rng(4).integers(0, 60, size=(400, 60))
+    fn = stats.pearsonr if method == "pearson" else stats.spearmanr
+    reps = np.array([fn(x[d], y[d]).statistic for d in draws])
+    assert (est.ci_low, est.ci_high) == pytest.approx(tuple(np.quantile(reps, [0.025, 0.975])), rel=1e-9)
