@@ -114,19 +114,21 @@ class SystemOrderingsOutput(serializers.Serializer):
     analysis = AnalysisRunSerializer()
 
 
-def _upload_rows(request: Request) -> tuple[list[Any], Any]:
-    """The uploaded rows and how to name row i: a multipart ``file``, or JSON ``{"rows": [...]}`` or ``[...]``."""
+def _upload_rows(request: Request, *, read_csv: Any = system_orderings_rows_from_csv,
+                 keys: str = "query, system, rank, item") -> tuple[list[Any], Any]:
+    """The uploaded rows and how to name row i: a multipart ``file`` (read by ``read_csv``), or JSON
+    ``{"rows": [...]}`` or ``[...]`` (objects with ``keys``)."""
     upload = request.FILES.get("file")
     if upload is not None:
         if upload.size > UPLOAD_MAX_BYTES:
             raise InvalidValue(f"the file is larger than {UPLOAD_MAX_BYTES // 2**20} MB", field="file",
                                value=upload.name)
-        return system_orderings_rows_from_csv(upload.read()), csv_line
+        return read_csv(upload.read()), csv_line
     data = request.data
     rows = data.get("rows") if isinstance(data, dict) else data
     if not isinstance(rows, list):
-        raise InvalidValue("send a CSV as the multipart field `file`, or JSON {\"rows\": [{query, system, rank, "
-                           "item}, ...]}", field="rows", value=type(rows).__name__)
+        raise InvalidValue(f"send a CSV as the multipart field `file`, or JSON {{\"rows\": [{{{keys}}}, ...]}}",
+                           field="rows", value=type(rows).__name__)
     return rows, json_row
 
 

@@ -27,6 +27,7 @@ import pandas as pd
 from django.db import connection
 from django.db.models import Q
 
+from analysis.metrics.consensus import consensus_category
 from analysis.models import AnalysisRun, UnitResult
 from grading.models import GradingEvent
 
@@ -36,6 +37,7 @@ EVENT_FORMATS: dict[str, str] = {"csv": "text/csv", "jsonl": "application/x-ndjs
 MEASURES = ("std", "dif", "entropy")
 COLUMNS = ["unit", "unit_id", "query", "candidate", "n", "mean", "median", "majority", "dif", "std", "entropy"]
 BROAD_COLUMNS = ["n_ns", "n_ss", "n_vs"]
+BROAD_LABELS = ["NS", "SS", "VS"]
 EVENT_COLUMNS = ["id", "server_ts", "client_ts", "grader", "unit", "query", "type", "payload", "session_id", "seq",
                  "guidelines_version"]
 EVENT_CHUNK = 5_000
@@ -69,6 +71,7 @@ def ground_truth_frame(run: AnalysisRun, filters: Filters) -> pd.DataFrame:
     if frame["n_ns"].notna().any():
         frame = frame.drop(columns="distribution")
         frame[BROAD_COLUMNS] = frame[BROAD_COLUMNS].astype("Int64")
+        frame["majority_broad"] = _majority_broad(frame)
     else:
         frame = frame.drop(columns=BROAD_COLUMNS)
         if frame["distribution"].notna().any():
@@ -78,6 +81,14 @@ def ground_truth_frame(run: AnalysisRun, filters: Filters) -> pd.DataFrame:
     for column in ("mean", "median", "majority", "dif", "std", "entropy"):
         frame[column] = frame[column].astype(float)
     return frame
+
+
+def _majority_broad(frame: pd.DataFrame) -> list[str | None]:
+    """The consensus BROAD per unit (majority; ties toward the mean BROAD, then the lower)."""
+    if frame.empty:
+        return []
+    counts = frame[BROAD_COLUMNS].fillna(0).to_numpy(dtype=np.int64)
+    return consensus_category(counts, BROAD_LABELS)
 
 
 def _distribution_json(value: Any) -> str | None:

@@ -162,12 +162,12 @@ def _legend(series: Sequence[str]) -> list[str]:
 
 
 def intervals(rows: Sequence[tuple[str, float | None, float | None, float | None]], *, title: str,
-              xlabel: str) -> SafeString:
-    """A forest plot: one estimate per row with its interval, on [-1, 1] (kappa, alpha)."""
+              xlabel: str, domain: tuple[float, float] = (-0.2, 1.0)) -> SafeString:
+    """A forest plot: one estimate per row with its interval, on ``domain`` (default for kappa, alpha)."""
     rows = [r for r in rows if r[1] is not None]
     if not rows:
         return _frame(title, f"{title}: nothing could be estimated.", [])
-    x = _Scale(-0.2, 1.0, LEFT + 90, W - RIGHT, n=7)
+    x = _Scale(domain[0], domain[1], LEFT + 90, W - RIGHT, n=7)
     step = (H - TOP - BOTTOM) / len(rows)
     out = [f'<line x1="{x(0):.1f}" y1="{TOP}" x2="{x(0):.1f}" y2="{H - BOTTOM}" class="grid"/>']
     for t in x.ticks():
@@ -176,8 +176,8 @@ def intervals(rows: Sequence[tuple[str, float | None, float | None, float | None
         cy = TOP + step * (i + 0.5)
         out.append(f'<text x="{LEFT + 84}" y="{cy + 4:.1f}" text-anchor="end" class="tick">{escape(name)}</text>')
         if lo is not None and hi is not None:
-            out.append(f'<line x1="{x(max(lo, -0.2)):.1f}" y1="{cy:.1f}" x2="{x(hi):.1f}" y2="{cy:.1f}" class="ci"/>')
-        out.append(f'<circle cx="{x(max(value, -0.2)):.1f}" cy="{cy:.1f}" r="5" class="point"/>')
+            out.append(f'<line x1="{x(max(lo, domain[0])):.1f}" y1="{cy:.1f}" x2="{x(hi):.1f}" y2="{cy:.1f}" class="ci"/>')
+        out.append(f'<circle cx="{x(max(value, domain[0])):.1f}" cy="{cy:.1f}" r="5" class="point"/>')
     out.append(f'<text x="{(LEFT + W) / 2}" y="{H - 8}" text-anchor="middle" class="label">{escape(xlabel)}</text>')
     alt = "Estimates with 95% intervals: " + "; ".join(
         f"{n} {_fmt(v)}" + (f" ({_fmt(lo)} to {_fmt(hi)})" if lo is not None and hi is not None else "")

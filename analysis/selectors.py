@@ -31,7 +31,7 @@ from grading.models import (
     SystemOutput,
     Unit,
 )
-from grading.models.choices import AssignmentStatus, EventType, Role
+from grading.models.choices import AssignmentStatus, EventType, Role, Scheme
 
 CHUNK = 50_000
 VALUE_EVENTS = (EventType.BROAD_SET, EventType.FINE_SET, EventType.SCORE_SET, EventType.LABEL_SET)
@@ -185,13 +185,18 @@ def campaign_overview(*, campaign_id: int) -> dict[str, Any]:
     judgments = Judgment.objects.filter(campaign_id=campaign_id, skipped=False).order_by().aggregate(
         n=Count("pk"), graders=Count("grader_id", distinct=True), units=Count("unit_id", distinct=True))
     span = (events["last"] - events["first"]).total_seconds() if events["first"] else None
-    return {
+    orderings = Ordering.objects.filter(campaign_id=campaign_id).order_by().aggregate(
+        n=Count("pk"), graders=Count("grader_id", distinct=True), queries=Count("query_id", distinct=True))
+    if campaign.scheme == Scheme.ORDERING:  # graders order queries: they make orderings, not judgments
+        judgments.update(graders=orderings["graders"])
+    out = {
         "campaign": campaign.name, "scheme": campaign.scheme, "status": campaign.status,
         "guidelines_version": campaign.guidelines_version,
         "units": campaign.units.count(), "queries": campaign.queries.count(),
         "graders": CampaignRole.objects.filter(campaign_id=campaign_id, role=Role.GRADER).count(),
         "active_graders": judgments["graders"], "judgments": judgments["n"], "units_judged": judgments["units"],
-        "orderings": Ordering.objects.filter(campaign_id=campaign_id).count(),
+        "orderings": orderings["n"], **({"queries_ordered": orderings["queries"]}
+                                        if campaign.scheme == Scheme.ORDERING else {}),
         "events": events["n"], "assignments": assignments["total"], "assignments_done": assignments["done"],
         "assignments_open": assignments["open"], "assignments_skipped": assignments["skipped"],
         "skips": skips, "judgments_skipped_now": Judgment.objects.filter(campaign_id=campaign_id, skipped=True).count(),
@@ -199,6 +204,9 @@ def campaign_overview(*, campaign_id: int) -> dict[str, Any]:
         "last_event": events["last"].isoformat() if events["last"] else None,
         "span_seconds": span,
     }
+    if campaign.scheme == Scheme.ORDERING:
+        del out["judgments"], out["units_judged"]
+    return out
 
 
 # --- runs ---------------------------------------------------------------------------------------
@@ -224,7 +232,7 @@ def unit_results(*, run_id: int) -> QuerySet[UnitResult]:
 def unit_results_extremes(*, run_id: int, measure: str = "std", limit: int = 10) -> dict[str, list[dict[str, Any]]]:
     """The most and least confusable units of a run by ``measure`` (units with ≥ 2 judgments)."""
     base = UnitResult.objects.filter(run_id=run_id, n__gte=2, **{f"{measure}__isnull": False})
-    fields = ["unit_id", "unit__external_id", "query_id", "n", "mean", "dif", "std", "entropy"]
+    fields = ["unit_id", "unit__external_id", "query_id", "n", "mean", "dif", "std", "entropy", "n_ns", "n_ss", "n_vs"]
     most = list(base.order_by(f"-{measure}", "unit_id").values(*fields)[:limit])
     least = list(base.order_by(measure, "unit_id").values(*fields)[:limit])
     return {"most": most, "least": least}
@@ -244,3 +252,56 @@ def user_can_view_reports(*, user: AbstractBaseUser, campaign_id: int) -> bool:
 def user_can_export(*, user: AbstractBaseUser) -> bool:
     """Ground truth and raw event logs leave the system through admins only."""
     return bool(user.is_authenticated and user.is_staff)
+
+
+# --- systems in rating campaigns (docs/design.md §5.7) --------------------------------------------
+
+def provenance_frame(*, campaign_id: int) -> pd.DataFrame:
+    """Which system returned which unit's candidate for the unit's query: columns system (name),
+    query (id), unit (id). Provenance without a query, or naming a query the candidate is not
+    paired with in a unit, has no unit and is left out."""
+    from grading.models import CandidateProvenance
+
+    pairs = Unit.objects.filter(campaign_id=campaign_id, query__isnull=False).values_list(
+        "query_id", "candidate_id", "pk")
+    unit_of = {(q, c): u for q, c, u in pairs}
+    rows = CandidateProvenance.objects.filter(system__campaign_id=campaign_id, query__isnull=False).values_list(
+        "system__name", "query_id", "candidate_id")
+    kept = [(s, q, unit_of[(q, c)]) for s, q, c in rows if (q, c) in unit_of]
+    return pd.DataFrame(kept, columns=["system", "query", "unit"])
+
+
+def system_unit_scores_frame(*, campaign_id: int) -> pd.DataFrame:
+    """Uploaded per-unit system scores: columns system (name), unit (id), score."""
+    qs = SystemOutput.objects.filter(system__campaign_id=campaign_id, unit__isnull=False).order_by(
+        "system__name", "unit_id").values_list("system__name", "unit_id", "score")
+    return _frame(qs, ["system", "unit", "score"], copy=False)
+
+
+def unit_results_frame(*, run_id: int) -> pd.DataFrame:
+    """A run's per-unit aggregates and confusability, indexed by unit."""
+    rows = UnitResult.objects.filter(run_id=run_id).values_list(
+        "unit_id", "n", "mean", "median", "majority", "dif", "std", "entropy")
+    frame = pd.DataFrame(list(rows), columns=["unit", "n", "mean", "median", "majority", "dif", "std", "entropy"])
+    return frame.set_index("unit").astype(float)
+
+
+def unit_keys_frame(*, campaign_id: int) -> pd.DataFrame:
+    """Each unit's id, external id and the external ids of its candidate(s) (candidate_b: pairwise)."""
+    rows = Unit.objects.filter(campaign_id=campaign_id).values_list(
+        "pk", "external_id", "candidate__external_id", "candidate_b__external_id")
+    return pd.DataFrame(list(rows), columns=["unit", "external_id", "candidate", "candidate_b"])
+
+
+def campaign_links(*, campaign_id: int) -> tuple[int | None, int | None]:
+    """The campaign's linked sibling (reproducibility) and pairwise (resolution) campaign ids."""
+    row = Campaign.objects.filter(pk=campaign_id).values_list("sibling_campaign_id", "pairwise_campaign_id").first()
+    return row if row else (None, None)
+
+
+def campaigns_with_reports(*, user: AbstractBaseUser) -> QuerySet[Campaign]:
+    """The campaigns whose reports the user sees: all for staff, else those they organize."""
+    campaigns = Campaign.objects.order_by("name")
+    if user.is_staff:
+        return campaigns
+    return campaigns.filter(roles__user=user, roles__role=Role.ORGANIZER).distinct()

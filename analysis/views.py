@@ -1,6 +1,8 @@
 """Report pages: the campaign report, starting a run, CSV downloads of every table."""
 from __future__ import annotations
 
+from typing import Any
+
 from django.contrib import messages
 from django.contrib.auth.decorators import login_required
 from django.core.exceptions import PermissionDenied
@@ -11,13 +13,19 @@ from django.views.decorators.http import require_POST
 
 from analysis import selectors
 from analysis.models import RunTrigger
+from analysis.presentation.forms import InstrumentLinksForm, SystemEvaluationForm
+from analysis.presentation.glossary import TERMS, glossary
+from analysis.presentation.summary import report_summary
 from analysis.services import runs
+from analysis.services.systems import systems_reevaluate
 from analysis.services.tables import report_plots, report_tables
-from analysis.services.uploads import system_orderings_upload
+from analysis.services.uploads import run_after_upload, system_orderings_upload, system_scores_upload
 from grading.errors import InvalidValue
 from grading.models import Campaign
 from grading.models.choices import Scheme
+from grading.services.instrument_links import campaign_set_instrument_links
 from grading.services.system_outputs import system_orderings_rows_from_csv
+from grading.services.system_scores import RATING_SCHEMES, system_scores_rows_from_csv
 
 UPLOAD_MAX_BYTES = 20 * 1024 * 1024
 
@@ -34,10 +42,14 @@ def report(request: HttpRequest, campaign_id: int) -> HttpResponse:
     return _report(request, _campaign(request, campaign_id))
 
 
-def _report(request: HttpRequest, campaign: Campaign, *, upload_error: str = "", status: int = 200) -> HttpResponse:
+def _report(request: HttpRequest, campaign: Campaign, *, upload_error: str = "", scores_error: str = "",
+            links_form: InstrumentLinksForm | None = None, status: int = 200) -> HttpResponse:
     runs.run_sweep_stale()
     runs.runs_execute_due(campaign_id=campaign.pk)  # embedded mode: debounced automatic runs
     good = selectors.run_latest_good(campaign_id=campaign.pk)
+    evaluation = SystemEvaluationForm(request.GET if "aggregate" in request.GET else None)
+    if good is not None and evaluation.is_valid():
+        good.result = systems_reevaluate(run=good, **evaluation.cleaned_data)  # shown, never stored
     context = {
         "campaign": campaign, "good": good, "active": selectors.run_active(campaign_id=campaign.pk),
         "latest": selectors.run_latest(campaign_id=campaign.pk), "is_admin": request.user.is_staff,
@@ -45,6 +57,10 @@ def _report(request: HttpRequest, campaign: Campaign, *, upload_error: str = "",
         "plots": report_plots(good.result) if good else {},
         "takes_system_orderings": campaign.scheme == Scheme.ORDERING, "upload_error": upload_error,
         "comments": _comments(campaign, admin=request.user.is_staff),
+        "takes_system_scores": campaign.scheme in RATING_SCHEMES, "scores_error": scores_error,
+        "glossary": glossary(), "terms": TERMS, "links_form": links_form or _links_form(request, campaign),
+        "summary": report_summary(good.result) if good else None,
+        "evaluation": evaluation if evaluation.is_bound else SystemEvaluationForm(initial=_evaluation_initial(good)),
     }
     return render(request, "analysis/report.html", context, status=status)
 
@@ -76,6 +92,15 @@ def report_csv(request: HttpRequest, campaign_id: int, table: str) -> HttpRespon
     return response
 
 
+def _upload_bytes(upload: Any, header: str) -> bytes:
+    """The uploaded file's bytes; InvalidValue when there is none or it is too large."""
+    if upload is None:
+        raise InvalidValue(f"choose a CSV file with the header {header}", field="file")
+    if upload.size > UPLOAD_MAX_BYTES:
+        raise InvalidValue(f"the file is larger than {UPLOAD_MAX_BYTES // 2**20} MB", field="file")
+    return upload.read()
+
+
 @login_required
 @require_POST
 def report_system_orderings(request: HttpRequest, campaign_id: int) -> HttpResponse:
@@ -83,11 +108,7 @@ def report_system_orderings(request: HttpRequest, campaign_id: int) -> HttpRespo
     campaign = _campaign(request, campaign_id)
     upload = request.FILES.get("file")
     try:
-        if upload is None:
-            raise InvalidValue("choose a CSV file with the header query,system,rank,item", field="file")
-        if upload.size > UPLOAD_MAX_BYTES:
-            raise InvalidValue(f"the file is larger than {UPLOAD_MAX_BYTES // 2**20} MB", field="file")
-        rows = system_orderings_rows_from_csv(upload.read())
+        rows = system_orderings_rows_from_csv(_upload_bytes(upload, "query,system,rank,item"))
         summary, run = system_orderings_upload(campaign=campaign, rows=rows, trigger=RunTrigger.MANUAL,
                                                user=request.user)
     except InvalidValue as exc:
@@ -96,3 +117,54 @@ def report_system_orderings(request: HttpRequest, campaign_id: int) -> HttpRespo
     messages.success(request, f"Imported {summary.orderings} orderings of {summary.queries} queries for "
                               f"{', '.join(summary.systems)}; analysis #{run.pk} scores them.")
     return redirect("analysis:report", campaign_id=campaign.pk)
+
+
+def _evaluation_initial(run: Any) -> dict[str, Any]:
+    uploaded = ((run.result or {}).get("systems") or {}).get("uploaded") if run is not None else None
+    if not uploaded:
+        return {}
+    return {"aggregate": uploaded["aggregate"], "measure": uploaded["measure"],
+            "threshold": uploaded["threshold"] if uploaded.get("threshold_chosen") else None}
+
+
+@login_required
+@require_POST
+def report_system_scores(request: HttpRequest, campaign_id: int) -> HttpResponse:
+    """Upload systems' per-unit scores (CSV unit,system,score or query,candidate,system,score); all or nothing."""
+    campaign = _campaign(request, campaign_id)
+    upload = request.FILES.get("file")
+    try:
+        rows = system_scores_rows_from_csv(_upload_bytes(upload, "unit,system,score"))
+        summary, run = system_scores_upload(campaign=campaign, rows=rows,
+                                            trigger=RunTrigger.MANUAL, user=request.user)
+    except InvalidValue as exc:
+        name = upload.name if upload is not None else "the upload"
+        return _report(request, campaign, scores_error=f"{name}: {exc.message}. Nothing was imported.", status=400)
+    messages.success(request, f"Imported {summary.scores} scores of {summary.units} units for "
+                              f"{', '.join(summary.systems)}; analysis #{run.pk} evaluates them.")
+    return redirect(reverse("analysis:report", args=[campaign.pk]) + "#section-systems")
+
+
+def _links_form(request: HttpRequest, campaign: Campaign, data: Any = None) -> InstrumentLinksForm:
+    campaigns = selectors.campaigns_with_reports(user=request.user).exclude(pk=campaign.pk)
+    initial = {"sibling_campaign": campaign.sibling_campaign_id, "pairwise_campaign": campaign.pairwise_campaign_id}
+    return InstrumentLinksForm(data, campaigns=campaigns, initial=initial)
+
+
+@login_required
+@require_POST
+def report_instrument_links(request: HttpRequest, campaign_id: int) -> HttpResponse:
+    """Link the sibling and pairwise campaigns that measure this one; the next analysis uses them."""
+    campaign = _campaign(request, campaign_id)
+    form = _links_form(request, campaign, request.POST)
+    if form.is_valid():
+        try:
+            campaign_set_instrument_links(campaign=campaign, sibling=form.cleaned_data["sibling_campaign"],
+                                          pairwise=form.cleaned_data["pairwise_campaign"])
+        except InvalidValue as exc:
+            form.add_error(exc.field if exc.field in form.fields else None, exc.message)
+    if not form.is_valid():
+        return _report(request, campaign, links_form=form, status=400)
+    run = run_after_upload(campaign_id=campaign.pk, trigger=RunTrigger.MANUAL, user=request.user)
+    messages.success(request, f"Links saved; analysis #{run.pk} measures the campaign against them.")
+    return redirect(reverse("analysis:report", args=[campaign.pk]) + "#section-instrument")

@@ -70,3 +70,9 @@ from .instrument import (  # noqa: F401
 # isort: split
 # Adaptive allocation policies compared by simulation (DESIGN.md §5.6).
 from .allocation import compare_policies, run_policy, simulate_judgments  # noqa: F401
+
+# isort: split
+# Systems in rating campaigns (docs/design.md §5.7).
+from .consensus import consensus_category  # noqa: F401
+from .system_scores import correlation_ci, evaluate_scores  # noqa: F401
+from .systems import friedman, letter_groups, nemenyi, per_query_scores, system_scores  # noqa: F401

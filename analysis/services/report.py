@@ -14,6 +14,8 @@ import pandas as pd
 from analysis import selectors
 from analysis.reports.serialize import jsonable
 from analysis.services import behaviour, sections
+from analysis.services.instrument import instrument_section
+from analysis.services.systems import systems_section
 from analysis.services.values import ValueSpec, value_spec
 from grading.models import Campaign
 from grading.models.choices import Scheme
@@ -97,4 +99,12 @@ def report_compute(*, campaign_id: int, parameters: dict[str, Any], seed: int,
             data.orderings, data.query_labels, data.pseudonyms, rng=rng,
             systems=selectors.system_orderings_frame(campaign_id=campaign_id),
             item_labels=selectors.candidate_labels(campaign_id=campaign_id))
+    else:
+        progress.stage("systems", 90)
+        result["systems"] = systems_section(
+            data.judgments, data.spec, selectors.provenance_frame(campaign_id=campaign_id),
+            selectors.system_unit_scores_frame(campaign_id=campaign_id), units, rng=rng, n_boot=n_boot,
+            confidence=confidence)
+        progress.stage("instrument", 93)
+        result["instrument"] = instrument_section(campaign_id=campaign_id, scheme=data.scheme, judgments=data.judgments)
     return jsonable(result), units

@@ -1,10 +1,7 @@
 """The report's tables and plots, from a stored run: one source for the HTML page and the CSV downloads."""
 from __future__ import annotations
 
-import csv
-import io
 import math
-from dataclasses import dataclass, field
 from typing import Any
 
 from django.contrib.auth import get_user_model
@@ -12,48 +9,11 @@ from django.urls import reverse
 from django.utils.safestring import SafeString
 
 from analysis import plots, selectors
+from analysis.metrics.consensus import consensus_category
 from analysis.models import AnalysisRun
-
-
-@dataclass
-class Table:
-    title: str
-    columns: list[tuple[str, str]]  # (key, heading)
-    rows: list[dict[str, Any]] = field(default_factory=list)
-    note: str = ""
-    marked: str = ""  # the key of a column to highlight (the method the ED favours)
-    link: str = ""  # the key of a column whose cells link to the row's "url"
-    page_rows: list[dict[str, Any]] | None = None  # what the page shows when not every row (the CSV has all)
-    durations: tuple[str, ...] = ()  # keys of columns in seconds: shown as s / min / h (the CSV keeps seconds)
-
-    @property
-    def marked_index(self) -> int:
-        return next((i for i, (key, _) in enumerate(self.columns) if key == self.marked), -1)
-
-    @property
-    def display_rows(self) -> list[list[tuple[str, str, str]]]:
-        """Each cell as (text, CSS classes, link): numbers align right, text left; the marked column
-        stands out; the link column points at the row's page."""
-        marked = self.marked_index
-        rows = self.rows if self.page_rows is None else self.page_rows
-        return [[(format_duration(row.get(key)) if key in self.durations else _display(row.get(key)),
-                  _css(row.get(key), i == marked), row.get("url", "") if key == self.link else "")
-                 for i, (key, _) in enumerate(self.columns)] for row in rows]
-
-    @property
-    def headings(self) -> list[tuple[str, str]]:
-        numeric = [all(_is_number(r.get(k)) for r in self.rows if r.get(k) is not None) for k, _ in self.columns]
-        return [(heading, _css(0 if numeric[i] else "", i == self.marked_index))
-                for i, (_, heading) in enumerate(self.columns)]
-
-    def csv(self) -> str:
-        out = io.StringIO()
-        writer = csv.writer(out)
-        writer.writerow([key for key, _ in self.columns])
-        for row in self.rows:
-            writer.writerow(["" if row.get(k) is None else _csv_value(row.get(k)) for k, _ in self.columns])
-        return out.getvalue()
-
+from analysis.presentation.instrument import instrument_plots, instrument_tables
+from analysis.presentation.systems import system_plots, system_tables
+from analysis.presentation.table import Table, format_duration, method_groups, method_terms
 
 # A campaign may have thousands of queries: the page shows the most disagreeing ones.
 PAGE_QUERIES = 40
@@ -61,42 +21,6 @@ PAGE_QUERIES = 40
 
 def most_disagreeing(queries: list[dict[str, Any]], limit: int = PAGE_QUERIES) -> list[dict[str, Any]]:
     return sorted(queries, key=lambda q: -(q.get("disagreement_pct") or 0.0))[:limit]
-
-
-def _is_number(value: Any) -> bool:
-    return isinstance(value, int | float) and not isinstance(value, bool)
-
-
-def _css(value: Any, marked: bool) -> str:
-    kind = "num" if _is_number(value) or value is None else "text"
-    return f"{kind} favoured" if marked else kind
-
-
-def _csv_value(value: Any) -> Any:
-    return " > ".join(map(str, value)) if isinstance(value, list) else value
-
-
-def format_duration(seconds: Any) -> str:
-    """Seconds as a person reads them: "42 s", "3.5 min", "2.1 h"."""
-    if not _is_number(seconds) or isinstance(seconds, bool) or math.isnan(seconds):
-        return _display(seconds)
-    if seconds < 90:
-        return f"{seconds:.1f} s" if seconds < 10 else f"{seconds:.0f} s"
-    if seconds < 90 * 60:
-        return f"{seconds / 60:.1f} min"
-    return f"{seconds / 3600:.1f} h"
-
-
-def _display(value: Any) -> str:
-    if value is None or (isinstance(value, float) and math.isnan(value)):
-        return "—"
-    if isinstance(value, bool):
-        return "yes" if value else "no"
-    if isinstance(value, float):
-        return f"{value:.4g}" if abs(value) < 1e5 else f"{value:,.0f}"
-    if isinstance(value, list):
-        return " › ".join(map(str, value))
-    return str(value)
 
 
 def _ci(est: dict[str, Any] | None) -> dict[str, Any]:
@@ -178,10 +102,19 @@ def _confusability_tables(result: dict[str, Any], run: AnalysisRun) -> dict[str,
     extremes = selectors.unit_results_extremes(run_id=run.pk)
     columns = [("unit__external_id", "Unit"), ("n", "n"), ("mean", "Mean"), ("dif", "Range"), ("std", "Std"),
                ("entropy", "Entropy")]
-    for row in extremes["most"] + extremes["least"]:
+    rows = extremes["most"] + extremes["least"]
+    for row in rows:
         row["url"] = reverse("analysis:unit", args=[run.campaign_id, row["unit_id"]])
-    tables["most_confusable"] = Table("Most confusable units (by std)", columns, extremes["most"], link="unit__external_id")
-    tables["least_confusable"] = Table("Least confusable units (by std)", columns, extremes["least"], link="unit__external_id")
+    if rows and rows[0].get("n_ns") is not None:  # BROAD/FINE: the consensus BROAD beside the FINE statistics
+        columns += [("majority_broad", "Consensus BROAD"), ("n_ns", "NS"), ("n_ss", "SS"), ("n_vs", "VS")]
+        for row, label in zip(rows, consensus_category([[r[k] or 0 for k in ("n_ns", "n_ss", "n_vs")] for r in rows],
+                                                       ["NS", "SS", "VS"]), strict=True):
+            row["majority_broad"] = label
+    explain = {"std": "std", "dif": "dif", "entropy": "entropy", "majority_broad": "majority_broad"}
+    tables["most_confusable"] = Table("Most confusable units (by std)", columns, extremes["most"], link="unit__external_id",
+                                      explain=explain)
+    tables["least_confusable"] = Table("Least confusable units (by std)", columns, extremes["least"],
+                                       link="unit__external_id", explain=explain)
     return tables
 
 
@@ -221,6 +154,8 @@ def report_tables(run: AnalysisRun, *, show_names: bool) -> dict[str, Table]:
                                   "the CSV download has them all.")
     if result.get("orderings"):
         tables.update(_ordering_tables(result["orderings"]))
+    tables.update(system_tables(result))
+    tables.update(instrument_tables(result))
     return tables
 
 
@@ -231,7 +166,7 @@ def _ordering_tables(orderings: dict[str, Any]) -> dict[str, Table]:
     tables = {"ordering_queries": Table("Consensus ordering and agreement per query (RBA)", [
         ("label", "Query"), ("orderings", "Orderings"), ("items", "Items"), ("kendall_w", "Kendall's W"),
         ("mean_pairwise_tau", "Mean pairwise τ"), ("consensus", "Consensus (first = most)"), ("problem", "Note")],
-        queries)}
+        queries, explain={"kendall_w": "kendall_w", "mean_pairwise_tau": "tau", "consensus": "rba"})}
     per_grader: dict[str, list[float]] = {}
     for q in orderings.get("queries", []):
         for g in q.get("graders", []):
@@ -246,7 +181,7 @@ def _ordering_tables(orderings: dict[str, Any]) -> dict[str, Table]:
     if orderings.get("ed"):
         tables["ed"] = Table("Evaluation discriminativeness (ED) by method, mean over queries", [
             ("method", "Method"), ("ed", "ED")], [{"method": heading[k], "ed": orderings["ed"][k]} for k in methods],
-            note=f"★ {best}: the method the ED favours (highest mean ED)." if best else "")
+            note=f"★ {best}: the method the ED favours (highest mean ED)." if best else "", explain={"ed": "ed"})
     if orderings.get("systems"):
         tables.update(_system_tables(orderings, methods, heading, best))
     if orderings.get("noise"):
@@ -254,7 +189,12 @@ def _ordering_tables(orderings: dict[str, Any]) -> dict[str, Table]:
                  **{f"deg_{k}": n["degradation_pct"][k] for k in methods}} for n in orderings["noise"]]
         tables["noise"] = Table("Noise robustness: ED with random orderings added", [
             ("ratio", "Noise ratio"), *[(f"ed_{k}", f"ED {k}") for k in methods],
-            *[(f"deg_{k}", f"% degr. {k}") for k in methods]], rows)
+            *[(f"deg_{k}", f"% degr. {k}") for k in methods]], rows,
+            groups=[("", 1), *method_groups(methods, lead=0, correlations="ED of the correlation methods",
+                                            frespa="ED of FreSPA"),
+                    *method_groups(methods, lead=0, correlations="% degradation, correlation methods",
+                                   frespa="% degradation, FreSPA")],
+            explain={**{f"ed_{k}": "ed" for k in methods}, **{f"deg_{k}": "degradation" for k in methods}})
     return tables
 
 
@@ -266,13 +206,14 @@ def _system_tables(orderings: dict[str, Any], methods: list[str], heading: dict[
     summary = [{"system": s["system"], "queries": s["queries"], **s["scores"]} for s in orderings["systems"]]
     per_query = [{"label": q["label"], "system": s["system"], **s["scores"]}
                  for q in orderings.get("queries", []) for s in q.get("systems", [])]
+    groups, explain = method_groups(methods, lead=2), method_terms(methods)
     return {
         "systems": Table("Systems' orderings scored by every method, mean over queries",
                          [("system", "System"), ("queries", "Queries"), *score_columns], summary, note=note,
-                         marked=best),
+                         marked=best, groups=groups, explain=explain),
         "system_scores": Table("Systems' orderings scored by every method, per query",
                                [("label", "Query"), ("system", "System"), *score_columns], per_query, note=note,
-                               marked=best),
+                               marked=best, groups=groups, explain=explain),
     }
 
 
@@ -322,4 +263,6 @@ def report_plots(result: dict[str, Any]) -> dict[str, SafeString]:
     if (result.get("orderings") or {}).get("ed"):
         ed = result["orderings"]["ed"]
         out["ed"] = plots.bars(list(ed), list(ed.values()), title="ED by method", ylabel="ED")
+    out.update(system_plots(result))
+    out.update(instrument_plots(result))
     return out

@@ -1,4 +1,5 @@
-"""Uploads that change what the report shows: systems' orderings, scored by the next analysis run."""
+"""Uploads that change what the report shows: systems' orderings or per-unit scores, evaluated by the next
+analysis run."""
 from __future__ import annotations
 
 import secrets
@@ -11,6 +12,7 @@ from analysis.models import AnalysisRun, RunStatus
 from analysis.services import runs
 from grading.models import Campaign
 from grading.services.system_outputs import SystemOrderingsSummary, csv_line, system_orderings_import
+from grading.services.system_scores import SystemScoresSummary, system_scores_import
 
 
 def run_after_upload(*, campaign_id: int, trigger: str, user: AbstractBaseUser | None) -> AnalysisRun:
@@ -30,4 +32,12 @@ def system_orderings_upload(*, campaign: Campaign, rows: Sequence[Mapping[str, A
                             ) -> tuple[SystemOrderingsSummary, AnalysisRun]:
     """Import the systems' orderings (all or nothing), then start an analysis run to score them."""
     summary = system_orderings_import(campaign=campaign, rows=rows, where=where)
+    return summary, run_after_upload(campaign_id=campaign.pk, trigger=trigger, user=user)
+
+
+def system_scores_upload(*, campaign: Campaign, rows: Sequence[Mapping[str, Any]], trigger: str,
+                         user: AbstractBaseUser | None, where: Callable[[int], str] = csv_line,
+                         ) -> tuple[SystemScoresSummary, AnalysisRun]:
+    """Import the systems' per-unit scores (all or nothing), then start an analysis run to evaluate them."""
+    summary = system_scores_import(campaign=campaign, rows=rows, where=where)
     return summary, run_after_upload(campaign_id=campaign.pk, trigger=trigger, user=user)

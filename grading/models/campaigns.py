@@ -27,6 +27,12 @@ class Campaign(models.Model):
     created_by = models.ForeignKey(settings.AUTH_USER_MODEL, null=True, blank=True, on_delete=models.SET_NULL, related_name="+")
     created_at = models.DateTimeField(auto_now_add=True)
     updated_at = models.DateTimeField(auto_now=True)
+    # The campaign as an instrument (docs/design.md §5.5): a sibling rating campaign over the same
+    # units (reproducibility) and a pairwise campaign over pairs of its items (resolution).
+    sibling_campaign = models.ForeignKey("self", null=True, blank=True, on_delete=models.SET_NULL, related_name="+",
+                                         help_text="A rating campaign over the same units, for reproducibility.")
+    pairwise_campaign = models.ForeignKey("self", null=True, blank=True, on_delete=models.SET_NULL, related_name="+",
+                                          help_text="A pairwise campaign over pairs of these items, for resolution.")
 
     class Meta:
         ordering = ["-created_at", "id"]

@@ -20,6 +20,7 @@ from django.db import transaction
 from grading.models import Assignment, Campaign
 from grading.services.campaign_io import campaign_import
 from grading.services.events import EventInput, event_record
+from grading.services.system_scores import system_scores_import
 
 PASSWORD = {"admin": "evalutron-admin", "organizer": "evalutron-organizer", "grader": "evalutron-grader"}
 GRADERS = [f"grader{i}" for i in range(1, 7)]
@@ -69,6 +70,8 @@ def seed_demo(*, seed: int = 2006, simulate: bool = True, n_queries: int = 4, n_
             campaign = campaign_import(definition=definition, media_dir=Path(tmp))
         if simulate:
             _simulate(campaign, truth, random.Random(f"{seed}-{slug}"))
+        if slug == "demo-audio-similarity":
+            _system_scores(campaign, truth, np.random.default_rng([seed, 7]))
         made.append(campaign)
     return made
 
@@ -103,24 +106,49 @@ def _clip(freqs: np.ndarray, tempo: float, brightness: float, rate: int = 16000,
     return tone / np.abs(tone).max() * pulse * fade
 
 
+# How well each simulated system judges similarity: the noise on its view of it (0–1 scale), for
+# choosing the candidates it returns (provenance) and for its per-unit scores (0–10 scale). A and B
+# are close, C much worse: the report shows a pair that can be told apart and one that cannot.
+SYSTEM_NOISE = {"system-a": 0.05, "system-b": 0.2, "system-c": 0.8}
+SCORE_NOISE = {"system-a": 1.2, "system-b": 1.2, "system-c": 3.5}
+RETURNED = 5  # candidates each system returns per query
+
+
+def _returned_by(rng: np.random.Generator, similarities: np.ndarray) -> list[list[tuple[str, int]]]:
+    """Per candidate, the (system, rank) pairs of the systems that returned it: each system returns
+    its top RETURNED by its noisy view of similarity; a candidate no system chose is system-c's too
+    (ranked after its own picks), so every candidate has a provenance."""
+    returned: list[list[tuple[str, int]]] = [[] for _ in similarities]
+    for system, noise in SYSTEM_NOISE.items():
+        view = similarities + rng.normal(0, noise, similarities.size)
+        for rank, c in enumerate(np.argsort(-view, kind="stable")[:RETURNED], start=1):
+            returned[c].append((system, rank))
+    extra = RETURNED
+    for c in range(similarities.size):
+        if not returned[c]:
+            extra += 1
+            returned[c].append(("system-c", extra))
+    return returned
+
+
 def _audio(rng: np.random.Generator, folder: Path, *, n_queries: int, n_candidates: int) -> tuple[dict, dict]:
-    systems = ["system-a", "system-b", "system-c"]
+    systems = list(SYSTEM_NOISE)
     queries, candidates, truth = [], [], {}
     for q in range(n_queries):
         base = 196 * 2 ** (rng.integers(0, 12) / 12) * np.array([1, 1.26, 1.5])
         tempo, bright = rng.uniform(70, 140), rng.uniform(0.2, 0.7)
         _write_wav(folder / f"q{q + 1}.wav", _clip(base, tempo, bright))
         queries.append({"id": f"q{q + 1}", "title": f"Query clip {q + 1}", "kind": "audio", "media": f"q{q + 1}.wav"})
-        for c in range(n_candidates):
-            similarity = float(rng.beta(1.3, 1.3))  # 1 = same piece, 0 = unrelated
+        similarities = rng.beta(1.3, 1.3, size=n_candidates)  # 1 = same piece, 0 = unrelated
+        returned = _returned_by(rng, similarities)
+        for c, similarity in enumerate(similarities.tolist()):
             shift = (1 - similarity) * rng.uniform(-7, 7)
             freqs = base * 2 ** (shift / 12)
             name = f"q{q + 1}-c{c + 1:02d}"
             _write_wav(folder / f"{name}.wav",
                        _clip(freqs, tempo + (1 - similarity) * rng.uniform(-50, 50), np.clip(bright + (1 - similarity) * rng.uniform(-.3, .3), .05, .9)))
-            sys_names = rng.choice(systems, size=rng.integers(1, 3), replace=False)
             candidates.append({"id": name, "kind": "audio", "media": f"{name}.wav", "provenance": [
-                {"system": str(s), "query": f"q{q + 1}", "rank": int(rng.integers(1, n_candidates + 1))} for s in sys_names]})
+                {"system": s, "query": f"q{q + 1}", "rank": rank} for s, rank in returned[c]]})
             truth[f"q{q + 1}/{name}"] = 10 * similarity
     guidelines = (
         "Listen to the query clip, then to each candidate. Ask yourself: would a listener who likes the query "
@@ -132,6 +160,15 @@ def _audio(rng: np.random.Generator, folder: Path, *, n_queries: int, n_candidat
                          "guidelines": guidelines, "status": "open", "initial_overlap": 3, "max_overlap": 5, "policy": "consensus"},
             "systems": [{"name": s} for s in systems], "queries": queries, "candidates": candidates,
             "graders": GRADERS, "organizers": ["organizer"]}, truth
+
+
+def _system_scores(campaign: Campaign, truth: dict[str, float], rng: np.random.Generator) -> None:
+    """Each simulated system's score for every unit: the true similarity seen through its noise."""
+    units = sorted(truth)
+    rows = [{"unit": unit, "system": system, "score": round(float(np.clip(truth[unit] + noise, 0, 10)), 2)}
+            for system, spread in SCORE_NOISE.items()
+            for unit, noise in zip(units, rng.normal(0, spread, len(units)), strict=True)]
+    system_scores_import(campaign=campaign, rows=rows)
 
 
 def _word_pairs(rng: np.random.Generator, folder: Path, **_: int) -> tuple[dict, dict]:

@@ -65,25 +65,33 @@ def system_orderings_rows_from_csv(data: bytes | str) -> list[dict[str, str]]:
     Raises SystemOrderingsError for text that is not UTF-8, a missing column or a row with too many
     fields; the values themselves are checked by :func:`system_orderings_import`.
     """
+    return csv_rows(data, headers=[COLUMNS])
+
+
+def csv_rows(data: bytes | str, *, headers: Sequence[Sequence[str]],
+             error: type[SystemOrderingsError] = SystemOrderingsError) -> list[dict[str, str]]:
+    """The rows of a CSV file whose header names every column of one of ``headers`` (tried in turn;
+    the first that fits gives the keys of the rows). UTF-8, a BOM is allowed."""
     if isinstance(data, bytes):
         try:
             data = data.decode("utf-8-sig")
         except UnicodeDecodeError as exc:
-            raise SystemOrderingsError("the file", "(encoding)", f"byte {exc.start}",
-                                       "the file is not UTF-8 text") from None
+            raise error("the file", "(encoding)", f"byte {exc.start}", "the file is not UTF-8 text") from None
     reader = csv.DictReader(io.StringIO(data.lstrip("\ufeff"), newline=""))
     header = [h.strip() for h in reader.fieldnames or []]
-    missing = [c for c in COLUMNS if c not in header]
-    if missing:
-        raise SystemOrderingsError("line 1", missing[0], ",".join(header),
-                                   f"missing column; the header must name {','.join(COLUMNS)}")
+    columns = next((c for c in headers if all(name in header for name in c)), None)
+    if columns is None:
+        missing = [c for c in headers[0] if c not in header]
+        wanted = " or ".join(",".join(c) for c in headers)
+        raise error("line 1", missing[0] if missing else "(header)", ",".join(header),
+                    f"missing column; the header must name {wanted}")
     reader.fieldnames = header
     rows = []
     for index, row in enumerate(reader):
         if None in row:
-            raise SystemOrderingsError(csv_line(index), "(row)", ",".join(row[None]),
-                                       f"more fields than the {len(header)} columns of the header")
-        rows.append({c: row.get(c) for c in COLUMNS})
+            raise error(csv_line(index), "(row)", ",".join(row[None]),
+                        f"more fields than the {len(header)} columns of the header")
+        rows.append({c: row.get(c) for c in columns})
     return rows
 
 
@@ -187,6 +195,16 @@ def system_orderings_check(*, campaign: Campaign, rows: Sequence[Mapping[str, An
     return {key: [placed[r][1] for r in sorted(placed)] for key, placed in plan.orderings.items()}
 
 
+def systems_get_or_create(*, campaign: Campaign, names: Sequence[str]) -> tuple[dict[str, System], list[str]]:
+    """The campaign's systems of these names, created where new; and the names created."""
+    systems, created = {}, []
+    for name in names:
+        systems[name], was_created = System.objects.get_or_create(campaign=campaign, name=name)
+        if was_created:
+            created.append(name)
+    return systems, created
+
+
 def system_orderings_import(*, campaign: Campaign, rows: Sequence[Mapping[str, Any]],
                             where: Callable[[int], str] = csv_line) -> SystemOrderingsSummary:
     """Store systems' orderings of the campaign's queries; all or nothing.
@@ -204,11 +222,7 @@ def system_orderings_import(*, campaign: Campaign, rows: Sequence[Mapping[str, A
     query_pks = dict(campaign.queries.values_list("external_id", "pk"))
     names = sorted({system for system, _ in orderings})
     with transaction.atomic():
-        systems, created = {}, []
-        for name in names:
-            systems[name], was_created = System.objects.get_or_create(campaign=campaign, name=name)
-            if was_created:
-                created.append(name)
+        systems, created = systems_get_or_create(campaign=campaign, names=names)
         replaced, _ = SystemOutput.objects.filter(system__in=systems.values(), unit__isnull=True).delete()
         SystemOutput.objects.bulk_create([
             SystemOutput(system=systems[system], query_id=query_pks[query_ext], ordering=items)

@@ -1,5 +1,6 @@
 """Report tables: a campaign with thousands of queries shows the most disagreeing ones; the CSV has all."""
-from analysis.services.tables import PAGE_QUERIES, Table, most_disagreeing
+from analysis.presentation.table import Table
+from analysis.services.tables import PAGE_QUERIES, most_disagreeing
 
 
 def test_the_page_shows_the_most_disagreeing_queries_and_the_csv_all_of_them():

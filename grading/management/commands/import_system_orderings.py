@@ -29,13 +29,10 @@ class Command(BaseCommand):
         if not path.is_file():
             raise CommandError(f"{path}: no such file", returncode=2)
         try:
-            rows = system_orderings_rows_from_csv(path.read_bytes())
-            summary = system_orderings_import(campaign=campaign, rows=rows)
+            done = self.import_file(campaign, path.read_bytes())
         except InvalidValue as exc:
             raise CommandError(f"{path}: {exc.message}. Nothing was imported.", returncode=2) from None
-        self.stdout.write(self.style.SUCCESS(
-            f"Imported {summary.orderings} orderings of {summary.queries} queries for system(s) "
-            f"{', '.join(summary.systems)} into {campaign.slug!r} ({summary.replaced} earlier orderings replaced)."))
+        self.stdout.write(self.style.SUCCESS(done))
         if not opts["no_analysis"]:
             from analysis.models import RunTrigger
             from analysis.services.uploads import run_after_upload
@@ -43,6 +40,12 @@ class Command(BaseCommand):
             run = run_after_upload(campaign_id=campaign.pk, trigger=RunTrigger.CLI, user=None)
             run.refresh_from_db()
             self.stdout.write(f"Analysis run #{run.pk}: {run.get_status_display().lower()}.")
+
+    def import_file(self, campaign: Campaign, data: bytes) -> str:
+        """Import the file (all or nothing; InvalidValue names the problem); returns what was done."""
+        summary = system_orderings_import(campaign=campaign, rows=system_orderings_rows_from_csv(data))
+        return (f"Imported {summary.orderings} orderings of {summary.queries} queries for system(s) "
+                f"{', '.join(summary.systems)} into {campaign.slug!r} ({summary.replaced} earlier orderings replaced).")
 
     def _campaign(self, key: str) -> Campaign:
         campaign = Campaign.objects.filter(slug=key).first()

@@ -1,0 +1,58 @@
+"""REST API: systems' per-unit scores for rating campaigns (evaluated by the next analysis run)."""
+from __future__ import annotations
+
+from drf_spectacular.utils import extend_schema
+from rest_framework import serializers, status
+from rest_framework.parsers import JSONParser, MultiPartParser
+from rest_framework.request import Request
+from rest_framework.response import Response
+from rest_framework.views import APIView
+
+from analysis.api import AnalysisRunSerializer, _campaign_for_reports, _upload_rows
+from analysis.models import RunTrigger
+from analysis.services.uploads import system_scores_upload
+from grading.errors import InvalidValue
+from grading.services.system_scores import system_scores_rows_from_csv
+
+
+class SystemScoreRow(serializers.Serializer):
+    unit = serializers.CharField(required=False, help_text="the unit's external id (or give query and candidate)")
+    query = serializers.CharField(required=False, help_text="the query's external id")
+    candidate = serializers.CharField(required=False, help_text="the candidate's external id")
+    system = serializers.CharField(help_text="the system's name")
+    score = serializers.FloatField()
+
+
+class SystemScoresInput(serializers.Serializer):
+    file = serializers.FileField(required=False, help_text="CSV with the header unit,system,score or "
+                                                           "query,candidate,system,score")
+    rows = SystemScoreRow(many=True, required=False, help_text="JSON alternative to the file")
+
+
+class SystemScoresOutput(serializers.Serializer):
+    systems = serializers.ListField(child=serializers.CharField())
+    units = serializers.IntegerField()
+    scores = serializers.IntegerField()
+    replaced = serializers.IntegerField(help_text="earlier scores of these systems, replaced")
+    created_systems = serializers.ListField(child=serializers.CharField())
+    analysis = AnalysisRunSerializer()
+
+
+class SystemScoresView(APIView):
+    parser_classes = [MultiPartParser, JSONParser]
+
+    @extend_schema(request={"multipart/form-data": SystemScoresInput, "application/json": SystemScoresInput},
+                   responses={201: SystemScoresOutput},
+                   summary="Upload systems' per-unit scores of a rating campaign; an analysis run then evaluates them")
+    def post(self, request: Request, campaign_id: int) -> Response:
+        campaign = _campaign_for_reports(request, campaign_id)
+        try:
+            rows, where = _upload_rows(request, read_csv=system_scores_rows_from_csv, keys="unit, system, score")
+            summary, run = system_scores_upload(campaign=campaign, rows=rows, trigger=RunTrigger.API,
+                                                user=request.user, where=where)
+        except InvalidValue as exc:
+            return Response({**exc.as_dict(), "detail": f"{exc.message}. Nothing was imported."},
+                            status=status.HTTP_400_BAD_REQUEST)
+        run.refresh_from_db()
+        return Response({**summary.as_dict(), "analysis": AnalysisRunSerializer(run).data},
+                        status=status.HTTP_201_CREATED, headers={"Location": f"/api/analyses/{run.pk}/"})

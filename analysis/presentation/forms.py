@@ -1,0 +1,34 @@
+"""Forms of the report page (rendered next to the section they change)."""
+from __future__ import annotations
+
+from typing import Any
+
+from django import forms
+from django.db.models import QuerySet
+
+AGGREGATE_CHOICES = [("mean", "mean"), ("median", "median"), ("majority", "majority")]
+MEASURE_CHOICES = [("std", "std"), ("dif", "range (dif)"), ("entropy", "entropy")]
+
+
+class SystemEvaluationForm(forms.Form):
+    """How uploaded system scores are evaluated: the ground truth, the confusability measure, and the
+    threshold of the low-confusability subset (empty: the median of the measure)."""
+
+    aggregate = forms.ChoiceField(choices=AGGREGATE_CHOICES, label="Ground truth", initial="mean")
+    measure = forms.ChoiceField(choices=MEASURE_CHOICES, label="Confusability", initial="std")
+    threshold = forms.FloatField(required=False, min_value=0, label="Low-confusability threshold",
+                                 help_text="units with a measure at or below it; empty = the median")
+
+
+class InstrumentLinksForm(forms.Form):
+    """The campaigns that measure this one as an instrument (choices: campaigns the user may see)."""
+
+    sibling_campaign = forms.ModelChoiceField(queryset=None, required=False, label="Sibling campaign (same units)",
+                                              empty_label="none")
+    pairwise_campaign = forms.ModelChoiceField(queryset=None, required=False, label="Pairwise campaign (resolution)",
+                                               empty_label="none")
+
+    def __init__(self, *args: Any, campaigns: QuerySet, **kwargs: Any) -> None:
+        super().__init__(*args, **kwargs)
+        self.fields["sibling_campaign"].queryset = campaigns
+        self.fields["pairwise_campaign"].queryset = campaigns

@@ -1,0 +1,65 @@
+"""The demo audio campaign's report in Chromium: the summary answers "Can I trust these judgments?"
+and the Systems section shows scores, the Friedman test and both verdicts, at desktop and phone width."""
+from __future__ import annotations
+
+import pytest
+
+from analysis.models import AnalysisRun
+from analysis.services import runs
+from analysis.services.execute import run_execute
+from grading.models import Campaign
+from grading.services.demo import seed_demo
+from tests.browser.test_report_page import ARTIFACTS, _page_as, browser  # noqa: F401 (the fixture)
+
+pytestmark = pytest.mark.browser
+
+
+@pytest.fixture
+def demo(transactional_db):
+    seed_demo()
+    campaign = Campaign.objects.get(slug="demo-audio-similarity")
+    run = AnalysisRun.objects.create(campaign=campaign, parameters=runs.parameters_clean({"n_boot": 200}), seed=1)
+    run_execute(run_id=run.pk)
+    from django.contrib.auth import get_user_model
+
+    return campaign, get_user_model().objects.get(username="organizer")
+
+
+def test_the_organizer_reads_the_summary_and_the_systems_of_the_demo(browser, live_server, demo):  # noqa: F811
+    campaign, organizer = demo
+    page, errors = _page_as(browser, live_server, organizer)
+    page.goto(f"{live_server.url}/")
+    page.locator("tr", has_text=campaign.name).get_by_role("link", name="Report").click()
+    summary = page.locator("#section-summary")
+    assert summary.get_by_role("heading", name="Can I trust these judgments?").is_visible()
+    text = summary.inner_text()
+    assert "κ = " in text and "95% interval" in text
+    assert "The judgments can tell the systems apart: Friedman χ² = " in text
+    assert "Systems system-a and system-b cannot be told apart at this precision" in text
+    assert "units need more graders" in text
+
+    systems = page.locator("#section-systems")
+    assert systems.locator("svg.plot").count() == 1
+    rows = systems.locator("#table-systems_scores tbody tr")
+    assert rows.count() == 3
+    assert rows.first.locator("td").first.inner_text() == "system-a"
+    pairs = systems.locator("#table-systems_pairs").inner_text()
+    assert "distinguishable" in pairs and "not distinguishable at this precision" in pairs
+    assert systems.locator("#table-systems_friedman").is_visible()
+    assert systems.locator("#table-systems_uploaded tbody tr").count() == 3
+    assert "caCorr" in systems.locator("#table-systems_uploaded").inner_text()
+
+    # Keyboard: a column heading's explanation shows on focus.
+    term = systems.locator("#table-systems_uploaded .term-name", has_text="caCorr")
+    term.focus()
+    tip = systems.locator("#table-systems_uploaded .tip", has_text="confusable units count less")
+    assert tip.is_visible()
+    assert page.evaluate("document.documentElement.scrollWidth") <= 1280  # the tip does not widen the page
+    ARTIFACTS.mkdir(exist_ok=True)
+    page.screenshot(path=str(ARTIFACTS / "report-systems-1280.png"), full_page=True)
+    page.set_viewport_size({"width": 390, "height": 844})
+    assert summary.is_visible() and systems.is_visible()
+    width = page.evaluate("document.documentElement.scrollWidth")
+    assert width <= 400, f"the page scrolls sideways at 390 px ({width} px wide)"
+    page.screenshot(path=str(ARTIFACTS / "report-systems-390.png"), full_page=True)
+    assert errors == []
