@@ -85,5 +85,5 @@ def report_system_orderings(request: HttpRequest, campaign_id: int) -> HttpRespo
         name = upload.name if upload is not None else "the upload"
         return _report(request, campaign, upload_error=f"{name}: {exc.message}. Nothing was imported.", status=400)
     messages.success(request, f"Imported {summary.orderings} orderings of {summary.queries} queries for "
-                              f"{', '.join(summary.systems)}; analysis #{run.pk} scores them.")
+                              f"{', '.join(summary.systems)}; analysis #{run.number or run.pk} scores them.")
     return redirect("analysis:report", campaign_id=campaign.pk)
