@@ -120,7 +120,12 @@ def campaign_upload_stage(*, user: AbstractBaseUser, definition_file: Any | None
             definition = _definition_from_form(settings_fields, items_csv, folder)
         else:
             raise InvalidValue("choose a campaign file, or fill in the form.", field="file", value=None)
-        preview = campaign_preview(definition=definition, media_dir=media_dir, token=token)
+        try:
+            preview = campaign_preview(definition=definition, media_dir=media_dir, token=token)
+        except CampaignFileError as exc:  # name the zip, not a folder of this server
+            exc.message = exc.message.replace(str(media_dir.resolve()), "the media zip")
+            exc.args = (exc.message,)
+            raise
         preview.media_files = n_media
         (folder / "definition.json").write_text(json.dumps(definition), encoding="utf-8")
         (folder / "owner").write_text(str(user.pk), encoding="utf-8")
