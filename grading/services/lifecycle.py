@@ -11,7 +11,7 @@ from typing import Any
 from django.db import transaction
 
 from grading.errors import CampaignLocked, InvalidValue
-from grading.models import Campaign, GradingEvent, GuidelinesVersion
+from grading.models import Campaign, GuidelinesVersion, Judgment, Ordering
 from grading.models.choices import CampaignStatus
 from grading.services.campaigns import campaign_set_status
 from grading.services.organizer import campaign_update
@@ -27,7 +27,9 @@ LOCK_REASON = "grading has started (judgments were made under the current scheme
 
 
 def grading_started(campaign: Campaign) -> bool:
-    return GradingEvent.objects.filter(campaign_id=campaign.pk).exists()
+    """Someone has given a judgment or an ordering (opening a page or the guidelines does not count)."""
+    return (Judgment.objects.filter(campaign_id=campaign.pk).exists()
+            or Ordering.objects.filter(campaign_id=campaign.pk).exists())
 
 
 def campaign_lock_check(*, campaign: Campaign, what: str) -> None:

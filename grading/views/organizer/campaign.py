@@ -53,8 +53,8 @@ def campaign_detail(request: HttpRequest, campaign_id: int) -> HttpResponse:
     if not form.is_valid():
         return _page(request, campaign, form=form, status=400)
     fields = dict(form.cleaned_data)
-    if fields["scheme_params"] == {} and not campaign.scheme_params:
-        fields.pop("scheme_params")
+    if not fields["scheme_params"]:
+        fields.pop("scheme_params")  # left empty: keep the current parameters
     try:
         lifecycle.campaign_settings_update(campaign=campaign, **fields)
     except GradingError as exc:
