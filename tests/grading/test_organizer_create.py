@@ -12,7 +12,7 @@ from django.core.files.uploadedfile import SimpleUploadedFile
 from django.core.management import call_command
 from django.core.management.base import CommandError
 
-from grading.models import Campaign, Candidate, CampaignRole, Unit
+from grading.models import Campaign, CampaignRole, Candidate, Unit
 from grading.models.choices import Role
 from tests.factories import make_user
 from tests.grading.test_import_campaign import break_it, counts
