@@ -47,8 +47,8 @@ def campaign_files(tmp_path) -> tuple[str, str]:
     return str(json_path), str(zip_path)
 
 
-def grader_page(browser, organizer_page):
-    context = browser.new_context(base_url=organizer_page.url.split("/organize")[0], viewport={"width": 390, "height": 800})
+def grader_page(chromium, organizer_page):
+    context = chromium.new_context(base_url=organizer_page.url.split("/organize")[0], viewport={"width": 390, "height": 800})
     context.set_default_timeout(15_000)
     new = context.new_page()
     new.route("**/media/**", lambda route: route.fulfill(body=tiny_wav(0.5), content_type="audio/wav"))
@@ -68,11 +68,11 @@ def grade_all(grader_page, grader, campaign) -> None:
     grader_page.context.close()
 
 
-def no_sideways_scroll(page) -> None:
-    assert page.evaluate("document.documentElement.scrollWidth <= window.innerWidth + 1"), page.url
+def no_sideways_scroll(tab) -> None:
+    assert tab.evaluate("document.documentElement.scrollWidth <= window.innerWidth + 1"), tab.url
 
 
-def test_an_organizer_runs_a_campaign_from_the_browser(page, browser, tmp_path):
+def test_an_organizer_runs_a_campaign_from_the_browser(page, browser, tmp_path):  # noqa: F811 - fixtures
     organizer = make_user("olga", password=PASSWORD, is_staff=True)
     make_user("gus", password=PASSWORD)  # has an account already
     log_in(page, organizer)
