@@ -36,7 +36,7 @@ def runs_headline(*, campaign_ids: list[int]) -> dict[int, dict[str, Any]]:
     return out
 
 
-def _headline(run: dict[str, Any]) -> dict[str, Any] | None:
+def _headline(run: dict[str, Any]) -> dict[str, Any]:
     agreement = run.get("result__agreement") or {}
     levels = agreement.get("levels") or []
     if levels and (levels[0].get("kappa") or {}).get("value") is not None:
@@ -44,6 +44,8 @@ def _headline(run: dict[str, Any]) -> dict[str, Any] | None:
     elif (agreement.get("alpha") or {}).get("value") is not None:
         est, name = agreement["alpha"], "Krippendorff's α"
     else:
-        return None
+        first = (levels[0].get("kappa") if levels else agreement.get("alpha")) or {}
+        return {"undefined": True, "run": run.get("number") or run["id"],
+                "reason": first.get("reason") or "too few units with two or more judgments"}
     return {"statistic": name, "value": est["value"], "ci_low": est.get("ci_low"), "ci_high": est.get("ci_high"),
             "label": landis_koch(est["value"]), "run": run.get("number") or run["id"]}

@@ -31,7 +31,7 @@ class JSONObjectField(forms.CharField):
 
 class CampaignFileForm(forms.Form):
     file = forms.FileField(label="Campaign file (JSON)", help_text="The format of import_campaign (README, \"Campaign files\").")
-    media = forms.FileField(label="Media (zip, optional)", required=False,
+    media = forms.FileField(label="Media (zip)", required=False,
                             help_text="The files that the campaign file names under \"media\", paths as in the file.")
 
 
@@ -62,11 +62,11 @@ class CampaignSettingsFields(forms.Form):
 
 
 class CampaignItemsForm(CampaignSettingsFields):
-    items = forms.FileField(label="Items (CSV, optional)", required=False,
+    items = forms.FileField(label="Items (CSV)", required=False,
                             help_text="One row per candidate (or per query–candidate–system): columns query, query_title, "
                                       "query_kind, query_text, query_media, candidate, candidate_kind, candidate_text, "
                                       "candidate_media, candidate_url, system, rank.")
-    media = forms.FileField(label="Media (zip, optional)", required=False,
+    media = forms.FileField(label="Media (zip)", required=False,
                             help_text="The files named in the query_media and candidate_media columns.")
 
 
