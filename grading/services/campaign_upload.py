@@ -38,6 +38,8 @@ DEFINITION_MAX_BYTES = 20 * 2**20
 MEDIA_ZIP_MAX_BYTES = 512 * 2**20
 MEDIA_ZIP_MAX_FILES = 20_000
 PREVIEW_ROWS = 5
+# A preview nobody confirmed is forgotten after this long (its staged files are removed).
+STAGING_MAX_AGE_SECONDS = 24 * 3600
 
 
 @dataclass
@@ -108,6 +110,7 @@ def campaign_upload_stage(*, user: AbstractBaseUser, definition_file: Any | None
     """
     if not can_create_campaigns(user):
         raise NotAllowed("you may not create campaigns (staff or the grading.add_campaign permission is needed).")
+    staging_sweep()
     token = secrets.token_hex(16)
     folder = staging_root() / token
     media_dir = folder / "media"
@@ -172,6 +175,19 @@ def campaign_upload_confirm(*, user: AbstractBaseUser, token: str) -> Campaign:
         role_grant(campaign=campaign, user=user, role=Role.ORGANIZER)
     shutil.rmtree(folder, ignore_errors=True)
     return campaign
+
+
+def staging_sweep() -> int:
+    """Remove staged uploads older than STAGING_MAX_AGE_SECONDS; returns how many."""
+    import time
+
+    root = staging_root()
+    if not root.is_dir():
+        return 0
+    old = [p for p in root.iterdir() if p.is_dir() and time.time() - p.stat().st_mtime > STAGING_MAX_AGE_SECONDS]
+    for path in old:
+        shutil.rmtree(path, ignore_errors=True)
+    return len(old)
 
 
 def campaign_upload_discard(*, token: str) -> None:
