@@ -51,6 +51,9 @@ def campaign_summaries(*, campaigns: list[Campaign], now: datetime | None = None
     }
     with_open_work = Assignment.objects.filter(campaign_id__in=ids, status=AssignmentStatus.OPEN).order_by() \
         .values_list("campaign_id", "grader_id").distinct()
+    last_by_campaign: dict[int, datetime] = {}
+    for (c, _), ts in last_seen.items():
+        last_by_campaign[c] = max(ts, last_by_campaign.get(c, ts))
     idle: dict[int, int] = {}
     for c, g in with_open_work:
         if last_seen.get((c, g)) is None or last_seen[(c, g)] < now - IDLE_AFTER:
@@ -61,7 +64,7 @@ def campaign_summaries(*, campaigns: list[Campaign], now: datetime | None = None
     out = []
     for c in campaigns:
         w = work.get(c.pk, {"assigned": 0, "done": 0, "waiting": 0})
-        last = max((ts for (cid, _), ts in last_seen.items() if cid == c.pk), default=None)
+        last = last_by_campaign.get(c.pk)
         run = runs.get(c.pk, {})
         attention = []
         if idle.get(c.pk) and c.is_open:
