@@ -33,10 +33,14 @@ def _json(value: dict) -> str:
 def _page(request: HttpRequest, campaign: Campaign, form: CampaignEditForm | None = None, errors: list[str] | None = None,
           status: int = 200) -> HttpResponse:
     started = lifecycle.grading_started(campaign)
+    form = form or CampaignEditForm(initial=_initial(campaign))
+    if started:  # shown, not editable (a disabled input is not sent: the service keeps the parameters)
+        form.fields["scheme_params"].widget.attrs["disabled"] = True
+        form.fields["scheme_params"].help_text = f"Locked: {lifecycle.LOCK_REASON}."
     steps = [(s, "Reopen" if campaign.status == CampaignStatus.CLOSED else STATUS_VERBS[s])
              for s in lifecycle.TRANSITIONS.get(campaign.status, ())]
     return render(request, "grading/organizer/campaign.html", {
-        "campaign": campaign, "form": form or CampaignEditForm(initial=_initial(campaign)), "errors": errors or [],
+        "campaign": campaign, "form": form, "errors": errors or [],
         "started": started, "lock_reason": lifecycle.LOCK_REASON, "steps": steps,
         "counts": {"queries": campaign.queries.count(), "candidates": campaign.candidates.count(),
                    "units": campaign.units.count(), "systems": campaign.systems.count(),
