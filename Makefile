@@ -14,9 +14,15 @@ $(STAMP): requirements.txt requirements-dev.txt
 	$(BIN)/python -m pip install --quiet -r requirements-dev.txt
 	touch $(STAMP)
 
+# A local .env that the settings read, so that `.venv/bin/python manage.py ...` works from a plain
+# shell after `make demo`. Never committed (.gitignore); edit it to change the local settings.
+.env:
+	@printf '# Local settings for this checkout, read by evalutron/settings.py (written by make demo).\nDEBUG=true\n' > .env
+	@echo "wrote .env (DEBUG=true)"
+
 # Embedded setup: SQLite under var/, Celery tasks run in-process. Re-running keeps the data.
 demo: export DEBUG ?= true
-demo: $(STAMP)
+demo: $(STAMP) .env
 	$(BIN)/python manage.py migrate --no-input
 	$(BIN)/python manage.py seed_demo
 	@echo ""

@@ -29,7 +29,7 @@ UPLOAD_MAX_BYTES = 20 * 1024 * 1024
 class AnalysisRunSerializer(serializers.ModelSerializer):
     class Meta:
         model = AnalysisRun
-        fields = ["id", "campaign", "kind", "trigger", "status", "progress", "stage", "error", "parameters", "seed",
+        fields = ["id", "number", "campaign", "kind", "trigger", "status", "progress", "stage", "error", "parameters", "seed",
                   "attempts", "created_at", "not_before", "started_at", "heartbeat_at", "finished_at", "timings"]
         read_only_fields = fields
 

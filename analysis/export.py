@@ -20,6 +20,7 @@ import tempfile
 from collections.abc import Iterator
 from dataclasses import asdict, dataclass
 from datetime import UTC, datetime
+from itertools import islice
 from typing import Any, Literal
 
 import numpy as np
@@ -58,28 +59,56 @@ class Filters:
             raise ValueError(f"max_confusability must be a number ≥ 0; got {self.max_confusability!r}")
 
 
-def ground_truth_frame(run: AnalysisRun, filters: Filters) -> pd.DataFrame:
-    """One row per unit of the run, filtered; floats exactly as the metrics computed them."""
+def _ground_truth_qs(run: AnalysisRun, filters: Filters) -> Any:
     qs = UnitResult.objects.filter(run=run, n__gte=filters.min_judgments).order_by("unit_id")
     if filters.max_confusability is not None:
         # A unit with one judgment has no std: it is not "above" the threshold, so it stays.
         measure = filters.measure
         qs = qs.filter(Q(**{f"{measure}__lte": filters.max_confusability}) | Q(**{f"{measure}__isnull": True}))
-    fields = ["unit__external_id", "unit_id", "unit__query__external_id", "unit__candidate__public_id", "n", "mean",
+    return qs
+
+
+_GT_FIELDS = ["unit__external_id", "unit_id", "unit__query__external_id", "unit__candidate__public_id", "n", "mean",
               "median", "majority", "dif", "std", "entropy", *BROAD_COLUMNS, "distribution"]
-    frame = _unit_frame(qs.values_list(*fields), [*COLUMNS, *BROAD_COLUMNS, "distribution"])
-    if frame["n_ns"].notna().any():
+_GT_COLUMNS = [*COLUMNS, *BROAD_COLUMNS, "distribution"]
+
+
+def ground_truth_frame(run: AnalysisRun, filters: Filters) -> pd.DataFrame:
+    """One row per unit of the run, filtered; floats exactly as the metrics computed them."""
+    frame = _unit_frame(_ground_truth_qs(run, filters).values_list(*_GT_FIELDS), _GT_COLUMNS)
+    return _ground_truth_shape(frame, broad=bool(frame["n_ns"].notna().any()),
+                               distribution=bool(frame["distribution"].notna().any()))
+
+
+def ground_truth_chunks(run: AnalysisRun, filters: Filters, *, size: int = 50_000) -> Iterator[pd.DataFrame]:
+    """The rows of :func:`ground_truth_frame` as frames of at most `size` rows (at least one frame,
+    perhaps empty), with the same columns throughout: memory stays flat however many units."""
+    qs = _ground_truth_qs(run, filters)
+    broad = qs.filter(n_ns__isnull=False).exists()
+    distribution = not broad and qs.filter(distribution__isnull=False).exists()
+    rows = qs.values_list(*_GT_FIELDS).iterator(chunk_size=size)
+    first = True
+    while (batch := list(islice(rows, size))) or first:
+        first = False
+        yield _ground_truth_shape(pd.DataFrame.from_records(batch, columns=_GT_COLUMNS), broad=broad,
+                                  distribution=distribution)
+
+
+def _ground_truth_shape(frame: pd.DataFrame, *, broad: bool, distribution: bool) -> pd.DataFrame:
+    if broad:
         frame = frame.drop(columns="distribution")
         frame[BROAD_COLUMNS] = frame[BROAD_COLUMNS].astype("Int64")
         frame["majority_broad"] = _majority_broad(frame)
     else:
         frame = frame.drop(columns=BROAD_COLUMNS)
-        if frame["distribution"].notna().any():
+        if distribution:
             frame["distribution"] = frame["distribution"].map(_distribution_json)
         else:
             frame = frame.drop(columns="distribution")
     for column in ("mean", "median", "majority", "dif", "std", "entropy"):
         frame[column] = frame[column].astype(float)
+    for column in ("unit_id", "n"):
+        frame[column] = frame[column].astype("int64")
     return frame
 
 

@@ -26,6 +26,8 @@ class AnalysisRun(models.Model):
 
     campaign = models.ForeignKey(Campaign, on_delete=models.CASCADE, related_name="analysis_runs")
     kind = models.CharField(max_length=30, default="campaign_report")
+    # #1, #2, ... within the campaign: how organizers name runs (the id is global).
+    number = models.PositiveIntegerField(null=True, blank=True, editable=False)
     parameters = models.JSONField(default=dict, blank=True)
     seed = models.BigIntegerField(default=0)
     trigger = models.CharField(max_length=10, choices=RunTrigger.choices, default=RunTrigger.MANUAL)
@@ -57,7 +59,7 @@ class AnalysisRun(models.Model):
         ]
 
     def __str__(self) -> str:
-        return f"{self.kind} #{self.pk} of {self.campaign} ({self.status})"
+        return f"{self.kind} #{self.number or self.pk} of {self.campaign} ({self.status})"
 
     @property
     def is_finished(self) -> bool:

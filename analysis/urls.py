@@ -1,6 +1,6 @@
 from django.urls import path
 
-from analysis import unit_page, views
+from analysis import downloads, unit_page, views
 
 app_name = "analysis"
 
@@ -12,4 +12,5 @@ urlpatterns = [
     path("campaigns/<int:campaign_id>/instrument-links/", views.report_instrument_links, name="instrument-links"),
     path("campaigns/<int:campaign_id>/tables/<slug:table>.csv", views.report_csv, name="table-csv"),
     path("campaigns/<int:campaign_id>/units/<int:unit_id>/", unit_page.unit_detail, name="unit"),
+    path("campaigns/<int:campaign_id>/download/<slug:what>.<slug:fmt>", downloads.download, name="download"),
 ]

@@ -33,6 +33,8 @@ UPLOAD_MAX_BYTES = 20 * 1024 * 1024
 def _campaign(request: HttpRequest, campaign_id: int) -> Campaign:
     campaign = get_object_or_404(Campaign, pk=campaign_id)
     if not selectors.user_can_view_reports(user=request.user, campaign_id=campaign.pk):
+        if not campaign.roles.filter(user=request.user).exists():
+            raise Http404("No such campaign among yours.")  # its existence is not revealed
         raise PermissionDenied("Only the campaign's organizers and admins see its report.")
     return campaign
 
@@ -115,7 +117,7 @@ def report_system_orderings(request: HttpRequest, campaign_id: int) -> HttpRespo
         name = upload.name if upload is not None else "the upload"
         return _report(request, campaign, upload_error=f"{name}: {exc.message}. Nothing was imported.", status=400)
     messages.success(request, f"Imported {summary.orderings} orderings of {summary.queries} queries for "
-                              f"{', '.join(summary.systems)}; analysis #{run.pk} scores them.")
+                              f"{', '.join(summary.systems)}; analysis #{run.number or run.pk} scores them.")
     return redirect("analysis:report", campaign_id=campaign.pk)
 
 

@@ -58,3 +58,12 @@ def env_choice(name: str, default: str, choices: tuple[str, ...]) -> str:
             f"Environment variable {name}={raw!r} is not one of: {', '.join(choices)}."
         )
     return raw
+
+
+def load_env_file(path: str) -> None:
+    """Read KEY=value lines from `path` into the environment, never overriding what is set."""
+    if not path:
+        return
+    from dotenv import load_dotenv
+
+    load_dotenv(path, override=False)

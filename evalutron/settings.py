@@ -12,9 +12,13 @@ from pathlib import Path
 import dj_database_url
 from django.core.exceptions import ImproperlyConfigured
 
-from evalutron.env import env_bool, env_choice, env_int, env_list, env_str
+from evalutron.env import env_bool, env_choice, env_int, env_list, env_str, load_env_file
 
 BASE_DIR = Path(__file__).resolve().parent.parent
+# A local .env (written by `make demo`, never committed) fills in variables the environment lacks,
+# so management commands work from a plain shell. EVALUTRON_ENV_FILE names another file, or
+# none when empty (the tests do this).
+load_env_file(env_str("EVALUTRON_ENV_FILE", str(BASE_DIR / ".env")))
 DATA_DIR = Path(env_str("DATA_DIR", str(BASE_DIR / "var")))
 
 DEBUG = env_bool("DEBUG", False)
@@ -42,6 +46,7 @@ INSTALLED_APPS = [
     "rest_framework",
     "rest_framework.authtoken",
     "drf_spectacular",
+    "drf_spectacular_sidecar",  # Swagger UI and ReDoc served from our own static files (no CDN)
     "grading",
     "analysis",
 ]
@@ -159,6 +164,9 @@ SPECTACULAR_SETTINGS = {
     "DESCRIPTION": "Collect human judgments and measure how far they can be trusted.",
     "VERSION": "1.0.0",
     "SERVE_INCLUDE_SCHEMA": False,
+    "SWAGGER_UI_DIST": "SIDECAR",
+    "SWAGGER_UI_FAVICON_HREF": "SIDECAR",
+    "REDOC_DIST": "SIDECAR",
 }
 
 # --- Internationalisation, static, media --------------------------------------------------
@@ -197,6 +205,20 @@ SECURE_CONTENT_TYPE_NOSNIFF = True
 SECURE_REFERRER_POLICY = "same-origin"
 X_FRAME_OPTIONS = "DENY"
 SESSION_COOKIE_HTTPONLY = True
+
+# --- E-mail ---------------------------------------------------------------------------------
+# Invitations (set-password links) are e-mailed only when EMAIL_BACKEND is set, e.g.
+# django.core.mail.backends.smtp.EmailBackend with EMAIL_HOST; otherwise the organizer copies them.
+EMAIL_ENABLED = bool(env_str("EMAIL_BACKEND"))
+EMAIL_BACKEND = env_str("EMAIL_BACKEND", "django.core.mail.backends.locmem.EmailBackend")
+EMAIL_HOST = env_str("EMAIL_HOST", "localhost")
+EMAIL_PORT = env_int("EMAIL_PORT", 25, minimum=1)
+EMAIL_HOST_USER = env_str("EMAIL_HOST_USER")
+EMAIL_HOST_PASSWORD = env_str("EMAIL_HOST_PASSWORD")
+EMAIL_USE_TLS = env_bool("EMAIL_USE_TLS", False)
+DEFAULT_FROM_EMAIL = env_str("DEFAULT_FROM_EMAIL", "evalutron@localhost")
+# How long a set-password link works (seconds; Django's default is three days).
+PASSWORD_RESET_TIMEOUT = env_int("PASSWORD_RESET_TIMEOUT", 3 * 24 * 3600, minimum=60)
 
 LOG_LEVEL = env_choice("LOG_LEVEL", "INFO", ("DEBUG", "INFO", "WARNING", "ERROR"))
 LOGGING = {

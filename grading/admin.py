@@ -1,6 +1,12 @@
+from typing import Any
+
+from django import forms
 from django.contrib import admin
+from django.core.exceptions import ValidationError
 from django.http import HttpRequest
 
+from grading import schemes
+from grading.errors import GradingError
 from grading.models import (
     Assignment,
     Campaign,
@@ -16,32 +22,141 @@ from grading.models import (
     SystemOutput,
     Unit,
 )
+from grading.services import lifecycle, members
+from grading.services.campaigns import campaign_create, role_grant
+
+# The admin is no back door: changes go through the same services, and respect the same locks,
+# as the organizer pages (grading.services.lifecycle, members, campaigns).
 
 
 class GuidelinesInline(admin.StackedInline):
+    """Versions are history: read-only. A new version comes from the campaign form's field."""
+
     model = GuidelinesVersion
     extra = 0
-    readonly_fields = ("version", "created_at")
+    readonly_fields = ("version", "text", "created_at")
+    can_delete = False
+
+    def has_add_permission(self, request: HttpRequest, obj: object = None) -> bool:
+        return False
 
 
 class RoleInline(admin.TabularInline):
     model = CampaignRole
     extra = 0
     autocomplete_fields = ("user",)
+    readonly_fields = ("pseudonym",)
+
+    def has_change_permission(self, request: HttpRequest, obj: object = None) -> bool:
+        return False
+
+
+class CampaignAdminForm(forms.ModelForm):
+    new_guidelines = forms.CharField(widget=forms.Textarea, required=False, label="New guidelines version",
+                                     help_text="Text for a new version of the guidelines; leave empty to keep the current one.")
+
+    class Meta:
+        model = Campaign
+        fields = ("name", "slug", "description", "scheme", "scheme_params", "status", "initial_overlap", "max_overlap",
+                  "budget", "policy", "policy_params", "created_by")
+
+    def clean(self) -> dict[str, Any]:
+        data = super().clean()
+        campaign = self.instance
+        try:
+            if "scheme_params" in data and data.get("scheme"):
+                data["scheme_params"] = schemes.normalise_params(data["scheme"], data["scheme_params"])
+            if campaign.pk:
+                for name in lifecycle.LOCKED_FIELDS:
+                    if name in self.changed_data:
+                        lifecycle.campaign_lock_check(campaign=campaign, what=name)
+                old = Campaign.objects.get(pk=campaign.pk).status
+                if "status" in self.changed_data and data.get("status") not in lifecycle.TRANSITIONS.get(old, ()):
+                    raise GradingError(f"a {old} campaign cannot become {data.get('status')}.", field="status")
+        except GradingError as exc:
+            raise ValidationError({exc.field if exc.field in self.fields else None: exc.message}) from None
+        return data
 
 
 @admin.register(Campaign)
 class CampaignAdmin(admin.ModelAdmin):
+    form = CampaignAdminForm
     list_display = ("name", "slug", "scheme", "status", "policy", "initial_overlap", "max_overlap", "guidelines_version")
     list_filter = ("scheme", "status", "policy")
     search_fields = ("name", "slug")
     prepopulated_fields = {"slug": ("name",)}
-    readonly_fields = ("guidelines_version", "created_at", "updated_at")
     inlines = [GuidelinesInline, RoleInline]
+
+    def get_readonly_fields(self, request: HttpRequest, obj: Campaign | None = None) -> tuple[str, ...]:
+        fixed = ("guidelines_version", "created_at", "updated_at")
+        if obj is not None and lifecycle.grading_started(obj):
+            return (*fixed, *lifecycle.LOCKED_FIELDS)
+        return fixed
+
+    def save_model(self, request: HttpRequest, obj: Campaign, form: CampaignAdminForm, change: bool) -> None:
+        data = form.cleaned_data
+        text = data.get("new_guidelines") or ""
+        if not change:
+            fields = {k: data[k] for k in ("name", "slug", "scheme", "scheme_params", "description", "status",
+                                            "initial_overlap", "max_overlap", "budget", "policy", "policy_params")}
+            created = campaign_create(**fields, guidelines=text, created_by=request.user)
+            obj.pk = created.pk
+            obj._state.adding = False
+            obj.refresh_from_db()
+            return
+        current = Campaign.objects.get(pk=obj.pk)
+        changed = {k: data[k] for k in form.changed_data if k in data and k != "new_guidelines"}
+        if "status" in changed:
+            lifecycle.campaign_transition(campaign=current, to=changed.pop("status"))
+        if text:
+            changed["guidelines"] = text
+        for name in ("slug", "scheme"):
+            if name in changed:
+                setattr(current, name, changed.pop(name))
+                current.save(update_fields=[name, "updated_at"])
+        lifecycle.campaign_settings_update(campaign=current, **changed)
+        obj.refresh_from_db()
+
+    def save_formset(self, request: HttpRequest, form: Any, formset: Any, change: bool) -> None:
+        if formset.model is not CampaignRole:
+            return super().save_formset(request, form, formset, change)
+        formset.save(commit=False)
+        campaign = form.instance
+        for role in formset.deleted_objects:
+            members.member_remove(campaign=campaign, user_id=role.user_id, role=role.role)
+        for role in formset.new_objects:
+            role_grant(campaign=campaign, user=role.user, role=role.role)
+
+
+class ItemsLockedAdmin(admin.ModelAdmin):
+    """Items of a campaign that has started grading can be looked at, not changed."""
+
+    def _started(self, obj: Any) -> bool:
+        campaign = getattr(obj, "campaign", None) or getattr(getattr(obj, "candidate", None), "campaign", None)
+        return campaign is not None and lifecycle.grading_started(campaign)
+
+    def has_change_permission(self, request: HttpRequest, obj: Any = None) -> bool:
+        return super().has_change_permission(request, obj) and not (obj is not None and self._started(obj))
+
+    def has_delete_permission(self, request: HttpRequest, obj: Any = None) -> bool:
+        return super().has_delete_permission(request, obj) and not (obj is not None and self._started(obj))
+
+    def get_form(self, request: HttpRequest, obj: Any = None, change: bool = False, **kwargs: Any) -> Any:
+        base = super().get_form(request, obj, change=change, **kwargs)
+
+        class LockedItemForm(base):
+            def clean(self) -> dict[str, Any]:
+                data = super().clean()
+                campaign = data.get("campaign")
+                if campaign is not None and lifecycle.grading_started(campaign):
+                    raise ValidationError(f"items cannot change: {lifecycle.LOCK_REASON}.")
+                return data
+
+        return LockedItemForm
 
 
 @admin.register(Query)
-class QueryAdmin(admin.ModelAdmin):
+class QueryAdmin(ItemsLockedAdmin):
     list_display = ("external_id", "title", "campaign", "kind", "public_id")
     list_filter = ("campaign", "kind")
     search_fields = ("external_id", "title", "public_id")
@@ -51,9 +166,14 @@ class ProvenanceInline(admin.TabularInline):
     model = CandidateProvenance
     extra = 0
 
+    def has_change_permission(self, request: HttpRequest, obj: Any = None) -> bool:
+        return not (obj is not None and lifecycle.grading_started(obj.campaign))
+
+    has_add_permission = has_delete_permission = has_change_permission
+
 
 @admin.register(Candidate)
-class CandidateAdmin(admin.ModelAdmin):
+class CandidateAdmin(ItemsLockedAdmin):
     list_display = ("external_id", "campaign", "kind", "public_id")
     list_filter = ("campaign", "kind")
     search_fields = ("external_id", "public_id")
@@ -61,7 +181,7 @@ class CandidateAdmin(admin.ModelAdmin):
 
 
 @admin.register(Unit)
-class UnitAdmin(admin.ModelAdmin):
+class UnitAdmin(ItemsLockedAdmin):
     list_display = ("external_id", "campaign", "query", "candidate", "candidate_b")
     list_filter = ("campaign",)
     search_fields = ("external_id",)
@@ -69,7 +189,7 @@ class UnitAdmin(admin.ModelAdmin):
 
 
 @admin.register(System)
-class SystemAdmin(admin.ModelAdmin):
+class SystemAdmin(ItemsLockedAdmin):
     list_display = ("name", "campaign")
     list_filter = ("campaign",)
 

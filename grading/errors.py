@@ -56,3 +56,10 @@ class EventConflict(GradingError):
 
     http_status = 409
     code = "id_conflict"
+
+
+class CampaignLocked(GradingError):
+    """A change to what defines the instrument (scheme, items) after grading has started."""
+
+    http_status = 409
+    code = "campaign_locked"

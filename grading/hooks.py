@@ -11,3 +11,10 @@ def judgments_changed(campaign_id: int) -> None:
     from analysis.scheduling import schedule_auto_run
 
     schedule_auto_run(campaign_id=campaign_id)
+
+
+def runs_headline(*, campaign_ids: list[int]) -> dict[int, dict]:
+    """The latest analysis of each campaign at a glance (agreement, a failed run) for the home page."""
+    from analysis.headlines import runs_headline
+
+    return runs_headline(campaign_ids=campaign_ids)

@@ -6,6 +6,7 @@
 """
 import os
 
+os.environ["EVALUTRON_ENV_FILE"] = ""  # a developer's .env must not change what the tests see
 os.environ.setdefault("SECRET_KEY", "test-secret-key-not-for-production-" + "k" * 20)
 os.environ.setdefault("DEBUG", "true")
 os.environ.setdefault("DATA_DIR", os.path.join(os.path.dirname(os.path.dirname(__file__)), "var"))

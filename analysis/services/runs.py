@@ -101,11 +101,23 @@ def run_create(*, campaign_id: int, trigger: str = RunTrigger.MANUAL, user: Abst
         if existing is not None:
             return existing
         run = AnalysisRun.objects.create(
-            campaign_id=campaign_id, trigger=trigger, parameters=params, created_by=user,
+            campaign_id=campaign_id, number=run_number_next(campaign_id=campaign_id),
+            trigger=trigger, parameters=params, created_by=user,
             seed=secrets.randbits(31) if seed is None else seed,
         )
         transaction.on_commit(partial(run_enqueue, run_id=run.pk))
     return run
+
+
+def run_number_next(*, campaign_id: int) -> int:
+    """The next run number within the campaign (#1, #2, ...); call inside the creating transaction.
+    The campaign's row lock serialises concurrent creations."""
+    from django.db.models import Max
+
+    from grading.models import Campaign
+
+    Campaign.objects.select_for_update().filter(pk=campaign_id).first()
+    return (AnalysisRun.objects.filter(campaign_id=campaign_id).aggregate(m=Max("number"))["m"] or 0) + 1
 
 
 def run_schedule_auto(*, campaign_id: int) -> AnalysisRun | None:
@@ -122,7 +134,7 @@ def run_schedule_auto(*, campaign_id: int) -> AnalysisRun | None:
     try:
         with transaction.atomic():
             run = AnalysisRun.objects.create(
-                campaign_id=campaign_id, trigger=RunTrigger.AUTO, parameters=parameters_clean(None),
+                campaign_id=campaign_id, number=run_number_next(campaign_id=campaign_id), trigger=RunTrigger.AUTO, parameters=parameters_clean(None),
                 seed=secrets.randbits(31), not_before=timezone.now() + timedelta(seconds=debounce),
             )
     except IntegrityError:

@@ -83,8 +83,10 @@ def role_grant(*, campaign: Campaign, user: AbstractBaseUser, role: str) -> Camp
         return existing
     pseudonym = ""
     if role == Role.GRADER:
-        count = CampaignRole.objects.filter(campaign=campaign, role=Role.GRADER).count()
-        pseudonym = f"G{count + 1:02d}"
+        # One more than the highest in use: a removed grader's pseudonym is never handed on.
+        taken = CampaignRole.objects.filter(campaign=campaign, role=Role.GRADER).values_list("pseudonym", flat=True)
+        numbers = [int(p[1:]) for p in taken if p[1:].isdigit()]
+        pseudonym = f"G{max(numbers, default=0) + 1:02d}"
     return CampaignRole.objects.create(campaign=campaign, user=user, role=role, pseudonym=pseudonym)
 
 

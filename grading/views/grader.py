@@ -12,7 +12,7 @@ from django.shortcuts import redirect, render
 from django.urls import reverse
 from django.views.decorators.http import require_POST
 
-from grading import schemes, selectors
+from grading import schemes, selectors, selectors_organizer
 from grading.errors import GradingError
 from grading.models import Campaign, Judgment
 from grading.models.choices import (
@@ -26,7 +26,9 @@ from grading.models.choices import (
     Scheme,
 )
 from grading.services.events import EventInput, event_record
+from grading.services.lifecycle import guidelines_changes
 from grading.services.more_work import batch_size, more_work_request, no_more_message
+from grading.services.organizer import can_create_campaigns
 
 TEMPLATES = {
     Scheme.BROAD_FINE: "grading/grade_broad_fine.html",
@@ -46,22 +48,28 @@ def _campaign_for(request: HttpRequest, campaign_id: int) -> Campaign:
 
 @login_required
 def home(request: HttpRequest) -> HttpResponse:
+    """Graders: their work. Organizers: their campaigns at a glance. A fixed number of queries."""
     campaigns = list(selectors.campaign_list_for_user(user=request.user))
-    roles: dict[int, set[str]] = {}
-    for c in campaigns:
-        roles[c.pk] = selectors.roles_of(user=request.user, campaign=c)
-    grading = [c for c in campaigns if Role.GRADER in roles[c.pk]]
-    organizing = [
-        {"campaign": c, "progress": selectors.campaign_progress(campaign=c)}
-        for c in campaigns if Role.ORGANIZER in roles[c.pk] or request.user.is_staff
-    ]
-    return render(request, "grading/home.html", {"grading": grading, "organizing": organizing})
+    roles = selectors_organizer.user_roles(user=request.user)
+    grading = [c for c in campaigns if Role.GRADER in roles.get(c.pk, set())]
+    organized = set(selectors_organizer.organized_campaign_ids(user=request.user, campaigns=campaigns, roles=roles))
+    changed = selectors_organizer.guidelines_changed_for(grader=request.user, campaigns=grading)
+    for c in grading:
+        c.guidelines_changed = c.pk in changed
+    return render(request, "grading/home.html", {
+        "grading": grading,
+        "organizing": selectors_organizer.campaign_summaries(campaigns=[c for c in campaigns if c.pk in organized]),
+        "can_create": can_create_campaigns(request.user),
+    })
 
 
 @login_required
 def continue_grading(request: HttpRequest, campaign_id: int) -> HttpResponse:
     """Where the grader left off: the first page with open work."""
     campaign = _campaign_for(request, campaign_id)
+    if selectors_organizer.guidelines_changed_for(grader=request.user, campaigns=[campaign]):
+        messages.info(request, "The guidelines changed since you last read them: here is what changed.")
+        return redirect("grading:guidelines", campaign_id=campaign.pk)
     number = selectors.page_to_continue(grader=request.user, campaign=campaign)
     if number is None:
         return render(request, "grading/nothing.html", {"campaign": campaign})
@@ -175,9 +183,11 @@ def guidelines(request: HttpRequest, campaign_id: int) -> HttpResponse:
     Opening them is an event, recorded here for visits without JavaScript."""
     campaign = _campaign_for(request, campaign_id)
     current = selectors.guidelines_current(campaign=campaign)
+    last_read = selectors_organizer.guidelines_last_read(grader=request.user, campaign=campaign)
+    changes = guidelines_changes(campaign=campaign, since_version=last_read)
     if campaign.is_open:
         event_record(grader=request.user, data=EventInput(
             id=uuid4(), campaign_id=campaign.pk, type=EventType.GUIDELINES_VIEWED, client_ts=datetime.now(UTC),
             payload={"version": campaign.guidelines_version, "via": "page"}, session_id="server",
         ))
-    return render(request, "grading/guidelines.html", {"campaign": campaign, "guidelines": current})
+    return render(request, "grading/guidelines.html", {"campaign": campaign, "guidelines": current, "changes": changes})

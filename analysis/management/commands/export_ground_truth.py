@@ -6,6 +6,7 @@ from pathlib import Path
 from typing import Any
 
 from django.core.management.base import BaseCommand, CommandError, CommandParser
+from django.db import transaction
 
 from analysis import export, selectors
 from analysis.management.commands._campaign_arg import campaign_from_arg
@@ -47,11 +48,13 @@ class Command(BaseCommand):
             sys.stdout.buffer.write(body)
 
     def _analyse(self, campaign_id: int) -> AnalysisRun:
-        run = AnalysisRun.objects.create(campaign_id=campaign_id, trigger=RunTrigger.CLI,
-                                         parameters=runs.parameters_clean(None))
-        self.stderr.write(f"no succeeded analysis yet: running #{run.pk} here")
+        with transaction.atomic():
+            run = AnalysisRun.objects.create(campaign_id=campaign_id, trigger=RunTrigger.CLI,
+                                             number=runs.run_number_next(campaign_id=campaign_id),
+                                             parameters=runs.parameters_clean(None))
+        self.stderr.write(f"no succeeded analysis yet: running #{run.number} here")
         if run_execute(run_id=run.pk) != RunStatus.SUCCEEDED:
             run.refresh_from_db()
-            raise CommandError(f"analysis run #{run.pk} failed: {run.error}")
+            raise CommandError(f"analysis run #{run.number} failed: {run.error}")
         run.refresh_from_db()
         return run

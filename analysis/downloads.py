@@ -1,0 +1,52 @@
+"""Downloads for a campaign's organizers (and admins), linked from the campaign and report pages.
+
+Whoever does not organize the campaign gets 404 (a grader of it 403), as on the organizer pages.
+"""
+from __future__ import annotations
+
+from django.contrib import messages
+from django.contrib.auth.decorators import login_required
+from django.http import FileResponse, Http404, HttpRequest, HttpResponse, StreamingHttpResponse
+from django.shortcuts import redirect
+
+from analysis import export, selectors, streams
+from grading.models.choices import Scheme
+from grading.views.organizer import organized
+
+DOWNLOADS: dict[tuple[str, str], str] = {
+    ("ground-truth", "csv"): "text/csv; charset=utf-8",
+    ("ground-truth", "json"): "application/json",
+    ("ground-truth", "parquet"): "application/vnd.apache.parquet",
+    ("judgments", "csv"): "text/csv; charset=utf-8",
+    ("events", "csv"): "text/csv; charset=utf-8",
+    ("events", "parquet"): "application/vnd.apache.parquet",
+    ("ordering-ground-truth", "csv"): "text/csv; charset=utf-8",
+}
+
+
+@login_required
+def download(request: HttpRequest, campaign_id: int, what: str, fmt: str) -> HttpResponse:
+    campaign = organized(request, campaign_id)
+    content_type = DOWNLOADS.get((what, fmt))
+    if content_type is None or (what == "ordering-ground-truth" and campaign.scheme != Scheme.ORDERING):
+        raise Http404(f"No download {what}.{fmt} for this campaign.")
+    filename = f"{campaign.slug}-{what}.{fmt}"
+    if what == "ground-truth":
+        run = selectors.run_latest_good(campaign_id=campaign.pk)
+        if run is None:
+            messages.info(request, "The ground truth comes from an analysis: run one first, then download it.")
+            return redirect("analysis:report", campaign_id=campaign.pk)
+        filters = export.Filters()
+        body = {"csv": streams.ground_truth_csv, "json": streams.ground_truth_json,
+                "parquet": streams.ground_truth_parquet}[fmt](run, filters)
+    elif what == "judgments":
+        body = streams.judgments_csv(campaign)
+    elif what == "events":
+        body = export.events_stream(campaign.pk, "csv") if fmt == "csv" else streams.events_parquet(campaign)
+    else:
+        body = streams.ordering_ground_truth_csv(campaign)
+    if fmt == "parquet":
+        return FileResponse(body, as_attachment=True, filename=filename, content_type=content_type)
+    response = StreamingHttpResponse(body, content_type=content_type)
+    response["Content-Disposition"] = f'attachment; filename="{filename}"'
+    return response

@@ -1,1 +1,0 @@
-"""Pages for the organizers of a campaign."""

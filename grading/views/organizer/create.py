@@ -1,0 +1,73 @@
+"""New campaign: upload a campaign file, or items plus a form; preview; confirm."""
+from __future__ import annotations
+
+from django.contrib import messages
+from django.contrib.auth.decorators import login_required
+from django.core.exceptions import PermissionDenied
+from django.http import HttpRequest, HttpResponse
+from django.shortcuts import redirect, render
+from django.views.decorators.http import require_POST
+
+from grading.errors import GradingError
+from grading.forms import CampaignFileForm, CampaignItemsForm
+from grading.services import campaign_upload
+from grading.services.organizer import can_create_campaigns
+from grading.views.organizer import error_list
+
+
+def _render(request: HttpRequest, *, file_form: CampaignFileForm | None = None, items_form: CampaignItemsForm | None = None,
+            errors: list[str] | None = None, errors_for: str = "", preview: campaign_upload.Preview | None = None,
+            status: int = 200) -> HttpResponse:
+    return render(request, "grading/organizer/new.html", {
+        "file_form": file_form or CampaignFileForm(), "items_form": items_form or CampaignItemsForm(),
+        "errors": errors or [], "errors_for": errors_for, "preview": preview,
+    }, status=status)
+
+
+@login_required
+def campaign_new(request: HttpRequest) -> HttpResponse:
+    """GET: the two ways in. POST (`source` = file | form): check everything, then show a preview."""
+    if not can_create_campaigns(request.user):
+        raise PermissionDenied("Creating campaigns needs staff status or the grading.add_campaign permission.")
+    if request.method != "POST":
+        return _render(request)
+    source = request.POST.get("source")
+    if source == "file":
+        form = CampaignFileForm(request.POST, request.FILES)
+        if not form.is_valid():
+            return _render(request, file_form=form, errors_for="file", status=400)
+        stage = {"definition_file": form.cleaned_data["file"], "media_zip": form.cleaned_data["media"]}
+        forms = {"file_form": form}
+    else:
+        form = CampaignItemsForm(request.POST, request.FILES)
+        if not form.is_valid():
+            return _render(request, items_form=form, errors_for="form", status=400)
+        stage = {"settings_fields": form.campaign_fields(), "items_csv": form.cleaned_data["items"],
+                 "media_zip": form.cleaned_data["media"]}
+        forms = {"items_form": form}
+    try:
+        preview = campaign_upload.campaign_upload_stage(user=request.user, **stage)
+    except GradingError as exc:
+        return _render(request, **forms, errors=[*error_list(exc), "Nothing was stored."],
+                       errors_for="file" if source == "file" else "form", status=400)
+    return _render(request, **forms, preview=preview)
+
+
+@login_required
+@require_POST
+def campaign_new_confirm(request: HttpRequest) -> HttpResponse:
+    token = request.POST.get("token", "")
+    if request.POST.get("action") == "cancel":
+        try:
+            campaign_upload.campaign_upload_discard(token=token)
+        except GradingError:
+            pass
+        messages.info(request, "Nothing was imported.")
+        return redirect("grading:campaign-new")
+    try:
+        campaign = campaign_upload.campaign_upload_confirm(user=request.user, token=token)
+    except GradingError as exc:
+        return _render(request, errors=[*error_list(exc), "Nothing was stored."], errors_for="file", status=400)
+    messages.success(request, f"Created {campaign.name}: {campaign.units.count()} units, "
+                              f"{campaign.assignments.count()} assignments. Add graders, then open it.")
+    return redirect("grading:campaign", campaign_id=campaign.pk)

@@ -1,0 +1,80 @@
+"""Members of a campaign: add (one or many, inviting new accounts), remove, assign initial work."""
+from __future__ import annotations
+
+from django.conf import settings
+from django.contrib import messages
+from django.contrib.auth.decorators import login_required
+from django.http import HttpRequest, HttpResponse
+from django.shortcuts import redirect, render
+from django.views.decorators.http import require_POST
+
+from grading.errors import GradingError
+from grading.forms import MembersForm
+from grading.models import Campaign, CampaignRole
+from grading.models.choices import AssignmentStatus
+from grading.services import members as members_service
+from grading.services.campaigns import assignments_create_initial
+from grading.views.organizer import error_list, organized
+
+
+def _page(request: HttpRequest, campaign: Campaign, *, form: MembersForm | None = None, added: list | None = None,
+          errors: list[str] | None = None, status: int = 200) -> HttpResponse:
+    from django.db.models import Count, Q
+
+    roles = list(CampaignRole.objects.filter(campaign=campaign).select_related("user").order_by("role", "pseudonym", "user__username"))
+    open_work = dict(campaign.assignments.order_by().values("grader_id").annotate(
+        n=Count("pk", filter=Q(status=AssignmentStatus.OPEN))).values_list("grader_id", "n"))
+    for role in roles:
+        role.open_work = open_work.get(role.user_id, 0)
+    return render(request, "grading/organizer/members.html", {
+        "campaign": campaign, "form": form or MembersForm(), "roles": roles, "added": added or [],
+        "errors": errors or [], "email_enabled": settings.EMAIL_ENABLED,
+    }, status=status)
+
+
+@login_required
+def members(request: HttpRequest, campaign_id: int) -> HttpResponse:
+    campaign = organized(request, campaign_id)
+    if request.method != "POST":
+        return _page(request, campaign)
+    form = MembersForm(request.POST)
+    if not form.is_valid():
+        return _page(request, campaign, form=form, status=400)
+    try:
+        added = members_service.members_add(campaign=campaign, people=form.cleaned_data["people"],
+                                            role=form.cleaned_data["role"], absolute_url=request.build_absolute_uri)
+    except GradingError as exc:
+        return _page(request, campaign, form=form, errors=[*error_list(exc), "Nobody was added."], status=400)
+    return _page(request, campaign, added=added)
+
+
+@login_required
+def member_remove(request: HttpRequest, campaign_id: int, user_id: int, role: str) -> HttpResponse:
+    """GET asks for confirmation; POST removes."""
+    campaign = organized(request, campaign_id)
+    member = CampaignRole.objects.filter(campaign=campaign, user_id=user_id, role=role).select_related("user").first()
+    if member is None:
+        from django.http import Http404
+
+        raise Http404("No such member.")
+    if request.method == "POST":
+        try:
+            returned = members_service.member_remove(campaign=campaign, user_id=user_id, role=role)
+        except GradingError as exc:
+            return _page(request, campaign, errors=error_list(exc), status=400)
+        messages.success(request, f"Removed {member.user.username} as {role}. Their judgments stay; "
+                                  f"{returned} open assignment(s) went back to the pool.")
+        return redirect("grading:members", campaign_id=campaign.pk)
+    return render(request, "grading/organizer/remove.html", {"campaign": campaign, "member": member})
+
+
+@login_required
+@require_POST
+def assign_initial(request: HttpRequest, campaign_id: int) -> HttpResponse:
+    campaign = organized(request, campaign_id)
+    try:
+        made = assignments_create_initial(campaign=campaign, seed=0)
+    except GradingError as exc:
+        return _page(request, campaign, errors=error_list(exc), status=400)
+    messages.success(request, f"Created {made} assignment(s): every unit now has {campaign.initial_overlap} grader(s).")
+    return redirect("grading:members", campaign_id=campaign.pk)
