@@ -34,8 +34,6 @@ def report(request: HttpRequest, campaign_id: int) -> HttpResponse:
 
 
 def _report(request: HttpRequest, campaign: Campaign, *, upload_error: str = "", status: int = 200) -> HttpResponse:
-    runs.run_sweep_stale()
-    runs.runs_execute_due(campaign_id=campaign.pk)  # embedded mode: debounced automatic runs
     good = selectors.run_latest_good(campaign_id=campaign.pk)
     context = {
         "campaign": campaign, "good": good, "active": selectors.run_active(campaign_id=campaign.pk),

@@ -5,6 +5,8 @@ from typing import Any
 
 from django.core.management.base import BaseCommand, CommandError, CommandParser
 
+from analysis.models import RunTrigger
+from analysis.services.uploads import run_after_upload
 from grading.errors import InvalidValue
 from grading.models import Campaign
 from grading.services.system_outputs import system_orderings_import, system_orderings_rows_from_csv
@@ -37,9 +39,6 @@ class Command(BaseCommand):
             f"Imported {summary.orderings} orderings of {summary.queries} queries for system(s) "
             f"{', '.join(summary.systems)} into {campaign.slug!r} ({summary.replaced} earlier orderings replaced)."))
         if not opts["no_analysis"]:
-            from analysis.models import RunTrigger
-            from analysis.services.uploads import run_after_upload
-
             run = run_after_upload(campaign_id=campaign.pk, trigger=RunTrigger.CLI, user=None)
             run.refresh_from_db()
             self.stdout.write(f"Analysis run #{run.pk}: {run.get_status_display().lower()}.")
