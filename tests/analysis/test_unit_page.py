@@ -59,11 +59,13 @@ def test_a_unit_of_another_campaign_is_not_found(client, judged):
     assert client.get(reverse("analysis:unit", args=[campaign.pk, other.units.first().pk])).status_code == 404
 
 
-def test_the_report_links_the_most_confusable_units_to_their_pages(client, judged):
+def test_the_report_links_the_most_confusable_units_to_their_pages(client, judged,
+                                                                   django_capture_on_commit_callbacks):
     from django.core.management import call_command
 
     campaign, unit, organizer = judged
-    call_command("run_analysis", str(campaign.pk))
+    with django_capture_on_commit_callbacks(execute=True):  # embedded: the run executes as it commits
+        call_command("run_analysis", str(campaign.pk))
     client.force_login(organizer)
     page = client.get(reverse("analysis:report", args=[campaign.pk])).content.decode()
     assert f'href="{url(campaign, unit)}"' in page
