@@ -1,18 +1,16 @@
 """Queue or run here: the one place that decides where an analysis run executes.
 
 With a broker the run's task is sent by name to the Celery workers (so this module never imports
-the task module, which imports the services). Embedded (no broker) the run executes in this
-process: at once when it is due, or from a background thread once its debounce delay has passed.
-Only ``analysis.services.runs`` calls this module.
+the task module, which imports the services). Embedded (no broker) a run asked for now executes in
+this process at once; a run due later, or an automatic one, waits for the embedded runner
+(``analysis.embedded``: a background thread of the web process) or ``manage.py run_due_analyses``.
+Only ``analysis.services.runs`` (and the embedded runner, through it) uses this module.
 """
 from __future__ import annotations
 
 import logging
 import secrets
-import threading
 
-from django.conf import settings
-from django.db import connection
 from django.db.models import Q
 from django.utils import timezone
 
@@ -33,16 +31,14 @@ def run_dispatch(*, run_id: int, countdown: float = 0, background: bool = False)
     """Queue the run for a worker (with a broker) or execute it here (embedded).
 
     Embedded, a run due later (``countdown`` seconds, the debounce of automatic runs) or asked for
-    in the ``background`` (automatic runs: a grader's request never waits for an analysis) is left
-    to a background thread, or to ``manage.py run_due_analyses`` when ANALYSIS_EMBEDDED_THREAD is off.
+    in the ``background`` (automatic runs: a grader's request never waits for an analysis) stays
+    queued for the embedded runner.
     """
     task_id = f"analysis-{run_id}-{secrets.token_hex(6)}"
     AnalysisRun.objects.filter(pk=run_id).update(task_id=task_id)
     if not embedded():
         app.send_task(RUN_TASK, args=[run_id], task_id=task_id, countdown=max(0, countdown) or None)
-    elif countdown > 0 or background:
-        _execute_later(run_id=run_id, delay=max(0.0, countdown))
-    else:
+    elif countdown <= 0 and not background:
         _execute_here(run_id=run_id, task_id=task_id)
 
 
@@ -65,20 +61,3 @@ def _execute_here(*, run_id: int, task_id: str = "") -> None:
         run_execute(run_id=run_id, task_id=task_id)
     except Transient:  # the run went back to the queue; the next pass executes it
         logger.warning("analysis run %s: database error, left queued", run_id)
-
-
-def _execute_later(*, run_id: int, delay: float) -> None:
-    if not getattr(settings, "ANALYSIS_EMBEDDED_THREAD", True):
-        return
-    timer = threading.Timer(delay + 1.0, _execute_in_thread, kwargs={"run_id": run_id})
-    timer.name, timer.daemon = f"analysis-embedded-{run_id}", True
-    timer.start()
-
-
-def _execute_in_thread(*, run_id: int) -> None:
-    try:
-        _execute_here(run_id=run_id)
-    except Exception:  # a thread has no caller to tell; the run records its own failures
-        logger.exception("analysis run %s: embedded execution failed", run_id)
-    finally:
-        connection.close()
