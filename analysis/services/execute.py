@@ -4,13 +4,15 @@ from __future__ import annotations
 import json
 import logging
 import math
+from collections.abc import Iterator
 from contextlib import nullcontext
 from typing import Any
 
 import pandas as pd
-from django.db import InterfaceError, OperationalError, connection, transaction
+from django.db import InterfaceError, OperationalError, transaction
 from django.utils import timezone
 
+from analysis import pgcopy
 from analysis.models import AnalysisRun, RunStatus, UnitResult
 from analysis.services import attempts
 from analysis.services.report import report_compute
@@ -70,7 +72,7 @@ def _store(run: AnalysisRun, result: dict[str, Any], units: pd.DataFrame, progre
         if not owned:
             return False
         UnitResult.objects.filter(run_id=run.pk).delete()
-        if connection.vendor == "postgresql":
+        if pgcopy.available():
             _copy_unit_rows(run.pk, units)
         else:
             for start in range(0, len(units), STORE_BATCH):
@@ -107,10 +109,11 @@ def _copy_unit_rows(run_id: int, frame: pd.DataFrame) -> None:
     frame = frame.reindex(columns=columns)
     frame = frame.astype(object).where(frame.notna(), None)
     ints = {"unit", "query", "n", "n_ns", "n_ss", "n_vs"}
-    names = ["run_id", "unit_id", "query_id", *UNIT_FIELDS, "distribution"]
-    with connection.cursor() as cursor, cursor.cursor.copy(
-            f"COPY {UnitResult._meta.db_table} ({', '.join(names)}) FROM STDIN") as copy:
+
+    def rows() -> Iterator[list[Any]]:
         for row in frame.itertuples(index=False, name=None):
-            values = [None if v is None else (int(v) if c in ints else float(v)) for c, v in zip(columns[:-1], row[:-1],
-                                                                                              strict=True)]
-            copy.write_row([run_id, *values, None if row[-1] is None else json.dumps(row[-1])])
+            values = [None if v is None else (int(v) if c in ints else float(v))
+                      for c, v in zip(columns[:-1], row[:-1], strict=True)]
+            yield [run_id, *values, None if row[-1] is None else json.dumps(row[-1])]
+
+    pgcopy.copy_in(UnitResult._meta.db_table, ["run_id", "unit_id", "query_id", *UNIT_FIELDS, "distribution"], rows())
