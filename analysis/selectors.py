@@ -213,3 +213,33 @@ def user_can_view_reports(*, user: AbstractBaseUser, campaign_id: int) -> bool:
 def user_can_export(*, user: AbstractBaseUser) -> bool:
     """Ground truth and raw event logs leave the system through admins only."""
     return bool(user.is_authenticated and user.is_staff)
+
+
+# --- one unit, for the organizer's unit page ----------------------------------------------------------
+
+UNIT_PAGE_MAX_EVENTS = 500
+
+
+def unit_for_page(*, campaign_id: int, unit_id: int) -> Unit | None:
+    return (Unit.objects.select_related("campaign", "query", "candidate", "candidate_b")
+            .filter(pk=unit_id, campaign_id=campaign_id).first())
+
+
+def unit_judgments(*, unit: Unit) -> list[Judgment]:
+    """The unit's judgments by grader id, each with its grader loaded."""
+    return list(Judgment.objects.filter(unit=unit).select_related("grader").order_by("grader_id"))
+
+
+def unit_event_rows(*, unit: Unit, limit: int = UNIT_PAGE_MAX_EVENTS) -> list[dict[str, Any]]:
+    """The unit's first ``limit`` events in arrival order, as dicts (no payload objects built twice)."""
+    return list(GradingEvent.objects.filter(unit=unit).order_by("server_ts", "seq")
+                .values("grader_id", "type", "payload", "client_ts", "server_ts", "session_id", "seq")[:limit])
+
+
+def unit_result(*, run: AnalysisRun | None, unit: Unit) -> UnitResult | None:
+    return UnitResult.objects.filter(run=run, unit=unit).first() if run else None
+
+
+def unit_provenance(*, unit: Unit) -> list[Any]:
+    """Which systems returned the unit's candidate, for which query, at which rank."""
+    return list(unit.candidate.provenance.select_related("system", "query").order_by("system__name"))

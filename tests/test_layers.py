@@ -117,3 +117,15 @@ def test_only_runs_hands_work_to_dispatch():
     graph = _graph()
     callers = {name for name, targets in graph.items() if "analysis.services.dispatch" in targets}
     assert callers == {"analysis.services.runs"}
+
+
+def test_the_unit_page_reads_through_selectors_only():
+    source = (ROOT / "analysis" / "unit_page.py").read_text(encoding="utf-8")
+    assert "unit_detail" in source
+    assert ".objects" not in source and "get_object_or_404" not in source
+    assert not any(t.startswith(("grading.models", "analysis.models")) for t in _imports(ROOT / "analysis" / "unit_page.py"))
+
+
+def test_the_token_view_writes_through_the_token_service():
+    source = (ROOT / "grading" / "api" / "views.py").read_text(encoding="utf-8")
+    assert "token_get_or_create(user=user)" in source and "Token.objects" not in source

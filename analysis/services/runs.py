@@ -67,8 +67,10 @@ def parameters_clean(parameters: dict[str, Any] | None) -> dict[str, Any]:
 # --- creating and enqueueing ----------------------------------------------------------------------
 
 def run_create(*, campaign_id: int, trigger: str = RunTrigger.MANUAL, user: AbstractBaseUser | None = None,
-               parameters: dict[str, Any] | None = None, seed: int | None = None) -> AnalysisRun:
-    """An on-demand run, enqueued when the transaction commits.
+               parameters: dict[str, Any] | None = None, seed: int | None = None,
+               enqueue: bool = True) -> AnalysisRun:
+    """An on-demand run, enqueued when the transaction commits (``enqueue=False``: the caller
+    executes it with ``run_execute``, as ``export_ground_truth`` does).
 
     Asking again while an identical run is queued or running returns that run instead of a second one.
     """
@@ -86,7 +88,8 @@ def run_create(*, campaign_id: int, trigger: str = RunTrigger.MANUAL, user: Abst
             campaign_id=campaign_id, trigger=trigger, parameters=params, created_by=user,
             seed=secrets.randbits(31) if seed is None else seed,
         )
-        transaction.on_commit(partial(run_enqueue, run_id=run.pk))
+        if enqueue:
+            transaction.on_commit(partial(run_enqueue, run_id=run.pk))
     return run
 
 

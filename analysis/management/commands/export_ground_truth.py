@@ -47,11 +47,13 @@ class Command(BaseCommand):
             sys.stdout.buffer.write(body)
 
     def _analyse(self, campaign_id: int) -> AnalysisRun:
-        run = AnalysisRun.objects.create(campaign_id=campaign_id, trigger=RunTrigger.CLI,
-                                         parameters=runs.parameters_clean(None))
+        run = runs.run_create(campaign_id=campaign_id, trigger=RunTrigger.CLI, enqueue=False)
         self.stderr.write(f"no succeeded analysis yet: running #{run.pk} here")
-        if run_execute(run_id=run.pk) != RunStatus.SUCCEEDED:
-            run.refresh_from_db()
-            raise CommandError(f"analysis run #{run.pk} failed: {run.error}")
+        outcome = run_execute(run_id=run.pk)
         run.refresh_from_db()
+        if outcome == RunStatus.RUNNING:
+            raise CommandError(f"an identical analysis, run #{run.pk}, is running elsewhere: export again when "
+                               f"it has finished")
+        if outcome != RunStatus.SUCCEEDED:
+            raise CommandError(f"analysis run #{run.pk} failed: {run.error}")
         return run
