@@ -1,4 +1,4 @@
-"""Judgment stability and engagement from the event log (DESIGN.md §5.2).
+"""Judgment stability and engagement from the event log (docs/design.md §5.2).
 
 Input: one row per set-event of one scale (BROAD or FINE), columns ``grader``, ``unit``, ``seq``
 (anything that orders a grader's events: a sequence number or a timestamp) and ``value``. A grading
@@ -101,7 +101,7 @@ def engagement(events: pd.DataFrame) -> pd.DataFrame:
     Parameters
     ----------
     events : DataFrame with columns grader, unit, ``ts`` (datetime or seconds) and ``type`` (event
-        type names of DESIGN.md §2: an ``audition`` row counts as one audition -- pass only the
+        type names of docs/design.md §2: an ``audition`` row counts as one audition -- pass only the
         ``play`` actions if pauses and seeks should not count).
 
     Returns

@@ -63,7 +63,7 @@ def continue_grading(request: HttpRequest, campaign_id: int) -> HttpResponse:
 @require_POST
 def more_work(request: HttpRequest, campaign_id: int) -> HttpResponse:
     """A grader who has finished asks for more: the campaign's allocation policy may have a unit
-    that needs one more judgment (DESIGN.md §5.6)."""
+    that needs one more judgment (docs/design.md §5.6)."""
     campaign = _campaign_for(request, campaign_id)
     try:
         assignment = allocation.assignment_next(grader=request.user, campaign=campaign)
