@@ -71,6 +71,7 @@ def test_system_scores_equal_the_metrics_called_directly(client, ordering_campai
     query = ordering_campaign.queries.order_by("position").first()
     golds = np.array(list(Ordering.objects.filter(query=query).order_by("grader_id").values_list("items", flat=True)))
     outputs = SystemOutput.objects.filter(query=query).order_by("system__name")
+    assert outputs.count() == 2  # good and bad
     expected = m.score_orderings(golds, np.array([o.ordering for o in outputs]))
     row = next(q for q in result["queries"] if q["query"] == query.pk)
     for i, output in enumerate(outputs):

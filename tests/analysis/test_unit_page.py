@@ -30,6 +30,7 @@ def test_an_organizer_sees_judgments_and_events_by_pseudonym_only(client, judged
     client.force_login(organizer)
     page = client.get(url(campaign, unit)).content.decode()
     graders = [r.user.username for r in campaign.roles.filter(role=Role.GRADER)]
+    assert len(graders) >= 2
     assert "G01" in page and "G02" in page and "broad_set" in page and "8.5" in page
     assert not any(name in page for name in graders)
 
@@ -38,7 +39,9 @@ def test_an_admin_also_sees_usernames(client, judged):
     campaign, unit, _ = judged
     client.force_login(make_user(is_staff=True))
     page = client.get(url(campaign, unit)).content.decode()
-    assert all(r.user.username in page for r in campaign.roles.filter(role=Role.GRADER))
+    roles = campaign.roles.filter(role=Role.GRADER)
+    assert roles.count() >= 2
+    assert all(r.user.username in page for r in roles)
 
 
 def test_graders_and_other_organizers_are_refused(client, judged):
