@@ -83,10 +83,6 @@ class AnalysisRunView(APIView):
     def get(self, request: Request, run_id: int) -> Response:
         run = get_object_or_404(AnalysisRun, pk=run_id)
         _campaign_for_reports(request, run.campaign_id)
-        if not run.is_finished:
-            runs.run_sweep_stale()  # a poll of a lost run turns it failed or re-queued, not "running" forever
-            runs.runs_execute_due(campaign_id=run.campaign_id)
-            run.refresh_from_db()
         data: dict[str, Any] = AnalysisRunSerializer(run).data
         if request.query_params.get("result") in ("1", "true") and run.status == RunStatus.SUCCEEDED:
             data["result"] = run.result

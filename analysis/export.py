@@ -16,7 +16,6 @@ import codecs
 import csv
 import io
 import json
-import tempfile
 from collections.abc import Iterator
 from dataclasses import asdict, dataclass
 from datetime import UTC, datetime
@@ -25,9 +24,9 @@ from typing import Any, Literal
 
 import numpy as np
 import pandas as pd
-from django.db import connection
 from django.db.models import Q
 
+from analysis import pgcopy
 from analysis.metrics.consensus import consensus_category
 from analysis.models import AnalysisRun, UnitResult
 from grading.models import GradingEvent
@@ -131,31 +130,10 @@ INT_COLUMNS = ("unit_id", "n", *BROAD_COLUMNS)
 
 
 def _unit_frame(qs: Any, columns: list[str]) -> pd.DataFrame:
-    """The query's rows as a DataFrame. On PostgreSQL through COPY and Arrow's CSV reader (no Python
-    object per row): floats arrive as PostgreSQL's shortest exact text and Arrow parses them with
-    correct rounding, so they are the stored doubles to the last bit."""
-    if connection.vendor != "postgresql":
-        rows = list(qs.iterator(chunk_size=10_000))
-        return pd.DataFrame.from_records(rows, columns=columns)
-    import pyarrow as pa
-    import pyarrow.csv as pa_csv
-
-    sql, params = qs.query.sql_with_params()
-    with tempfile.TemporaryFile() as buffer, connection.cursor() as cursor:
-        with cursor.cursor.copy(f"COPY ({sql}) TO STDOUT WITH (FORMAT csv)", params) as stream:
-            for block in stream:
-                buffer.write(block)
-        if buffer.tell() == 0:
-            return pd.DataFrame(columns=columns)
-        buffer.seek(0)
-        types = {c: pa.string() if c in TEXT_COLUMNS else pa.int64() if c in INT_COLUMNS else pa.float64()
-                 for c in columns}
-        # An unquoted empty field is COPY's NULL; a quoted "" is an empty string.
-        table = pa_csv.read_csv(buffer, read_options=pa_csv.ReadOptions(column_names=columns),
-                                convert_options=pa_csv.ConvertOptions(
-                                    column_types=types, null_values=[""], strings_can_be_null=True,
-                                    quoted_strings_can_be_null=False))
-    return table.to_pandas()
+    """The query's rows as a DataFrame, through COPY on PostgreSQL (floats to the last bit)."""
+    types: dict[str, pgcopy.ColumnType] = {
+        c: "text" if c in TEXT_COLUMNS else "int" if c in INT_COLUMNS else "float" for c in columns}
+    return pgcopy.query_frame(qs, columns, types)
 
 
 def ground_truth_metadata(run: AnalysisRun, filters: Filters, *, exported: int) -> dict[str, Any]:
@@ -275,7 +253,7 @@ def events_stream(campaign_id: int, fmt: str) -> Iterator[str]:
     """
     if fmt not in EVENT_FORMATS:
         raise ValueError(f"format must be one of {', '.join(EVENT_FORMATS)}; got {fmt!r}")
-    if fmt == "csv" and connection.vendor == "postgresql":
+    if fmt == "csv" and pgcopy.available():
         yield from _events_csv_copy(campaign_id)
         return
     buffer = io.StringIO()
@@ -299,12 +277,11 @@ def events_stream(campaign_id: int, fmt: str) -> Iterator[str]:
 def _events_csv_copy(campaign_id: int) -> Iterator[str]:
     """PostgreSQL: the database writes the CSV (COPY … TO STDOUT), blocks pass straight through."""
     table = GradingEvent._meta.db_table
-    sql = (f"COPY (SELECT id, to_json(server_ts) #>> '{{}}', to_json(client_ts) #>> '{{}}', grader_id, unit_id, "
+    sql = (f"SELECT id, to_json(server_ts) #>> '{{}}', to_json(client_ts) #>> '{{}}', grader_id, unit_id, "
            f"query_id, type, payload::text, session_id, seq, guidelines_version FROM {table} "
-           f"WHERE campaign_id = %s ORDER BY server_ts, seq, id) TO STDOUT WITH (FORMAT csv)")
+           f"WHERE campaign_id = %s ORDER BY server_ts, seq, id")
     yield ",".join(EVENT_COLUMNS) + "\r\n"
     decoder = codecs.getincrementaldecoder("utf-8")()  # a block may end inside a character
-    with connection.cursor() as cursor, cursor.cursor.copy(sql, [campaign_id]) as copy:
-        for block in copy:
-            yield decoder.decode(bytes(block))
+    for block in pgcopy.copy_out(sql, [campaign_id]):
+        yield decoder.decode(block)
     yield decoder.decode(b"", final=True)

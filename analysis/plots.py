@@ -162,7 +162,7 @@ def _legend(series: Sequence[str]) -> list[str]:
 
 
 def intervals(rows: Sequence[tuple[str, float | None, float | None, float | None]], *, title: str,
-              xlabel: str, domain: tuple[float, float] = (-0.2, 1.0)) -> SafeString:
+              xlabel: str, domain: tuple[float, float] = (-0.2, 1.0), confidence: float = 0.95) -> SafeString:
     """A forest plot: one estimate per row with its interval, on ``domain`` (default for kappa, alpha)."""
     rows = [r for r in rows if r[1] is not None]
     if not rows:
@@ -179,7 +179,7 @@ def intervals(rows: Sequence[tuple[str, float | None, float | None, float | None
             out.append(f'<line x1="{x(max(lo, domain[0])):.1f}" y1="{cy:.1f}" x2="{x(hi):.1f}" y2="{cy:.1f}" class="ci"/>')
         out.append(f'<circle cx="{x(max(value, domain[0])):.1f}" cy="{cy:.1f}" r="5" class="point"/>')
     out.append(f'<text x="{(LEFT + W) / 2}" y="{H - 8}" text-anchor="middle" class="label">{escape(xlabel)}</text>')
-    alt = "Estimates with 95% intervals: " + "; ".join(
+    alt = f"Estimates with {confidence:.0%} intervals: " + "; ".join(
         f"{n} {_fmt(v)}" + (f" ({_fmt(lo)} to {_fmt(hi)})" if lo is not None and hi is not None else "")
         for n, v, lo, hi in rows) + "."
     return _frame(title, alt, out)

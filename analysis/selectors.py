@@ -1,23 +1,22 @@
 """Reads for analysis: campaign data as DataFrames, overview counts, runs and their stored results.
 
-Loading uses ``values_list`` in chunks (never model instances), so a million judgments become a
-DataFrame without a million Python objects alive at once.
+Loading uses ``values_list`` (never model instances), through COPY on PostgreSQL and in chunks
+elsewhere (analysis.pgcopy), so a million judgments become a DataFrame without a million Python
+objects alive at once.
 """
 from __future__ import annotations
 
-import tempfile
 from collections import Counter
-from collections.abc import Iterator
-from itertools import islice
+from collections.abc import Mapping
 from typing import Any
 
 import pandas as pd
 from django.contrib.auth.models import AbstractBaseUser
-from django.db import connection
 from django.db.models import Count, FloatField, Max, Min, Q, QuerySet
 from django.db.models.fields.json import KT
 from django.db.models.functions import Cast
 
+from analysis import pgcopy
 from analysis.models import AnalysisRun, RunStatus, UnitResult
 from grading.models import (
     Assignment,
@@ -36,29 +35,14 @@ from grading.models.choices import AssignmentStatus, EventType, Role, Scheme
 CHUNK = 50_000
 VALUE_EVENTS = (EventType.BROAD_SET, EventType.FINE_SET, EventType.SCORE_SET, EventType.LABEL_SET)
 JUDGMENT_COLUMNS = ["unit", "grader", "query", "broad", "fine", "score", "label", "verdict"]
+JUDGMENT_TYPES: dict[str, pgcopy.ColumnType] = {"unit": "int", "grader": "int", "query": "int", "fine": "float",
+                                                "score": "float"}
 
 
-def _chunks(rows: Iterator[tuple], size: int = CHUNK) -> Iterator[list[tuple]]:
-    while batch := list(islice(rows, size)):
-        yield batch
-
-
-def _frame(qs: QuerySet, columns: list[str], *, copy: bool = True) -> pd.DataFrame:
-    """A values_list query as a DataFrame: on PostgreSQL through COPY … TO STDOUT and pandas' CSV
-    parser (a temporary file, not memory, holds the text); elsewhere in chunks of tuples.
-
-    Through COPY every column arrives as its text form (NULL as NaN): callers convert timestamps.
-    """
-    if copy and connection.vendor == "postgresql":
-        sql, params = qs.query.sql_with_params()
-        with tempfile.TemporaryFile() as buffer, connection.cursor() as cursor:
-            with cursor.cursor.copy(f"COPY ({sql}) TO STDOUT WITH (FORMAT csv)", params) as stream:
-                for block in stream:
-                    buffer.write(block)
-            buffer.seek(0)
-            return pd.read_csv(buffer, header=None, names=columns, keep_default_na=False, na_values=[""])
-    parts = [pd.DataFrame.from_records(batch, columns=columns) for batch in _chunks(qs.iterator(chunk_size=CHUNK))]
-    return pd.concat(parts, ignore_index=True) if parts else pd.DataFrame(columns=columns)
+def _frame(qs: QuerySet, columns: list[str], *, types: Mapping[str, pgcopy.ColumnType] | None = None,
+           copy: bool = True) -> pd.DataFrame:
+    """A values_list query as a DataFrame, through COPY on PostgreSQL (see analysis.pgcopy)."""
+    return pgcopy.query_frame(qs, columns, types or {}, use_copy=copy)
 
 
 def judgments_frame(*, campaign_id: int) -> pd.DataFrame:
@@ -69,7 +53,7 @@ def judgments_frame(*, campaign_id: int) -> pd.DataFrame:
         .values_list("unit_id", "grader_id", "unit__query_id", "broad", Cast("fine", FloatField()), "score",
                      "label", "verdict")
     )
-    frame = _frame(qs, JUDGMENT_COLUMNS)
+    frame = _frame(qs, JUDGMENT_COLUMNS, types=JUDGMENT_TYPES)
     for column in ("fine", "score"):
         frame[column] = pd.to_numeric(frame[column], errors="coerce").astype(float)
     for column in ("broad", "label", "verdict"):
@@ -92,7 +76,8 @@ def unit_events_frame(*, campaign_id: int) -> pd.DataFrame:
         .values_list("grader_id", "unit_id", "type", "client_ts", "seq", "server_ts", KT("payload__value"),
                      KT("payload__action"), KT("payload__visible"))
     )
-    frame = _frame(qs, ["grader", "unit", "type", "ts", "session_seq", "server_ts", "value", "action", "visible"])
+    frame = _frame(qs, ["grader", "unit", "type", "ts", "session_seq", "server_ts", "value", "action", "visible"],
+                   types={"grader": "int", "unit": "int", "session_seq": "int"})
     frame["ts"] = pd.to_datetime(frame["ts"], utc=True, format="ISO8601")
     frame["server_ts"] = pd.to_datetime(frame["server_ts"], utc=True, format="ISO8601")
     frame.loc[(frame["type"] == EventType.AUDITION) & (frame["action"] != "play"), "type"] = "audition_other"
@@ -118,14 +103,14 @@ def orderings_frame(*, campaign_id: int) -> pd.DataFrame:
     """One row per submitted ordering: query, grader, items (candidate public ids, first = most)."""
     qs = Ordering.objects.filter(campaign_id=campaign_id).order_by("query_id", "grader_id").values_list(
         "query_id", "grader_id", "items")
-    return _frame(qs, ["query", "grader", "items"], copy=False)
+    return _frame(qs, ["query", "grader", "items"], types={"query": "int", "grader": "int"}, copy=False)
 
 
 def system_orderings_frame(*, campaign_id: int) -> pd.DataFrame:
     """One row per system and query: query (id), system (name), ordering (candidate public ids)."""
     qs = SystemOutput.objects.filter(system__campaign_id=campaign_id, unit__isnull=True).order_by(
         "query_id", "system__name").values_list("query_id", "system__name", "ordering")
-    return _frame(qs, ["query", "system", "ordering"], copy=False)
+    return _frame(qs, ["query", "system", "ordering"], types={"query": "int"}, copy=False)
 
 
 ITEM_LABEL_MAX = 80
@@ -305,3 +290,33 @@ def campaigns_with_reports(*, user: AbstractBaseUser) -> QuerySet[Campaign]:
     if user.is_staff:
         return campaigns
     return campaigns.filter(roles__user=user, roles__role=Role.ORGANIZER).distinct()
+
+
+# --- one unit, for the organizer's unit page ----------------------------------------------------------
+
+UNIT_PAGE_MAX_EVENTS = 500
+
+
+def unit_for_page(*, campaign_id: int, unit_id: int) -> Unit | None:
+    return (Unit.objects.select_related("campaign", "query", "candidate", "candidate_b")
+            .filter(pk=unit_id, campaign_id=campaign_id).first())
+
+
+def unit_judgments(*, unit: Unit) -> list[Judgment]:
+    """The unit's judgments by grader id, each with its grader loaded."""
+    return list(Judgment.objects.filter(unit=unit).select_related("grader").order_by("grader_id"))
+
+
+def unit_event_rows(*, unit: Unit, limit: int = UNIT_PAGE_MAX_EVENTS) -> list[dict[str, Any]]:
+    """The unit's first ``limit`` events in arrival order, as dicts (no payload objects built twice)."""
+    return list(GradingEvent.objects.filter(unit=unit).order_by("server_ts", "seq")
+                .values("grader_id", "type", "payload", "client_ts", "server_ts", "session_id", "seq")[:limit])
+
+
+def unit_result(*, run: AnalysisRun | None, unit: Unit) -> UnitResult | None:
+    return UnitResult.objects.filter(run=run, unit=unit).first() if run else None
+
+
+def unit_provenance(*, unit: Unit) -> list[Any]:
+    """Which systems returned the unit's candidate, for which query, at which rank."""
+    return list(unit.candidate.provenance.select_related("system", "query").order_by("system__name"))

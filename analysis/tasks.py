@@ -7,7 +7,9 @@ from celery import shared_task
 from celery.exceptions import SoftTimeLimitExceeded
 from django.conf import settings
 
+from analysis.models import AnalysisRun
 from analysis.services import runs
+from analysis.services.attempts import run_fail
 from analysis.services.execute import Transient, run_execute
 
 TIME_LIMIT = int(getattr(settings, "ANALYSIS_TIME_LIMIT_SECONDS", 1800))
@@ -20,12 +22,13 @@ TIME_LIMIT = int(getattr(settings, "ANALYSIS_TIME_LIMIT_SECONDS", 1800))
 )
 def analysis_run(self: Any, run_id: int) -> str:
     """Execute AnalysisRun ``run_id``. A redelivered message for a finished run does nothing."""
+    runs.run_sweep_stale()  # a worker also finds runs lost by a dead one, even where no beat runs
     try:
         status = run_execute(run_id=run_id, task_id=self.request.id or "", worker_heartbeat=not self.request.is_eager)
     except SoftTimeLimitExceeded:
-        run = runs.AnalysisRun.objects.filter(pk=run_id).first()
+        run = AnalysisRun.objects.filter(pk=run_id).first()
         if run is not None:
-            runs.run_fail(run_id=run_id, attempt=run.attempts,
+            run_fail(run_id=run_id, attempt=run.attempts,
                           error=f"Stopped: the analysis took longer than the time limit of {TIME_LIMIT} s.")
         return "failed"
     if status == "not_due" and not self.request.is_eager:
@@ -37,7 +40,7 @@ def analysis_run(self: Any, run_id: int) -> str:
 def _seconds_until_due(run_id: int) -> float:
     from django.utils import timezone
 
-    run = runs.AnalysisRun.objects.filter(pk=run_id).only("not_before").first()
+    run = AnalysisRun.objects.filter(pk=run_id).only("not_before").first()
     if run is None or run.not_before is None:
         return 1.0
     return (run.not_before - timezone.now()).total_seconds()

@@ -5,14 +5,12 @@ from typing import Any
 
 from django.contrib.auth.decorators import login_required
 from django.core.exceptions import PermissionDenied
-from django.http import HttpRequest, HttpResponse
-from django.shortcuts import get_object_or_404, render
+from django.http import Http404, HttpRequest, HttpResponse
+from django.shortcuts import render
 
 from analysis import selectors
-from analysis.models import UnitResult
-from grading.models import GradingEvent, Judgment, Unit
 
-MAX_EVENTS = 500
+MAX_EVENTS = selectors.UNIT_PAGE_MAX_EVENTS
 
 
 def _grader_name(pseudonyms: dict[int, str], usernames: dict[int, str], user_id: int, *, admin: bool) -> str:
@@ -26,21 +24,20 @@ def _payload_text(payload: dict[str, Any]) -> str:
 
 @login_required
 def unit_detail(request: HttpRequest, campaign_id: int, unit_id: int) -> HttpResponse:
-    unit = get_object_or_404(Unit.objects.select_related("campaign", "query", "candidate", "candidate_b"),
-                             pk=unit_id, campaign_id=campaign_id)
+    unit = selectors.unit_for_page(campaign_id=campaign_id, unit_id=unit_id)
+    if unit is None:
+        raise Http404("no such unit in this campaign")
     if not selectors.user_can_view_reports(user=request.user, campaign_id=campaign_id):
         raise PermissionDenied("Only the campaign's organizers and admins see its units.")
     admin = request.user.is_staff
     pseudonyms = selectors.grader_pseudonyms(campaign_id=campaign_id)
-    judgments = list(Judgment.objects.filter(unit=unit).select_related("grader").order_by("grader_id"))
+    judgments = selectors.unit_judgments(unit=unit)
     usernames = {j.grader_id: j.grader.get_username() for j in judgments}
-    events = list(GradingEvent.objects.filter(unit=unit).order_by("server_ts", "seq")
-                  .values("grader_id", "type", "payload", "client_ts", "server_ts", "session_id", "seq")[:MAX_EVENTS])
+    events = selectors.unit_event_rows(unit=unit, limit=MAX_EVENTS)
     good = selectors.run_latest_good(campaign_id=campaign_id)
-    stats = UnitResult.objects.filter(run=good, unit=unit).first() if good else None
     context = {
-        "campaign": unit.campaign, "unit": unit, "stats": stats, "run": good,
-        "provenance": unit.candidate.provenance.select_related("system", "query").order_by("system__name"),
+        "campaign": unit.campaign, "unit": unit, "stats": selectors.unit_result(run=good, unit=unit), "run": good,
+        "provenance": selectors.unit_provenance(unit=unit),
         "judgments": [{"grader": _grader_name(pseudonyms, usernames, j.grader_id, admin=admin), "j": j} for j in judgments],
         "events": [{**e, "grader": _grader_name(pseudonyms, usernames, e["grader_id"], admin=admin),
                     "payload_text": _payload_text(e["payload"])} for e in events],

@@ -46,8 +46,6 @@ def report(request: HttpRequest, campaign_id: int) -> HttpResponse:
 
 def _report(request: HttpRequest, campaign: Campaign, *, upload_error: str = "", scores_error: str = "",
             links_form: InstrumentLinksForm | None = None, status: int = 200) -> HttpResponse:
-    runs.run_sweep_stale()
-    runs.runs_execute_due(campaign_id=campaign.pk)  # embedded mode: debounced automatic runs
     good = selectors.run_latest_good(campaign_id=campaign.pk)
     evaluation = SystemEvaluationForm(request.GET if "aggregate" in request.GET else None)
     if good is not None and evaluation.is_valid():

@@ -135,6 +135,9 @@ ANALYSIS_DEBOUNCE_SECONDS = env_int("ANALYSIS_DEBOUNCE_SECONDS", 60, minimum=0)
 ANALYSIS_STALE_SECONDS = env_int("ANALYSIS_STALE_SECONDS", 900, minimum=30)
 ANALYSIS_MAX_ATTEMPTS = env_int("ANALYSIS_MAX_ATTEMPTS", 3, minimum=1)
 ANALYSIS_TIME_LIMIT_SECONDS = env_int("ANALYSIS_TIME_LIMIT_SECONDS", 1800, minimum=60)
+# Embedded (no broker): a background thread of the web process, started by its first request, sweeps
+# lost runs and executes queued runs once due (analysis.embedded). Off, `manage.py run_due_analyses` does.
+ANALYSIS_EMBEDDED_THREAD = env_bool("ANALYSIS_EMBEDDED_THREAD", True)
 # With `celery -A evalutron beat` (or a worker started with -B) the sweeper also runs every minute.
 CELERY_BEAT_SCHEDULE = {"analysis-sweep": {"task": "analysis.sweep_stale_runs", "schedule": 60.0}}
 

@@ -1,6 +1,6 @@
 """The narrow entry points through which grading tells other apps that something happened.
 
-Grading never imports `analysis` at module level (DESIGN.md §3): each hook imports its target
+Grading never imports `analysis` at module level (docs/design.md §3): each hook imports its target
 lazily, so grading works and tests alone, and the dependency stays one-way.
 """
 from __future__ import annotations

@@ -1,4 +1,4 @@
-"""Rating schemes: their parameters and the values a judgment may take under each (DESIGN.md §2)."""
+"""Rating schemes: their parameters and the values a judgment may take under each (docs/design.md §2)."""
 from __future__ import annotations
 
 import math

@@ -19,6 +19,9 @@ def _media_root(settings, tmp_path) -> None:
     settings.MEDIA_ROOT = tmp_path / "media"
     # Tests make many users; the production hasher is deliberately slow.
     settings.PASSWORD_HASHERS = ["django.contrib.auth.hashers.MD5PasswordHasher"]
+    # No background thread may outlive a test and write to the next one's database; tests that want
+    # embedded automatic runs executed call runs_execute_due themselves.
+    settings.ANALYSIS_EMBEDDED_THREAD = False
 
 
 @pytest.fixture(autouse=True)

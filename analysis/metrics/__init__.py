@@ -57,7 +57,7 @@ from .orderings import (  # noqa: F401
 )
 
 # isort: split
-# The campaign as a measuring instrument (DESIGN.md §5.5).
+# The campaign as a measuring instrument (docs/design.md §5.5).
 from .instrument import (  # noqa: F401
     SystemComparison,
     precision,
@@ -68,7 +68,7 @@ from .instrument import (  # noqa: F401
 )
 
 # isort: split
-# Adaptive allocation policies compared by simulation (DESIGN.md §5.6).
+# Adaptive allocation policies compared by simulation (docs/design.md §5.6).
 from .allocation import compare_policies, run_policy, simulate_judgments  # noqa: F401
 
 # isort: split

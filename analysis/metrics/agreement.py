@@ -68,7 +68,7 @@ def fleiss_kappa(counts: ArrayLike) -> float:
     """Fleiss' kappa for an ``(n_units, n_categories)`` table of judgment counts.
 
     ``P_i = sum_j n_ij (n_ij - 1) / (n_i (n_i - 1))``, ``P = mean_i P_i``, ``p_j = sum_i n_ij / sum_i
-    n_i``, ``Pe = sum_j p_j^2``, ``kappa = (P - Pe) / (1 - Pe)`` (DESIGN.md §5.1). With equal ``n_i``
+    n_i``, ``Pe = sum_j p_j^2``, ``kappa = (P - Pe) / (1 - Pe)`` (docs/design.md §5.1). With equal ``n_i``
     this is Fleiss (1971) exactly; with unequal ``n_i`` it is the usual generalisation (each unit's
     ``P_i`` uses its own ``n_i``; ``p_j`` pools all judgments). Units with fewer than two judgments
     are excluded (count them with ``(counts.sum(1) < 2).sum()``).

@@ -1,4 +1,4 @@
-"""Comparing adaptive allocation policies by simulation with known truth (DESIGN.md §5.6).
+"""Comparing adaptive allocation policies by simulation with known truth (docs/design.md §5.6).
 
 Every policy sees the same simulated judgments (common random numbers): for each unit a fixed
 sequence of up to ``max_overlap`` judgments by distinct graders is drawn once, and a policy decides

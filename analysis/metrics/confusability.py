@@ -1,6 +1,6 @@
-"""Per-unit confusability and aggregates (DESIGN.md §5.3).
+"""Per-unit confusability and aggregates (docs/design.md §5.3).
 
-Confusability in the style of Fu et al. as DESIGN.md §5.3 defines it: range, sample standard
+Confusability in the style of Fu et al. as docs/design.md §5.3 defines it: range, sample standard
 deviation and entropy (bits) of one unit's judgments, and confusability-aware evaluation of a system
 (correlation per confusability band, and caCorr: Pearson weighted by ``1 - normalised confusability``).
 """

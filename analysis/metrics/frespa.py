@@ -11,7 +11,7 @@ items' positions increase. Given golds ``O_1..O_n`` (permutations of the same k 
 Patterns are mined *from the golds*, so only patterns contained in at least one gold exist: with
 ``min_sup = 0`` the threshold is one gold, not zero (a pattern no grader produced is not "frequent").
 
-The method (DESIGN.md §5.4). The patterns contained in every gold of a subset T are exactly the
+The method (docs/design.md §5.4). The patterns contained in every gold of a subset T are exactly the
 chains of the partial order "precedes in all of T"; their number by length, ``c_T(m)``, is a DP over
 the precedence matrix A_T (``f_m = f_{m-1} A_T``, k² per step). With ``G(t, m) = sum_{|T|=t} c_T(m)
 = sum_p C(sup(p), t)``, the count of patterns of length m and exact support s follows by
@@ -118,7 +118,7 @@ def as_target(target: ArrayLike, items: np.ndarray, *, name: str = "target") -> 
 
 @dataclass(frozen=True)
 class FrespaParams:
-    """FreSPA's five parameters (defaults of DESIGN.md §5.4); ``max_len=None`` means k.
+    """FreSPA's five parameters (defaults of docs/design.md §5.4); ``max_len=None`` means k.
 
     A ``max_len`` above k is allowed and acts as k. Validated on construction.
     """
@@ -316,7 +316,7 @@ def frespa_scores(golds: ArrayLike, targets: ArrayLike, params: FrespaParams | N
     targets : array_like, shape (q, k)
         Orderings to score, permutations of the same items.
     params : FrespaParams, optional
-        ``min_sup, min_len, max_len, w_len, w_sup``; DESIGN.md defaults when omitted.
+        ``min_sup, min_len, max_len, w_len, w_sup``; the defaults of docs/design.md §5.4 when omitted.
 
     Returns
     -------
@@ -344,7 +344,7 @@ def _scores(gpos: np.ndarray, tpos: np.ndarray, params: FrespaParams) -> np.ndar
 
 def frespa(golds: ArrayLike, target: ArrayLike, *, min_sup: float = 0.75, min_len: int = 2,
            max_len: int | None = None, w_len: float = 1.0, w_sup: float = 1.0) -> float:
-    """FreSPA score of one ordering against gold orderings (Kim, Zhai & Han 2010; DESIGN.md §5.4).
+    """FreSPA score of one ordering against gold orderings (Kim, Zhai & Han 2010; docs/design.md §5.4).
 
     Parameters
     ----------

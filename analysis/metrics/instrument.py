@@ -1,5 +1,5 @@
 """The campaign as a measuring instrument: precision, reproducibility, resolution, and whether it can
-tell systems apart (DESIGN.md §5.5).
+tell systems apart (docs/design.md §5.5).
 
 References
 ----------
@@ -121,7 +121,7 @@ def _majority_verdicts(pairs: pd.DataFrame) -> pd.DataFrame:
 
 def resolution(ratings: pd.DataFrame, pairs: pd.DataFrame, *, thresholds: np.ndarray | None = None,
                target: float = 0.95) -> dict:
-    """The smallest difference in unit means that a pairwise campaign confirms (DESIGN.md §5.5).
+    """The smallest difference in unit means that a pairwise campaign confirms (docs/design.md §5.5).
 
     For a threshold d, agreement is the share of unit pairs whose mean difference in the rating
     campaign is at least d and whose majority pairwise verdict agrees in direction ("A" when unit_a's
@@ -182,7 +182,7 @@ def _correlate(x: np.ndarray, y: np.ndarray, method: str) -> float:
 
 def system_comparison(ratings: pd.DataFrame, outputs: pd.DataFrame, *, method: Correlation = "pearson",
                       alpha: float = 0.05) -> SystemComparison:
-    """Can the campaign tell the systems apart at its precision? (DESIGN.md §5.5)
+    """Can the campaign tell the systems apart at its precision? (docs/design.md §5.5)
 
     For each system, the correlation of its scores with each grader's scores (per-grader ρ: min, max,
     mean, std) and with the unit means; then paired two-tailed t-tests between every two systems over

@@ -1,7 +1,7 @@
 """Scoring an ordering against several gold orderings, and judging the scoring methods.
 
 Orderings are rows of item labels, first = best; all must be permutations of the same k >= 2
-items. Methods (DESIGN.md §5.4): AC, WCA and RBA with C = Kendall's tau or Spearman's rho, and
+items. Methods (docs/design.md §5.4): AC, WCA and RBA with C = Kendall's tau or Spearman's rho, and
 FreSPA (:mod:`analysis.metrics.frespa`). ED measures how well a method tells a held-out gold from
 its reverse; the noise experiment and the FreSPA grid search build on it.
 

@@ -1,4 +1,4 @@
-"""Conversions between the three data shapes of DESIGN.md §3.
+"""Conversions between the three data shapes of docs/design.md §3.
 
 - long: a DataFrame with one row per judgment, columns ``unit``, ``grader``, ``value``;
 - wide: an ``(n_units, n_graders)`` float matrix with NaN for missing;

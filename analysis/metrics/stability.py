@@ -1,4 +1,4 @@
-"""Judgment stability and engagement from the event log (DESIGN.md §5.2).
+"""Judgment stability and engagement from the event log (docs/design.md §5.2).
 
 Input: one row per set-event of one scale (BROAD or FINE), columns ``grader``, ``unit``, ``seq``
 (anything that orders a grader's events: a sequence number or a timestamp) and ``value``. A grading

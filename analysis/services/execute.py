@@ -4,15 +4,17 @@ from __future__ import annotations
 import json
 import logging
 import math
+from collections.abc import Iterator
 from contextlib import nullcontext
 from typing import Any
 
 import pandas as pd
-from django.db import InterfaceError, OperationalError, connection, transaction
+from django.db import InterfaceError, OperationalError, transaction
 from django.utils import timezone
 
+from analysis import pgcopy
 from analysis.models import AnalysisRun, RunStatus, UnitResult
-from analysis.services import runs
+from analysis.services import attempts
 from analysis.services.report import report_compute
 
 logger = logging.getLogger(__name__)
@@ -30,20 +32,19 @@ def run_execute(*, run_id: int, task_id: str = "", worker_heartbeat: bool = Fals
     Any error in the computation marks the run failed with a readable message; a lost database
     connection gives the run back to the queue and raises Transient for the task to retry.
     """
-    runs.run_sweep_stale()
-    claimed = runs.run_claim(run_id=run_id, task_id=task_id)
+    claimed = attempts.run_claim(run_id=run_id, task_id=task_id)
     if isinstance(claimed, str):
         return claimed
     run = claimed
-    progress = runs.Progress(run_id=run.pk, attempt=run.attempts, parameters=run.parameters)
-    beating = runs.heartbeat_thread(progress) if worker_heartbeat else nullcontext()
+    progress = attempts.Progress(run_id=run.pk, attempt=run.attempts)
+    beating = attempts.heartbeat_thread(progress) if worker_heartbeat else nullcontext()
     try:
         with beating:
             result, units = report_compute(campaign_id=run.campaign_id, parameters=run.parameters, seed=run.seed,
                                            progress=progress)
             progress.stage("storing results", 95)
             stored = _store(run, result, units, progress)
-    except runs.RunLost:
+    except attempts.RunLost:
         logger.warning("analysis run %s: attempt %s lost ownership; result discarded", run.pk, run.attempts)
         return "lost"
     except (OperationalError, InterfaceError) as exc:
@@ -51,7 +52,7 @@ def run_execute(*, run_id: int, task_id: str = "", worker_heartbeat: bool = Fals
         raise Transient(str(exc)) from exc
     except Exception as exc:  # the run records any failure; the worker carries on
         logger.exception("analysis run %s failed at stage %r", run.pk, progress._stage)
-        runs.run_fail(run_id=run.pk, attempt=run.attempts,
+        attempts.run_fail(run_id=run.pk, attempt=run.attempts,
                       error=f"{type(exc).__name__} during “{progress._stage}”: {exc}")
         return RunStatus.FAILED
     return RunStatus.SUCCEEDED if stored else "lost"
@@ -59,19 +60,19 @@ def run_execute(*, run_id: int, task_id: str = "", worker_heartbeat: bool = Fals
 
 def _release_quietly(run: AnalysisRun, error: str) -> None:
     try:
-        runs.run_release(run_id=run.pk, attempt=run.attempts, error=error)
+        attempts.run_release(run_id=run.pk, attempt=run.attempts, error=error)
     except Exception:  # the database is gone; the sweeper will find the run
         logger.exception("analysis run %s: could not release", run.pk)
 
 
-def _store(run: AnalysisRun, result: dict[str, Any], units: pd.DataFrame, progress: runs.Progress) -> bool:
+def _store(run: AnalysisRun, result: dict[str, Any], units: pd.DataFrame, progress: attempts.Progress) -> bool:
     with transaction.atomic():
         owned = AnalysisRun.objects.select_for_update().filter(
             pk=run.pk, status=RunStatus.RUNNING, attempts=run.attempts).exists()
         if not owned:
             return False
         UnitResult.objects.filter(run_id=run.pk).delete()
-        if connection.vendor == "postgresql":
+        if pgcopy.available():
             _copy_unit_rows(run.pk, units)
         else:
             for start in range(0, len(units), STORE_BATCH):
@@ -108,10 +109,11 @@ def _copy_unit_rows(run_id: int, frame: pd.DataFrame) -> None:
     frame = frame.reindex(columns=columns)
     frame = frame.astype(object).where(frame.notna(), None)
     ints = {"unit", "query", "n", "n_ns", "n_ss", "n_vs"}
-    names = ["run_id", "unit_id", "query_id", *UNIT_FIELDS, "distribution"]
-    with connection.cursor() as cursor, cursor.cursor.copy(
-            f"COPY {UnitResult._meta.db_table} ({', '.join(names)}) FROM STDIN") as copy:
+
+    def rows() -> Iterator[list[Any]]:
         for row in frame.itertuples(index=False, name=None):
-            values = [None if v is None else (int(v) if c in ints else float(v)) for c, v in zip(columns[:-1], row[:-1],
-                                                                                              strict=True)]
-            copy.write_row([run_id, *values, None if row[-1] is None else json.dumps(row[-1])])
+            values = [None if v is None else (int(v) if c in ints else float(v))
+                      for c, v in zip(columns[:-1], row[:-1], strict=True)]
+            yield [run_id, *values, None if row[-1] is None else json.dumps(row[-1])]
+
+    pgcopy.copy_in(UnitResult._meta.db_table, ["run_id", "unit_id", "query_id", *UNIT_FIELDS, "distribution"], rows())

@@ -1,4 +1,4 @@
-"""The orderings section of the report (ordering campaigns), DESIGN.md §5.4.
+"""The orderings section of the report (ordering campaigns), docs/design.md §5.4.
 
 Per query: the RBA consensus, agreement between graders, the ED of every method and the scores of
 every uploaded system by every method. The numbers come from ``build_orderings_report`` (the same

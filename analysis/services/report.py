@@ -61,12 +61,13 @@ def campaign_data_load(*, campaign_id: int) -> CampaignData:
 
 def report_compute(*, campaign_id: int, parameters: dict[str, Any], seed: int,
                    progress: ProgressSink | None = None) -> tuple[dict[str, Any], pd.DataFrame]:
-    """Every section of the campaign report (DESIGN.md §5) and the per-unit results.
+    """Every section of the campaign report (docs/design.md §5) and the per-unit results.
 
     Parameters
     ----------
     parameters : cleaned run parameters (n_boot, confidence, fine_tolerance).
-    seed : seeds the one ``np.random.Generator`` all bootstrap intervals draw from, in a fixed order.
+    seed : seeds the agreement sections (``sections.agreement_report``, the rule the ``agreement``
+        command shares) and, separately, the generator of the orderings section.
     """
     progress = progress or _NoProgress()
     progress.stage("loading judgments", 2)
@@ -78,12 +79,9 @@ def report_compute(*, campaign_id: int, parameters: dict[str, Any], seed: int,
     progress.stage("overview", 15)
     result["overview"] = selectors.campaign_overview(campaign_id=campaign_id)
     progress.stage("agreement", 20)
-    result["agreement"] = sections.agreement(data.judgments, data.spec, rng=rng, n_boot=n_boot,
-                                             confidence=confidence)
-    progress.stage("confusability", 55)
-    units = sections.unit_table(data.judgments, data.spec)
-    result["confusability"] = sections.confusability(units)
-    result["fine_within_broad"] = sections.fine_within_broad(data.judgments, data.spec)
+    shared, units = sections.agreement_report(data.judgments, data.spec, n_boot=n_boot, confidence=confidence,
+                                              seed=seed)
+    result.update(shared)  # agreement, confusability, fine_within_broad
     progress.stage("stability", 70)
     result["stability"] = behaviour.stability(data.value_events, data.unit_events, data.spec,
                                              tolerance=float(parameters["fine_tolerance"]))

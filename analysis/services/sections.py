@@ -34,6 +34,30 @@ def _records(frame: pd.DataFrame) -> list[dict[str, Any]]:
     return frame.to_dict("records")
 
 
+# --- the agreement report: one builder for the app and the `agreement` command -------------------
+
+def agreement_report(judgments: pd.DataFrame, spec: ValueSpec, *, n_boot: int, confidence: float,
+                     seed: int) -> tuple[dict[str, Any], pd.DataFrame]:
+    """The agreement, confusability and FINE-within-BROAD sections, and the per-unit table.
+
+    The analysis runs (judgments from the database) and ``manage.py agreement`` (a ratings file)
+    both call this, so the same judgments, ``n_boot``, ``confidence`` and ``seed`` give the same
+    sections with the same keys (docs/design.md §5.1).
+
+    Parameters
+    ----------
+    judgments : long frame, one row per (unit, grader), columns unit, grader, query and the value
+        columns ``spec`` names (broad, fine, score, label or verdict).
+    seed : seeds the one ``np.random.Generator`` of the agreement section; its bootstrap intervals
+        draw from it in a fixed order (each kappa level in turn, then alpha).
+    """
+    rng = np.random.default_rng(seed)
+    units = unit_table(judgments, spec)
+    sections = {"agreement": agreement(judgments, spec, rng=rng, n_boot=n_boot, confidence=confidence),
+                "confusability": confusability(units), "fine_within_broad": fine_within_broad(judgments, spec)}
+    return sections, units
+
+
 # --- agreement ------------------------------------------------------------------------------------
 
 def agreement(judgments: pd.DataFrame, spec: ValueSpec, *, rng: np.random.Generator, n_boot: int,
@@ -64,12 +88,31 @@ def _categorical_agreement(cat: pd.DataFrame, spec: ValueSpec, *, rng: np.random
         levels.append((f"{len(new_cats)} levels", collapsed, new_cats))
     out["levels"] = [_level(name, table[rated], labels, rng=rng, n_boot=n_boot, confidence=confidence)
                      for name, table, labels in levels]
+    out["cohen"] = _cohen(cat, cats)
     query_of = cat.drop_duplicates("unit").set_index("unit")["query"].reindex(units)
     if rated.any() and query_of.notna().any():
         kinds = m.pattern_kinds(counts)
         has_query = query_of.notna().to_numpy()
-        out["chi2_queries"] = m.chi2_queries(query_of.to_numpy()[has_query].astype(np.int64),
-                                             kinds[has_query])._asdict()
+        query_codes, _ = pd.factorize(query_of.to_numpy()[has_query])  # ids or names: only groups matter
+        out["chi2_queries"] = m.chi2_queries(query_codes, kinds[has_query])._asdict()
+    return out
+
+
+def _cohen(cat: pd.DataFrame, categories: list[Any]) -> dict[str, Any] | None:
+    """Cohen's kappas (unweighted, linear, quadratic over the category order) when exactly two
+    graders judged; None otherwise. Undefined kappas are None with the reason."""
+    graders = pd.unique(cat["grader"])
+    if len(graders) != 2:
+        return None
+    codes = cat.assign(value=pd.Index(categories).get_indexer(cat["value"]).astype(float))
+    wide, _, _ = m.long_to_wide(codes[["unit", "grader", "value"]])
+    positions = list(range(len(categories)))
+    out: dict[str, Any] = {"graders": 2, "reasons": {}}
+    for weights in ("unweighted", "linear", "quadratic"):
+        value = m.cohen_kappa(wide[:, 0], wide[:, 1], weights=weights, categories=positions)
+        out[weights] = None if m.reason_of(value) else float(value)
+        if m.reason_of(value):
+            out["reasons"][weights] = m.reason_of(value)
     return out
 
 
@@ -80,7 +123,8 @@ def _level(name: str, counts: np.ndarray, categories: list[Any], *, rng: np.rand
         reason = "no unit has two or more judgments"
         return {"name": name, "categories": labels, "kappa": estimate(undefined_estimate(reason)),
                 "per_category": [], "patterns": [], "kinds": {}}
-    kappa = m.fleiss_kappa_ci(counts, rng=rng, n_boot=n_boot, confidence=confidence)
+    kappa = _no_interval_unless(n_boot, m.fleiss_kappa_ci(counts, rng=rng, n_boot=max(n_boot, 1),
+                                                          confidence=confidence))
     per_category = m.fleiss_kappa_per_category(counts)
     patterns = m.pattern_table(counts, labels)
     return {
@@ -97,8 +141,14 @@ def _alpha(num: pd.DataFrame, spec: ValueSpec, *, rng: np.random.Generator, n_bo
     if num.empty or num.groupby("unit").size().max() < 2:
         return {**out, **estimate(undefined_estimate("no unit has two or more judgments"))}
     wide, _, _ = m.long_to_wide(num[["unit", "grader", "value"]])
-    est = m.krippendorff_alpha_ci(wide, spec.alpha_level, rng=rng, n_boot=n_boot, confidence=confidence)
+    est = _no_interval_unless(n_boot, m.krippendorff_alpha_ci(wide, spec.alpha_level, rng=rng,
+                                                              n_boot=max(n_boot, 1), confidence=confidence))
     return {**out, **estimate(est)}
+
+
+def _no_interval_unless(n_boot: int, est: m.Estimate) -> m.Estimate:
+    """``n_boot`` 0 (the agreement command's --bootstrap 0) asks for the point estimate alone."""
+    return est if n_boot else est._replace(ci_low=float("nan"), ci_high=float("nan"))
 
 
 # --- per unit ---------------------------------------------------------------------------------------

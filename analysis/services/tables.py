@@ -44,7 +44,7 @@ def _agreement_tables(agreement: dict[str, Any]) -> dict[str, Table]:
     if agreement.get("alpha"):
         alpha = agreement["alpha"]
         kappa_rows.append({"statistic": f"Krippendorff's alpha ({alpha['level']}, {alpha['scale']})", **_ci(alpha)})
-    tables["agreement"] = Table("Agreement with 95% bootstrap intervals", [
+    tables["agreement"] = Table(f"Agreement with {agreement.get('confidence', 0.95):.0%} bootstrap intervals", [
         ("statistic", "Statistic"), ("value", "Value"), ("ci_low", "CI low"), ("ci_high", "CI high"),
         ("label", "Landis & Koch"), ("reason", "Note")], kappa_rows,
         note=f"Units with fewer than 2 judgments are excluded: {agreement.get('units_excluded', 0)}.")
@@ -229,7 +229,9 @@ def report_plots(result: dict[str, Any]) -> dict[str, SafeString]:
     if agreement.get("alpha"):
         a = agreement["alpha"]
         rows.append((f"α {a['scale']}", a["value"], a["ci_low"], a["ci_high"]))
-    out = {"agreement": plots.intervals(rows, title="Agreement with 95% intervals", xlabel="kappa / alpha")}
+    level = agreement.get("confidence", 0.95)  # the run's confidence parameter
+    out = {"agreement": plots.intervals(rows, title=f"Agreement with {level:.0%} intervals", xlabel="kappa / alpha",
+                                        confidence=level)}
     if agreement.get("levels"):
         lv = agreement["levels"][0]
         out["patterns"] = plots.bars(["full", "partial", "none"], [lv["kinds"][k]["percent"] for k in

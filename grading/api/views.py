@@ -10,7 +10,6 @@ from django.contrib.auth import authenticate
 from drf_spectacular.types import OpenApiTypes
 from drf_spectacular.utils import OpenApiParameter, OpenApiResponse, extend_schema
 from rest_framework import status
-from rest_framework.authtoken.models import Token
 from rest_framework.generics import GenericAPIView
 from rest_framework.permissions import AllowAny
 from rest_framework.request import Request
@@ -25,6 +24,7 @@ from grading.models import Campaign, CampaignRole
 from grading.models.choices import EventType
 from grading.services import allocation, organizer
 from grading.services.events import EventInput, event_record, events_record
+from grading.services.tokens import token_get_or_create
 
 CAMPAIGN_PARAM = OpenApiParameter("campaign", OpenApiTypes.INT, required=True, description="Campaign id.")
 ERRORS = {code: OpenApiResponse(s.ErrorOut, description=text) for code, text in [
@@ -44,8 +44,7 @@ class TokenView(GradingAPIView):
         user = authenticate(request, username=data["username"], password=data["password"])
         if user is None or not user.is_active:
             raise InvalidValue("unable to log in with these credentials.", field="password", value=None)
-        token, _ = Token.objects.get_or_create(user=user)
-        return Response({"token": token.key})
+        return Response({"token": token_get_or_create(user=user).key})
 
 
 # --- campaigns ---------------------------------------------------------------------------------------

@@ -1,4 +1,4 @@
-"""The grading data model (DESIGN.md §2)."""
+"""The grading data model (docs/design.md §2)."""
 from grading.models.campaigns import Campaign, CampaignRole, GuidelinesVersion
 from grading.models.items import Candidate, CandidateProvenance, Query, System, SystemOutput, Unit
 from grading.models.judgments import Assignment, GradingEvent, Judgment, Ordering

@@ -1,4 +1,4 @@
-"""The grader's "next" assignment, and adaptive allocation of extra judgments (DESIGN.md §5.6).
+"""The grader's "next" assignment, and adaptive allocation of extra judgments (docs/design.md §5.6).
 
 Order of service: the grader's own open assignments first; then an adaptive slot another grader
 left unjudged past its lease; then a new extra assignment on a unit the campaign's policy says needs

@@ -2,18 +2,22 @@
 from __future__ import annotations
 
 import random
+import re
 from collections.abc import Iterable
 from typing import Any
 
 from django.contrib.auth import get_user_model
 from django.contrib.auth.models import AbstractBaseUser
-from django.db import transaction
+from django.db import IntegrityError, transaction
 from django.db.models import Count, Max
 
 from grading import schemes
 from grading.errors import InvalidValue
 from grading.models import Assignment, Campaign, CampaignRole, GuidelinesVersion, Query, Unit
 from grading.models.choices import AssignmentSource, CampaignStatus, Policy, Role, Scheme
+
+PSEUDONYM = re.compile(r"G\d+")
+ROLE_GRANT_ATTEMPTS = 20  # a join loses at most once to each rival joining at the same moment
 
 
 @transaction.atomic
@@ -76,18 +80,36 @@ def campaign_set_status(*, campaign: Campaign, status: str) -> Campaign:
 
 
 def role_grant(*, campaign: Campaign, user: AbstractBaseUser, role: str) -> CampaignRole:
+    """Give ``user`` a role in the campaign (granting it again returns the existing role).
+
+    A grader gets the next free pseudonym G01, G02, … . Two joins at the same moment may pick the
+    same one: the unique constraint refuses the second insert (in a savepoint, so an enclosing
+    transaction survives) and it tries again with the next number.
+    """
     if role not in Role.values:
         raise InvalidValue(f"role {role!r} is not one of {', '.join(Role.values)}.", field="role", value=role)
+    for _ in range(ROLE_GRANT_ATTEMPTS - 1):
+        try:
+            return _role_get_or_create(campaign=campaign, user=user, role=role)
+        except IntegrityError:
+            continue  # a concurrent join took this pseudonym (or granted the same role): look again
+    return _role_get_or_create(campaign=campaign, user=user, role=role)
+
+
+def _role_get_or_create(*, campaign: Campaign, user: AbstractBaseUser, role: str) -> CampaignRole:
     existing = CampaignRole.objects.filter(campaign=campaign, user=user, role=role).first()
     if existing:
         return existing
-    pseudonym = ""
-    if role == Role.GRADER:
-        # One more than the highest in use: a removed grader's pseudonym is never handed on.
-        taken = CampaignRole.objects.filter(campaign=campaign, role=Role.GRADER).values_list("pseudonym", flat=True)
-        numbers = [int(p[1:]) for p in taken if p[1:].isdigit()]
-        pseudonym = f"G{max(numbers, default=0) + 1:02d}"
-    return CampaignRole.objects.create(campaign=campaign, user=user, role=role, pseudonym=pseudonym)
+    pseudonym = _next_pseudonym(campaign) if role == Role.GRADER else ""
+    with transaction.atomic():  # a savepoint: a refused insert leaves an enclosing transaction usable
+        return CampaignRole.objects.create(campaign=campaign, user=user, role=role, pseudonym=pseudonym)
+
+
+def _next_pseudonym(campaign: Campaign) -> str:
+    """One past the highest G-number in use (not the count: a removed grader leaves a gap)."""
+    taken = CampaignRole.objects.filter(campaign=campaign, role=Role.GRADER).values_list("pseudonym", flat=True)
+    numbers = [int(p[1:]) for p in taken if PSEUDONYM.fullmatch(p)]
+    return f"G{max(numbers, default=0) + 1:02d}"
 
 
 def graders_of(campaign: Campaign) -> list[AbstractBaseUser]:

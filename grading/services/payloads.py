@@ -1,4 +1,4 @@
-"""What each event type carries, checked against the campaign's scheme (DESIGN.md §2)."""
+"""What each event type carries, checked against the campaign's scheme (docs/design.md §2)."""
 from __future__ import annotations
 
 import math

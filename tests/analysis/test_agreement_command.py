@@ -1,4 +1,4 @@
-"""The `agreement` management command: JSON keys, the table, file errors with exit status 2, no DB."""
+"""The `agreement` management command: its sections, the table, file errors with exit status 2, no DB."""
 import json
 import os
 import subprocess
@@ -34,62 +34,71 @@ def write(tmp_path: Path, text: str) -> Path:
     return path
 
 
-def test_it_reports_the_keys_of_the_issue_for_categorical_ratings():
+def test_it_reports_the_sections_of_an_analysis_run_for_categorical_ratings():
     report = run_json(EXAMPLES / "ratings.csv", "--categories", "NS,SS,VS", "--collapse", "VS=S,SS=S",
                       "--bootstrap", "200")
-    for key in ("n_units", "n_graders", "n_judgments", "fleiss_kappa", "fleiss_kappa_collapsed",
-                "krippendorff_alpha", "patterns", "chi2_graders", "chi2_queries", "confusability", "units"):
-        assert key in report
-    assert set(report["fleiss_kappa"]) >= {"value", "ci_low", "ci_high", "label", "per_category"}
-    assert set(report["krippendorff_alpha"]) == {"nominal", "ordinal", "interval", "ratio"}
-    assert set(report["krippendorff_alpha"]["ordinal"]) == {"value", "ci_low", "ci_high"}
-    assert set(report["chi2_graders"]) >= {"chi2", "df", "p"}
-    assert set(report["confusability"]) >= {"mean_dif", "mean_std", "mean_entropy"}
-    assert set(report["units"][0]) == {"unit", "n", "mean", "median", "majority", "dif", "std", "entropy"}
-    assert "cohen_kappa" not in report  # five graders
+    assert set(report) == {"scheme", "seed", "parameters", "n_units", "n_graders", "n_judgments", "agreement",
+                           "confusability", "fine_within_broad", "units"}
+    agreement = report["agreement"]
+    assert [level["name"] for level in agreement["levels"]] == ["3 levels", "2 levels"]
+    assert set(agreement["levels"][0]["kappa"]) == {"value", "ci_low", "ci_high", "reason", "label"}
+    assert agreement["alpha"]["level"] == "ordinal"  # --categories orders the labels
+    assert set(agreement["chi2_graders"]) >= {"chi2", "df", "p"}
+    assert set(report["confusability"]["summary"]) >= {"mean_dif", "mean_std", "mean_entropy"}
+    assert len(report["units"]) == 24
+    assert set(report["units"][0]) >= {"unit", "query", "n", "mean", "median", "majority", "dif", "std", "entropy"}
+    assert agreement["cohen"] is None  # five graders
+    assert report["fine_within_broad"] is None
 
 
 def test_its_numbers_are_those_of_the_library():
     frame = pd.read_csv(EXAMPLES / "ratings.csv")
     report = run_json(EXAMPLES / "ratings.csv", "--categories", "NS,SS,VS", "--bootstrap", "0")
     counts, _, _ = long_to_counts(frame, ["NS", "SS", "VS"])
-    assert report["fleiss_kappa"]["value"] == pytest.approx(fleiss_kappa(counts), abs=1e-12)
-    assert report["fleiss_kappa"]["ci_low"] is None
+    kappa = report["agreement"]["levels"][0]["kappa"]
+    assert kappa["value"] == pytest.approx(fleiss_kappa(counts), abs=1e-12)
+    assert kappa["ci_low"] is None
     positions = frame.assign(value=frame["value"].map({"NS": 1, "SS": 2, "VS": 3}))
     wide, _, _ = long_to_wide(positions)
-    assert report["krippendorff_alpha"]["ordinal"]["value"] == pytest.approx(krippendorff_alpha(wide, "ordinal"))
+    assert report["agreement"]["alpha"]["value"] == pytest.approx(krippendorff_alpha(wide, "ordinal"))
     assert report["n_judgments"] == len(frame) and report["n_units"] == frame["unit"].nunique()
 
 
 def test_two_graders_get_cohen_kappas(tmp_path):
     report = run_json(EXAMPLES / "ratings_numeric.csv", "--scheme", "numeric", "--bootstrap", "50")
-    assert set(report["cohen_kappa"]) >= {"unweighted", "linear", "quadratic"}
+    assert set(report["agreement"]["cohen"]) >= {"unweighted", "linear", "quadratic"}
     assert report["n_graders"] == 2
 
 
 def test_broad_fine_reports_both_levels_and_fine_within_broad():
     report = run_json(EXAMPLES / "ratings_broad_fine.csv", "--scheme", "broad_fine", "--level", "interval",
                       "--bootstrap", "50", "--seed", "3")
-    assert report["fleiss_kappa_collapsed"]["categories"] == ["NS", "S"]
-    assert list(report["krippendorff_alpha"]) == ["interval"]
+    levels = report["agreement"]["levels"]
+    assert [level["categories"] for level in levels] == [["NS", "SS", "VS"], ["NS", "S"]]
+    assert (report["agreement"]["alpha"]["level"], report["agreement"]["alpha"]["scale"]) == ("interval", "FINE")
     assert [row["broad"] for row in report["fine_within_broad"]] == ["NS", "SS", "VS"]
-    assert set(report["patterns"]) == {"levels", "collapsed"}
 
 
-def test_the_bootstrap_is_seeded():
+def test_the_bootstrap_is_seeded_and_the_confidence_level_is_reported():
     args = (EXAMPLES / "ratings.csv", "--bootstrap", "100", "--seed", "7")
-    assert run_json(*args)["fleiss_kappa"] == run_json(*args)["fleiss_kappa"]
+    first = run_json(*args)["agreement"]
+    assert first == run_json(*args)["agreement"]
+    assert first["confidence"] == 0.95
+    narrow = run_json(*args, "--confidence", "0.5")["agreement"]["levels"][0]["kappa"]
+    assert narrow["ci_high"] - narrow["ci_low"] < first["levels"][0]["kappa"]["ci_high"] - first["levels"][0]["kappa"]["ci_low"]
 
 
 def test_the_table_format_is_readable():
     text = run(EXAMPLES / "ratings.csv", "--bootstrap", "50", "--collapse", "VS=S,SS=S")
-    assert "fleiss_kappa" in text and "VS,VS,VS" in text and "chi2_graders" in text
+    assert "fleiss_kappa 3 levels" in text and "VS,VS,VS" in text and "chi2_graders" in text
+    assert "95% bootstrap intervals" in text
 
 
 def test_identical_judgments_give_null_with_a_reason(tmp_path):
     report = run_json(write(tmp_path, "unit,grader,value\nu1,a,NS\nu1,b,NS\nu2,a,NS\nu2,b,NS\n"))
-    assert report["fleiss_kappa"]["value"] is None
-    assert "identical" in report["notes"]["fleiss_kappa"]
+    kappa = report["agreement"]["levels"][0]["kappa"]
+    assert kappa["value"] is None
+    assert "identical" in kappa["reason"]
 
 
 @pytest.mark.parametrize("text, args, message", [
@@ -103,6 +112,8 @@ def test_identical_judgments_give_null_with_a_reason(tmp_path):
     ("unit,grader,broad,fine\nu1,a,NS,11\n", ["--scheme", "broad_fine"], "line 2, field 'fine': 11 is outside"),
     ("", [], "empty"),
     ("unit,grader,value\nu1,a,NS\n", ["--collapse", "VS"], "--collapse: expected FROM=TO"),
+    ("unit,grader,value\nu1,a,1\n", ["--scheme", "numeric", "--categories", "1,x"], "must be numbers; got 'x'"),
+    ("unit,grader,value\nu1,a,NS\n", ["--confidence", "0.2"], r"--confidence must lie in \[0.5, 0.999\]"),
 ])
 def test_a_malformed_file_names_line_and_field_with_status_2(tmp_path, text, args, message):
     with pytest.raises(CommandError, match=message) as error:
@@ -136,5 +147,8 @@ def test_the_report_builder_takes_a_frame_directly():
                           "value": rng.choice(["NS", "SS", "VS"], 90)})
     report = build_agreement_report(frame, categories=["NS", "SS", "VS"], n_boot=50, seed=1)
     json.dumps(report, allow_nan=False)
+    assert report["agreement"]["levels"][0]["kappa"]["ci_low"] is not None
     with pytest.raises(ValueError, match="`scheme` must be one of"):
         build_agreement_report(frame, scheme="likert")
+    with pytest.raises(ValueError, match="`level` must be one of"):
+        build_agreement_report(frame, level="cardinal")

@@ -1,13 +1,14 @@
 """Automatic runs after new judgments: debounced, never more than one queued per campaign."""
 from __future__ import annotations
 
+import time
 from datetime import timedelta
 
 import pytest
 from django.utils import timezone
 
 from analysis.models import AnalysisRun, RunStatus, RunTrigger
-from analysis.services import runs
+from analysis.services import dispatch, runs
 from grading.models import Assignment
 from tests.factories import make_campaign, record
 
@@ -31,7 +32,7 @@ def test_new_judgments_queue_one_automatic_run(django_capture_on_commit_callback
     assert timedelta(seconds=55) < run.not_before - timezone.now() <= timedelta(seconds=60)
 
 
-def test_an_embedded_automatic_run_executes_on_the_next_report_view_once_due(django_capture_on_commit_callbacks,
+def test_an_embedded_automatic_run_executes_once_due_when_due_runs_are_executed(django_capture_on_commit_callbacks,
                                                                                settings):
     settings.ANALYSIS_DEBOUNCE_SECONDS = 60
     campaign = make_campaign(graders=2)
@@ -58,14 +59,14 @@ def test_with_a_broker_the_automatic_run_is_sent_with_the_debounce_countdown(
         django_capture_on_commit_callbacks, settings, monkeypatch):
     settings.ANALYSIS_DEBOUNCE_SECONDS = 30
     sent = []
-    monkeypatch.setattr(runs, "embedded", lambda: False)
-    monkeypatch.setattr("analysis.tasks.analysis_run.apply_async",
-                        lambda args, task_id, countdown: sent.append((args, countdown)))
+    monkeypatch.setattr(dispatch, "embedded", lambda: False)
+    monkeypatch.setattr(dispatch.app, "send_task",
+                        lambda name, args, task_id, countdown: sent.append((name, args, countdown)))
     campaign = make_campaign(graders=2)
     with django_capture_on_commit_callbacks(execute=True):
         _judge(campaign, 3)
     run = AnalysisRun.objects.get(campaign=campaign)
-    assert sent == [((run.pk,), 30)]
+    assert sent == [("analysis.run", [run.pk], 30)]
 
 
 def test_only_one_automatic_run_can_wait_even_when_two_requests_race():
@@ -79,3 +80,30 @@ def test_only_one_automatic_run_can_wait_even_when_two_requests_race():
         assert runs.run_schedule_auto(campaign_id=campaign.pk) is None
     assert first is not None
     assert AnalysisRun.objects.filter(campaign=campaign, trigger=RunTrigger.AUTO).count() == 1
+
+
+def test_embedded_the_runner_thread_started_by_a_request_executes_the_automatic_run(transactional_db, settings,
+                                                                                      client):
+    from analysis import embedded
+
+    settings.ANALYSIS_EMBEDDED_THREAD = True
+    settings.ANALYSIS_DEBOUNCE_SECONDS = 0
+    campaign = make_campaign(graders=2)
+    _judge(campaign, 4)  # autocommit: the on-commit hook fires as each event is stored
+    run = AnalysisRun.objects.get(campaign=campaign, trigger=RunTrigger.AUTO)
+    assert run.status == RunStatus.QUEUED  # the graders' requests did not run it
+    try:
+        client.get("/")  # any request starts the runner; the request itself does no analysis
+        deadline = time.monotonic() + 30
+        while run.status != RunStatus.SUCCEEDED and time.monotonic() < deadline:
+            time.sleep(0.2)
+            run.refresh_from_db()
+    finally:
+        embedded.runner_stop()
+    assert run.status == RunStatus.SUCCEEDED, (run.status, run.error)
+
+
+def test_dispatch_sends_the_task_under_the_name_the_worker_registered():
+    from analysis.tasks import analysis_run
+
+    assert analysis_run.name == dispatch.RUN_TASK

@@ -39,14 +39,17 @@ def _grader(campaign):
 
 
 def test_an_organizer_uploads_on_the_report_page_and_sees_every_method_with_the_favoured_one_marked(
-        client, ordering_campaign, organizer):
+        client, ordering_campaign, organizer, django_capture_on_commit_callbacks):
     client.force_login(organizer)
-    response = client.post(f"/reports/campaigns/{ordering_campaign.pk}/system-orderings/",
-                           {"file": upload(systems_csv(ordering_campaign))})
+    with django_capture_on_commit_callbacks(execute=False) as queued:
+        response = client.post(f"/reports/campaigns/{ordering_campaign.pk}/system-orderings/",
+                               {"file": upload(systems_csv(ordering_campaign))})
     assert response.status_code == 302
     assert SystemOutput.objects.filter(system__campaign=ordering_campaign).count() == 6
     assert AnalysisRun.objects.filter(campaign=ordering_campaign, status=RunStatus.QUEUED).count() == 1
-    html = client.get(f"/reports/campaigns/{ordering_campaign.pk}/").content.decode()  # runs the queued analysis
+    assert len(queued) == 1
+    queued[0]()  # the upload's commit: embedded, the run executes here (with a broker, a worker runs it)
+    html = client.get(f"/reports/campaigns/{ordering_campaign.pk}/").content.decode()
     run = AnalysisRun.objects.get(campaign=ordering_campaign)
     assert run.status == RunStatus.SUCCEEDED
     orderings = run.result["orderings"]
@@ -70,6 +73,7 @@ def test_system_scores_equal_the_metrics_called_directly(client, ordering_campai
     query = ordering_campaign.queries.order_by("position").first()
     golds = np.array(list(Ordering.objects.filter(query=query).order_by("grader_id").values_list("items", flat=True)))
     outputs = SystemOutput.objects.filter(query=query).order_by("system__name")
+    assert outputs.count() == 2  # good and bad
     expected = m.score_orderings(golds, np.array([o.ordering for o in outputs]))
     row = next(q for q in result["queries"] if q["query"] == query.pk)
     for i, output in enumerate(outputs):

@@ -30,6 +30,7 @@ def test_an_organizer_sees_judgments_and_events_by_pseudonym_only(client, judged
     client.force_login(organizer)
     page = client.get(url(campaign, unit)).content.decode()
     graders = [r.user.username for r in campaign.roles.filter(role=Role.GRADER)]
+    assert len(graders) >= 2
     assert "G01" in page and "G02" in page and "broad_set" in page and "8.5" in page
     assert not any(name in page for name in graders)
 
@@ -38,7 +39,9 @@ def test_an_admin_also_sees_usernames(client, judged):
     campaign, unit, _ = judged
     client.force_login(make_user(is_staff=True))
     page = client.get(url(campaign, unit)).content.decode()
-    assert all(r.user.username in page for r in campaign.roles.filter(role=Role.GRADER))
+    roles = campaign.roles.filter(role=Role.GRADER)
+    assert roles.count() >= 2
+    assert all(r.user.username in page for r in roles)
 
 
 def test_graders_and_other_organizers_are_refused(client, judged):
@@ -59,11 +62,13 @@ def test_a_unit_of_another_campaign_is_not_found(client, judged):
     assert client.get(reverse("analysis:unit", args=[campaign.pk, other.units.first().pk])).status_code == 404
 
 
-def test_the_report_links_the_most_confusable_units_to_their_pages(client, judged):
+def test_the_report_links_the_most_confusable_units_to_their_pages(client, judged,
+                                                                   django_capture_on_commit_callbacks):
     from django.core.management import call_command
 
     campaign, unit, organizer = judged
-    call_command("run_analysis", str(campaign.pk))
+    with django_capture_on_commit_callbacks(execute=True):  # embedded: the run executes as it commits
+        call_command("run_analysis", str(campaign.pk))
     client.force_login(organizer)
     page = client.get(reverse("analysis:report", args=[campaign.pk])).content.decode()
     assert f'href="{url(campaign, unit)}"' in page

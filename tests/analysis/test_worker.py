@@ -43,14 +43,19 @@ def _test_database_url() -> str:
 
 
 class Worker:
-    """`celery worker --pool=solo` in a subprocess; its log goes to a file shown on failure."""
+    """`celery worker --pool=solo` in a subprocess; its log goes to a file shown on failure.
 
-    def __init__(self, queue: str, log: Path) -> None:
+    ``pause`` = (stage, seconds, attempts): the worker's analysis waits, heartbeating, in that stage
+    during the first ``attempts`` attempts (see tests/analysis/slow_worker.py).
+    """
+
+    def __init__(self, queue: str, log: Path, *, pause: tuple[str, float, int]) -> None:
         env = {**os.environ, "DATABASE_URL": _test_database_url(), "CELERY_BROKER_URL": services.broker_url(),
                "DEBUG": "true", "SECRET_KEY": "worker-test-secret-key-" + "w" * 30, "DB_CONN_MAX_AGE": "0"}
         self.log = log
         self.proc = subprocess.Popen(
-            [sys.executable, "-m", "celery", "-A", "evalutron", "worker", "--pool=solo", "-c", "1", "-Q", queue,
+            [sys.executable, "-m", "tests.analysis.slow_worker", pause[0], str(pause[1]), str(pause[2]), "--",
+             "worker", "--pool=solo", "-c", "1", "-Q", queue,
              "--without-gossip", "--without-mingle", "--without-heartbeat", "-l", "info", "-n", f"{queue}@%h"],
             cwd=ROOT, env=env, stdout=log.open("ab"), stderr=subprocess.STDOUT, start_new_session=True,
         )
@@ -102,11 +107,11 @@ def sender(queue: str) -> Iterator[Callable[[int], None]]:
 
 
 @pytest.fixture
-def start_worker(queue: str, tmp_path: Path) -> Iterator[Callable[[], Worker]]:
+def start_worker(queue: str, tmp_path: Path) -> Iterator[Callable[..., Worker]]:
     workers: list[Worker] = []
 
-    def start() -> Worker:
-        workers.append(Worker(queue, tmp_path / f"worker-{len(workers)}.log"))
+    def start(pause: tuple[str, float, int] = ("", 0.0, 0)) -> Worker:
+        workers.append(Worker(queue, tmp_path / f"worker-{len(workers)}.log", pause=pause))
         return workers[-1]
 
     yield start
@@ -133,9 +138,8 @@ def campaign(transactional_db):
 
 
 def test_a_real_worker_runs_an_analysis_and_stores_what_the_metrics_compute(campaign, sender, start_worker):
-    start_worker()
-    params = runs.parameters_clean({"n_boot": 200, "debug_sleep_stage": "agreement", "debug_sleep_seconds": 1.0},
-                                    allow_debug=True)
+    start_worker(pause=("agreement", 1.0, 1))
+    params = runs.parameters_clean({"n_boot": 200})
     run = AnalysisRun.objects.create(campaign=campaign, parameters=params, seed=20260101)
     sender(run.pk)
 
@@ -153,9 +157,8 @@ def test_a_real_worker_runs_an_analysis_and_stores_what_the_metrics_compute(camp
 
 def test_a_worker_killed_mid_run_leaves_the_run_retried_not_stuck(campaign, sender, start_worker, queue,
                                                                    monkeypatch):
-    worker = start_worker()
-    params = runs.parameters_clean({"n_boot": 50, "debug_sleep_stage": "agreement", "debug_sleep_seconds": 120,
-                                    "debug_sleep_attempts": 1}, allow_debug=True)
+    worker = start_worker(pause=("agreement", 120.0, 1))
+    params = runs.parameters_clean({"n_boot": 50})
     run = AnalysisRun.objects.create(campaign=campaign, parameters=params, seed=7)
     sender(run.pk)
     _poll(run.pk, lambda r: r.stage == "agreement")
@@ -165,7 +168,7 @@ def test_a_worker_killed_mid_run_leaves_the_run_retried_not_stuck(campaign, send
 
     # The sweeper, ANALYSIS_STALE_SECONDS later: the run goes back to the queue, sent to this test's queue.
     monkeypatch.setattr(runs, "embedded", lambda: False)
-    monkeypatch.setattr(runs, "run_enqueue", lambda *, run_id, countdown=0: sender(run_id))
+    monkeypatch.setattr(runs, "run_enqueue", lambda *, run_id, countdown=0, background=False: sender(run_id))
     later = timezone.now() + timedelta(seconds=settings.ANALYSIS_STALE_SECONDS + 1)
     outcome = runs.run_sweep_stale(now=later)
     assert outcome.requeued == [run.pk]

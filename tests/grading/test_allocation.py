@@ -45,6 +45,7 @@ def test_it_serves_my_open_assignments_in_my_order_first():
 def test_fixed_policy_never_adds_work():
     campaign = make_campaign(n_queries=1, n_candidates=2, graders=3, overlap=2)
     judge_all(campaign, {"u0-0": ["VS", "NS"], "u0-1": ["VS", "NS"]})
+    assert len(graders_of(campaign)) == 3
     for grader in graders_of(campaign):
         assert assignment_next(grader=grader, campaign=campaign) is None
 
@@ -56,6 +57,7 @@ def test_consensus_gives_a_disagreeing_unit_to_a_grader_who_has_not_seen_it():
     assert units_wanting_more(campaign) == [disputed.pk]
     outsider = next(g for g in graders_of(campaign) if not Assignment.objects.filter(grader=g, unit=disputed).exists())
     insiders = [g for g in graders_of(campaign) if g != outsider]
+    assert len(insiders) >= 1
     assert all(assignment_next(grader=g, campaign=campaign) is None for g in insiders)
     extra = assignment_next(grader=outsider, campaign=campaign)
     assert (extra.unit, extra.source) == (disputed, AssignmentSource.ADAPTIVE)
@@ -67,6 +69,7 @@ def test_max_overlap_and_budget_cap_the_extras():
     campaign.budget = Assignment.objects.filter(campaign=campaign).count()
     campaign.save()
     judge_all(campaign, {"u0-0": ["VS", "NS"], "u0-1": ["VS", "NS"]})
+    assert len(graders_of(campaign)) >= 2
     assert all(assignment_next(grader=g, campaign=campaign) is None for g in graders_of(campaign))
 
 

@@ -147,6 +147,7 @@ def test_a_batch_of_twenty_costs_a_handful_of_queries(django_assert_max_num_quer
     items = batch_of(grader, campaign, 20)
     with django_assert_max_num_queries(10):
         results = events_record(grader=grader, items=items)
+    assert len(results) == 20
     assert all(not isinstance(r, Exception) for r in results)
     assert GradingEvent.objects.count() == 20
 

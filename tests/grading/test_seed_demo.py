@@ -13,11 +13,13 @@ def test_the_demo_has_three_campaigns_with_simulated_judgments_and_working_login
     slugs = set(Campaign.objects.values_list("slug", flat=True))
     assert slugs == {"demo-audio-similarity", "demo-word-pairs", "demo-playlist-orderings"}
     audio = Campaign.objects.get(slug="demo-audio-similarity")
-    assert audio.units.count() == 8 and all(c.media_file for c in audio.candidates.all())
+    assert audio.units.count() == 8 and audio.candidates.count() > 0
+    assert all(c.media_file for c in audio.candidates.all())
     assert Judgment.objects.filter(campaign=audio, broad__isnull=False, fine__isnull=False).count() > 10
     assert GradingEvent.objects.filter(campaign=audio, type="audition").exists()
     assert Judgment.objects.filter(campaign__slug="demo-word-pairs", score__isnull=False).count() > 50
     assert Ordering.objects.filter(campaign__slug="demo-playlist-orderings").count() > 5
+    assert len(demo_logins()) >= 3
     for login in demo_logins():
         assert authenticate(username=login.username, password=login.password) is not None, login.username
 

@@ -1,4 +1,4 @@
-"""Allocation policies compared by simulation (DESIGN.md §5.6)."""
+"""Allocation policies compared by simulation (docs/design.md §5.6)."""
 import numpy as np
 import pytest
 

@@ -1,4 +1,4 @@
-"""Per-unit confusability, aggregates and confusability-aware evaluation (DESIGN.md §5.3)."""
+"""Per-unit confusability, aggregates and confusability-aware evaluation (docs/design.md §5.3)."""
 import numpy as np
 import pandas as pd
 import pytest

@@ -1,4 +1,4 @@
-"""The campaign as an instrument (DESIGN.md §5.5): precision, reproducibility, resolution, systems."""
+"""The campaign as an instrument (docs/design.md §5.5): precision, reproducibility, resolution, systems."""
 import krippendorff
 import numpy as np
 import pandas as pd
@@ -19,7 +19,7 @@ def noisy_campaign(rng, n_units=60, n_graders=8, noise=1.0, truth=None):
 
 
 def test_precision_uses_sample_std_per_unit_and_the_design_example():
-    # DESIGN.md §5.3: {5,5,5,5,1} has std 1.79; {4,3,3,2,2} has 0.84.
+    # docs/design.md §5.3: {5,5,5,5,1} has std 1.79; {4,3,3,2,2} has 0.84.
     result = precision(long({"a": [5, 5, 5, 5, 1], "b": [4, 3, 3, 2, 2], "c": [7]}))
     units = result["units"]
     assert units.loc["a", "std"] == pytest.approx(1.7888543819998317)

@@ -1,4 +1,4 @@
-"""Judgment stability and engagement from the event log (DESIGN.md §5.2)."""
+"""Judgment stability and engagement from the event log (docs/design.md §5.2)."""
 import pandas as pd
 import pytest
 

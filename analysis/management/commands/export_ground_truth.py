@@ -6,7 +6,6 @@ from pathlib import Path
 from typing import Any
 
 from django.core.management.base import BaseCommand, CommandError, CommandParser
-from django.db import transaction
 
 from analysis import export, selectors
 from analysis.management.commands._campaign_arg import campaign_from_arg
@@ -41,20 +40,20 @@ class Command(BaseCommand):
         body = export.ground_truth_bytes(run, filters, options["format"])
         if options["output"]:
             Path(options["output"]).write_bytes(body)
-            self.stderr.write(f"wrote {options['output']} from analysis run #{run.pk}")
+            self.stderr.write(f"wrote {options['output']} from analysis run #{run.number}")
         elif options["format"] == "parquet":
             raise CommandError("parquet is binary: give --output FILE")
         else:
             sys.stdout.buffer.write(body)
 
     def _analyse(self, campaign_id: int) -> AnalysisRun:
-        with transaction.atomic():
-            run = AnalysisRun.objects.create(campaign_id=campaign_id, trigger=RunTrigger.CLI,
-                                             number=runs.run_number_next(campaign_id=campaign_id),
-                                             parameters=runs.parameters_clean(None))
+        run = runs.run_create(campaign_id=campaign_id, trigger=RunTrigger.CLI, enqueue=False)
         self.stderr.write(f"no succeeded analysis yet: running #{run.number} here")
-        if run_execute(run_id=run.pk) != RunStatus.SUCCEEDED:
-            run.refresh_from_db()
-            raise CommandError(f"analysis run #{run.number} failed: {run.error}")
+        outcome = run_execute(run_id=run.pk)
         run.refresh_from_db()
+        if outcome == RunStatus.RUNNING:
+            raise CommandError(f"an identical analysis, run #{run.number}, is running elsewhere: export again when "
+                               f"it has finished")
+        if outcome != RunStatus.SUCCEEDED:
+            raise CommandError(f"analysis run #{run.number} failed: {run.error}")
         return run

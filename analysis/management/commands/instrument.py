@@ -24,7 +24,7 @@ def _records(frame: pd.DataFrame) -> list[dict[str, Any]]:
 
 
 class Command(BaseCommand):
-    help = ("The campaign as a measuring instrument (DESIGN.md §5.5): precision and repeatability of a numeric "
+    help = ("The campaign as a measuring instrument (docs/design.md §5.5): precision and repeatability of a numeric "
             "ratings CSV (unit,grader,value); with --second, reproducibility; with --pairs, resolution; with "
             "--systems, whether the campaign tells the systems apart. Needs no database.")
     requires_system_checks: list = []

@@ -20,7 +20,7 @@ def _accuracies(text: str) -> np.ndarray:
 class Command(BaseCommand):
     help = (
         "Compare allocation policies by simulation with known truth: judgments spent against the accuracy "
-        "of the majority labels (DESIGN.md §5.6). Needs no database."
+        "of the majority labels (docs/design.md §5.6). Needs no database."
     )
 
     def add_arguments(self, parser: CommandParser) -> None:

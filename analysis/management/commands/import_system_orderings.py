@@ -5,6 +5,8 @@ from typing import Any
 
 from django.core.management.base import BaseCommand, CommandError, CommandParser
 
+from analysis.models import RunTrigger
+from analysis.services.uploads import run_after_upload
 from grading.errors import InvalidValue
 from grading.models import Campaign
 from grading.services.system_outputs import system_orderings_import, system_orderings_rows_from_csv
@@ -34,9 +36,6 @@ class Command(BaseCommand):
             raise CommandError(f"{path}: {exc.message}. Nothing was imported.", returncode=2) from None
         self.stdout.write(self.style.SUCCESS(done))
         if not opts["no_analysis"]:
-            from analysis.models import RunTrigger
-            from analysis.services.uploads import run_after_upload
-
             run = run_after_upload(campaign_id=campaign.pk, trigger=RunTrigger.CLI, user=None)
             run.refresh_from_db()
             self.stdout.write(f"Analysis run #{run.pk}: {run.get_status_display().lower()}.")

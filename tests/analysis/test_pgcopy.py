@@ -1,0 +1,85 @@
+"""The COPY fast path (analysis.pgcopy) and the ORM path give the same frames and rows, row for row.
+
+On PostgreSQL the first of each pair goes through COPY; with ``available`` patched off, the ORM.
+On SQLite both are the ORM path: the test then checks the frames' types the callers rely on.
+"""
+from __future__ import annotations
+
+import pandas as pd
+import pytest
+from django.db import connection
+
+from analysis import export, pgcopy, selectors
+from analysis.models import AnalysisRun, UnitResult
+from analysis.services import runs
+from analysis.services.execute import run_execute
+
+pytestmark = [pytest.mark.django_db, pytest.mark.both_backends]
+UNIT_ROW = ["unit_id", "query_id", "n", "mean", "median", "majority", "dif", "std", "entropy", "n_ns", "n_ss", "n_vs",
+            "distribution"]
+
+
+@pytest.fixture
+def copies(monkeypatch) -> list[str]:
+    """The SQL of every COPY out, to show which path ran."""
+    seen: list[str] = []
+    real = pgcopy.copy_out
+
+    def spy(sql, params=()):
+        seen.append(sql)
+        return real(sql, params)
+
+    monkeypatch.setattr(pgcopy, "copy_out", spy)
+    return seen
+
+
+def _both(read, monkeypatch, copies):
+    first = read()
+    used_copy = bool(copies)
+    with monkeypatch.context() as patch:
+        patch.setattr(pgcopy, "available", lambda: False)
+        second = read()
+    assert used_copy == (connection.vendor == "postgresql")
+    return first, second
+
+
+def _run(campaign, seed: int) -> AnalysisRun:
+    run = AnalysisRun.objects.create(campaign=campaign, parameters=runs.parameters_clean({"n_boot": 50}), seed=seed)
+    assert run_execute(run_id=run.pk) == "succeeded"
+    return run
+
+
+@pytest.mark.parametrize("reader", ["judgments_frame", "unit_events_frame"])
+def test_the_selectors_frames_are_the_same_through_copy_and_the_orm(judged_campaign, monkeypatch, copies, reader):
+    read = getattr(selectors, reader)
+    copied, orm = _both(lambda: read(campaign_id=judged_campaign.pk), monkeypatch, copies)
+    assert len(copied) > 40
+    pd.testing.assert_frame_equal(copied, orm, check_exact=True)
+    assert copied["unit"].dtype == "int64" and copied["grader"].dtype == "int64"
+
+
+def test_the_ground_truth_frame_is_the_same_through_copy_and_the_orm(judged_campaign, monkeypatch, copies):
+    run = _run(judged_campaign, seed=3)
+    copied, orm = _both(lambda: export.ground_truth_frame(run, export.Filters()), monkeypatch, copies)
+    assert len(copied) == judged_campaign.units.count()
+    pd.testing.assert_frame_equal(copied, orm, check_exact=True)
+
+
+def test_unit_rows_stored_through_copy_equal_those_stored_through_the_orm(judged_campaign, monkeypatch):
+    copied = _run(judged_campaign, seed=11)
+    with monkeypatch.context() as patch:
+        patch.setattr(pgcopy, "available", lambda: False)
+        orm = _run(judged_campaign, seed=11)
+    rows = [list(UnitResult.objects.filter(run=run).order_by("unit_id").values_list(*UNIT_ROW)) for run in (copied, orm)]
+    assert len(rows[0]) == judged_campaign.units.count()
+    assert rows[0] == rows[1]
+
+
+def test_copy_keeps_null_apart_from_the_empty_string(judged_campaign, monkeypatch, copies):
+    from grading.models import Candidate
+
+    Candidate.objects.filter(pk=Candidate.objects.filter(campaign=judged_campaign).first().pk).update(text="")
+    qs = Candidate.objects.filter(campaign=judged_campaign).order_by("pk").values_list("pk", "text")
+    copied, orm = _both(lambda: pgcopy.query_frame(qs, ["id", "text"], {"id": "int"}), monkeypatch, copies)
+    assert copied["text"].iloc[0] == ""
+    pd.testing.assert_frame_equal(copied, orm, check_exact=True)
