@@ -125,7 +125,7 @@ def _distribution_json(value: Any) -> str | None:
     return json.dumps(value, sort_keys=True) if value else None
 
 
-TEXT_COLUMNS = ("unit", "query", "candidate", "distribution")
+TEXT_COLUMNS = ("unit", "query", "candidate", "distribution", "majority_broad")
 INT_COLUMNS = ("unit_id", "n", *BROAD_COLUMNS)
 
 
