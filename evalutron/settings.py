@@ -90,10 +90,14 @@ if DATABASE_URL:
         )
     _db["CONN_HEALTH_CHECKS"] = True
 else:
-    _db = {
-        "ENGINE": "django.db.backends.sqlite3",
-        "NAME": DATA_DIR / "evalutron.sqlite3",
-        "OPTIONS": {"timeout": 20, "transaction_mode": "IMMEDIATE", "init_command": "PRAGMA journal_mode=WAL;"},
+    _db = {"ENGINE": "django.db.backends.sqlite3", "NAME": DATA_DIR / "evalutron.sqlite3"}
+if _db["ENGINE"] == "django.db.backends.sqlite3":
+    # Every SQLite database, embedded or named by a sqlite:// URL: WAL so readers never block the
+    # writer, IMMEDIATE transactions so two writers queue instead of failing mid-transaction with
+    # "database is locked", and a busy timeout to wait in that queue.
+    _db["OPTIONS"] = {
+        "timeout": env_int("SQLITE_BUSY_TIMEOUT", 20, minimum=1), "transaction_mode": "IMMEDIATE",
+        "init_command": "PRAGMA journal_mode=WAL;", **_db.get("OPTIONS", {}),
     }
 # Test databases: a suffix (set by the test plugin to the process id) lets several test runs share
 # one machine; on SQLite a file, not memory, so that a Celery worker started by a test sees it.
@@ -154,6 +158,12 @@ REST_FRAMEWORK = {
     "DEFAULT_PAGINATION_CLASS": "rest_framework.pagination.LimitOffsetPagination",
     "PAGE_SIZE": 500,
 }
+# Client timestamps accepted on events: this far behind and ahead of the server's clock.
+EVENT_CLIENT_TS_MAX_AGE_SECONDS = env_int("EVENT_CLIENT_TS_MAX_AGE_SECONDS", 365 * 86400, minimum=60)
+EVENT_CLIENT_TS_MAX_AHEAD_SECONDS = env_int("EVENT_CLIENT_TS_MAX_AHEAD_SECONDS", 86400, minimum=0)
+# The largest page a list endpoint returns (?limit=); larger or non-numeric values are a 400.
+API_MAX_PAGE_SIZE = env_int("API_MAX_PAGE_SIZE", 1000, minimum=1)
+REST_FRAMEWORK["DEFAULT_PAGINATION_CLASS"] = "grading.api.pagination.BoundedLimitOffsetPagination"
 SPECTACULAR_SETTINGS = {
     "TITLE": "Evalutron API",
     "DESCRIPTION": "Collect human judgments and measure how far they can be trusted.",

@@ -24,7 +24,8 @@ from grading.errors import GradingError, InvalidValue
 from grading.models import Campaign, CampaignRole
 from grading.models.choices import EventType
 from grading.services import allocation, organizer
-from grading.services.events import EventInput, event_record, events_record
+from grading.services.event_input import EventInput
+from grading.services.events import event_record, events_record
 
 CAMPAIGN_PARAM = OpenApiParameter("campaign", OpenApiTypes.INT, required=True, description="Campaign id.")
 ERRORS = {code: OpenApiResponse(s.ErrorOut, description=text) for code, text in [
