@@ -225,6 +225,14 @@ def user_can_view_reports(*, user: AbstractBaseUser, campaign_id: int) -> bool:
     return CampaignRole.objects.filter(campaign_id=campaign_id, user=user, role=Role.ORGANIZER).exists()
 
 
+def user_knows_campaign(*, user: AbstractBaseUser, campaign_id: int) -> bool:
+    """Whether the user may know the campaign exists (a role in it, or staff): anyone else is
+    answered 404, never 403, so that refusals do not reveal which campaigns exist."""
+    if not user.is_authenticated:
+        return False
+    return user.is_staff or CampaignRole.objects.filter(campaign_id=campaign_id, user=user).exists()
+
+
 def user_can_export(*, user: AbstractBaseUser) -> bool:
     """Ground truth and raw event logs leave the system through admins only."""
     return bool(user.is_authenticated and user.is_staff)

@@ -5,7 +5,7 @@ from typing import Any
 
 from django.contrib.auth.decorators import login_required
 from django.core.exceptions import PermissionDenied
-from django.http import HttpRequest, HttpResponse
+from django.http import Http404, HttpRequest, HttpResponse
 from django.shortcuts import get_object_or_404, render
 
 from analysis import selectors
@@ -28,6 +28,8 @@ def _payload_text(payload: dict[str, Any]) -> str:
 def unit_detail(request: HttpRequest, campaign_id: int, unit_id: int) -> HttpResponse:
     unit = get_object_or_404(Unit.objects.select_related("campaign", "query", "candidate", "candidate_b"),
                              pk=unit_id, campaign_id=campaign_id)
+    if not selectors.user_knows_campaign(user=request.user, campaign_id=campaign_id):
+        raise Http404("No unit matches the given query.")  # as for a unit that does not exist
     if not selectors.user_can_view_reports(user=request.user, campaign_id=campaign_id):
         raise PermissionDenied("Only the campaign's organizers and admins see its units.")
     admin = request.user.is_staff

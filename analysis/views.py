@@ -23,6 +23,8 @@ UPLOAD_MAX_BYTES = 20 * 1024 * 1024
 
 def _campaign(request: HttpRequest, campaign_id: int) -> Campaign:
     campaign = get_object_or_404(Campaign, pk=campaign_id)
+    if not selectors.user_knows_campaign(user=request.user, campaign_id=campaign.pk):
+        raise Http404("No campaign matches the given query.")  # as for a campaign that does not exist
     if not selectors.user_can_view_reports(user=request.user, campaign_id=campaign.pk):
         raise PermissionDenied("Only the campaign's organizers and admins see its report.")
     return campaign

@@ -149,9 +149,11 @@ LOGIN_REDIRECT_URL = "grading:home"
 LOGOUT_REDIRECT_URL = "login"
 
 REST_FRAMEWORK = {
+    # Token first: a request without credentials, or with a bad or expired token, is answered 401
+    # with `WWW-Authenticate: Token` (DRF takes the header from the first class).
     "DEFAULT_AUTHENTICATION_CLASSES": [
-        "rest_framework.authentication.SessionAuthentication",
         "rest_framework.authentication.TokenAuthentication",
+        "rest_framework.authentication.SessionAuthentication",
     ],
     "DEFAULT_PERMISSION_CLASSES": ["rest_framework.permissions.IsAuthenticated"],
     "DEFAULT_SCHEMA_CLASS": "drf_spectacular.openapi.AutoSchema",

@@ -91,8 +91,8 @@ class CampaignDetailView(GradingAPIView):
 
     @extend_schema(request=s.CampaignPatchIn, responses={200: s.CampaignOut, **ERRORS})
     def patch(self, request: Request, pk: int) -> Response:
-        data = validated(s.CampaignPatchIn, request.data)
         campaign = selectors.campaign_get_for_organizer(user=request.user, campaign_id=pk)
+        data = validated(s.CampaignPatchIn, request.data)
         organizer.campaign_update(campaign=campaign, **data)
         return Response(_campaign_out(request, campaign.pk))
 
@@ -117,8 +117,8 @@ class CampaignMembersView(GradingAPIView):
 
     @extend_schema(request=s.MemberIn, responses={201: s.MemberOut, **ERRORS})
     def post(self, request: Request, pk: int) -> Response:
-        data = validated(s.MemberIn, request.data)
         campaign = selectors.campaign_get_for_organizer(user=request.user, campaign_id=pk)
+        data = validated(s.MemberIn, request.data)
         role = organizer.member_add(campaign=campaign, **data)
         return Response({"role": role.role, "pseudonym": role.pseudonym}, status=status.HTTP_201_CREATED)
 
@@ -128,8 +128,8 @@ class CampaignAssignView(GradingAPIView):
 
     @extend_schema(request=s.AssignIn, responses={201: s.AssignOut, **ERRORS})
     def post(self, request: Request, pk: int) -> Response:
-        data = validated(s.AssignIn, request.data)
         campaign = selectors.campaign_get_for_organizer(user=request.user, campaign_id=pk)
+        data = validated(s.AssignIn, request.data)
         created = organizer.assignments_assign(campaign=campaign, **data)
         return Response({"created": created}, status=status.HTTP_201_CREATED)
 
