@@ -166,6 +166,10 @@ EVENT_CLIENT_TS_MAX_AHEAD_SECONDS = env_int("EVENT_CLIENT_TS_MAX_AHEAD_SECONDS",
 # The largest page a list endpoint returns (?limit=); larger or non-numeric values are a 400.
 API_MAX_PAGE_SIZE = env_int("API_MAX_PAGE_SIZE", 1000, minimum=1)
 REST_FRAMEWORK["DEFAULT_PAGINATION_CLASS"] = "grading.api.pagination.BoundedLimitOffsetPagination"
+# Campaign imports: the largest file read, and the most entries of any one kind (rows, queries,
+# candidates, units, graders) in it.
+IMPORT_MAX_BYTES = env_int("IMPORT_MAX_BYTES", 50 * 1024 * 1024, minimum=1024)
+IMPORT_MAX_ITEMS = env_int("IMPORT_MAX_ITEMS", 100_000, minimum=1)
 SPECTACULAR_SETTINGS = {
     "TITLE": "Evalutron API",
     "DESCRIPTION": "Collect human judgments and measure how far they can be trusted.",

@@ -12,7 +12,8 @@ from typing import Any
 
 from django.utils.dateparse import parse_datetime
 
-from grading.api.serializers import MAX_ID, MAX_SEQ, has_surrogate, json_problem
+from grading.api.serializers import MAX_ID, MAX_SEQ
+from grading.jsontext import has_surrogate, json_problem
 from grading.models.choices import EventType
 from grading.services.event_input import EventInput
 

@@ -17,8 +17,8 @@ from rest_framework.permissions import IsAuthenticated
 from rest_framework.response import Response
 from rest_framework.views import APIView
 
-from grading.api.serializers import surrogate_problem
 from grading.errors import GradingError, InvalidValue
+from grading.jsontext import surrogate_problem
 
 
 class TolerantJSONParser(JSONParser):
