@@ -12,7 +12,15 @@ from django.contrib.auth import get_user_model
 from django.core.management import call_command
 from django.core.management.base import CommandError
 
-from grading.models import Assignment, Campaign, Candidate, CandidateProvenance, GuidelinesVersion, Query, Unit
+from grading.models import (
+    Assignment,
+    Campaign,
+    Candidate,
+    CandidateProvenance,
+    GuidelinesVersion,
+    Query,
+    Unit,
+)
 
 EXAMPLES = Path(__file__).resolve().parents[2] / "examples"
 ROOT = EXAMPLES.parent
