@@ -12,6 +12,7 @@ from itertools import islice
 from typing import Any
 
 import pandas as pd
+from django.conf import settings
 from django.contrib.auth.models import AbstractBaseUser
 from django.db import connection
 from django.db.models import Count, FloatField, Max, Min, Q, QuerySet
@@ -92,10 +93,25 @@ def unit_events_frame(*, campaign_id: int) -> pd.DataFrame:
                      KT("payload__action"))
     )
     frame = _frame(qs, ["grader", "unit", "type", "ts", "session_seq", "server_ts", "value", "action"])
-    frame["ts"] = pd.to_datetime(frame["ts"], utc=True, format="ISO8601")
     frame["server_ts"] = pd.to_datetime(frame["server_ts"], utc=True, format="ISO8601")
+    ts = plausible_client_ts(frame["ts"], frame["server_ts"])
+    frame["ts"] = ts
+    frame.attrs["client_ts_replaced"] = ts.attrs["replaced"]
     frame.loc[(frame["type"] == EventType.AUDITION) & (frame["action"] != "play"), "type"] = "audition_other"
     return frame.drop(columns="action")
+
+
+def plausible_client_ts(client_ts: pd.Series, server_ts: pd.Series) -> pd.Series:
+    """Client timestamps, with the server's in place of any outside the window events are accepted in
+    (docs/design.md §2, Timestamps) relative to their arrival. Older versions stored any clock
+    reading (year 1, year 9999); the count replaced is in ``.attrs["replaced"]`` for the report."""
+    ts = pd.to_datetime(client_ts, utc=True, format="ISO8601", errors="coerce")  # out of range -> NaT
+    earliest = server_ts - pd.Timedelta(seconds=settings.EVENT_CLIENT_TS_MAX_AGE_SECONDS)
+    latest = server_ts + pd.Timedelta(seconds=settings.EVENT_CLIENT_TS_MAX_AHEAD_SECONDS)
+    bad = ts.isna() | (ts < earliest) | (ts > latest)
+    ts = ts.where(~bad, server_ts)
+    ts.attrs["replaced"] = int(bad.sum())
+    return ts
 
 
 def value_events(unit_events: pd.DataFrame) -> pd.DataFrame:

@@ -270,7 +270,7 @@ def report_plots(result: dict[str, Any]) -> dict[str, SafeString]:
         a = agreement["alpha"]
         rows.append((f"α {a['scale']}", a["value"], a["ci_low"], a["ci_high"]))
     out = {"agreement": plots.intervals(rows, title="Agreement with 95% intervals", xlabel="kappa / alpha")}
-    if agreement.get("levels"):
+    if agreement.get("levels") and agreement["levels"][0]["kinds"]:  # no kinds: no unit has two judgments
         lv = agreement["levels"][0]
         out["patterns"] = plots.bars(["full", "partial", "none"], [lv["kinds"][k]["percent"] for k in
                                                                    ("full", "partial", "none")],
