@@ -1,9 +1,11 @@
 from django.conf import settings
 from django.contrib import admin
 from django.contrib.auth import views as auth_views
-from django.urls import include, path
+from django.urls import include, path, re_path
 from django.views.static import serve
 from drf_spectacular.views import SpectacularAPIView, SpectacularSwaggerView
+
+from grading.views import media as media_views
 
 urlpatterns = [
     path("admin/", admin.site.urls),
@@ -15,6 +17,8 @@ urlpatterns = [
     path("api/", include("analysis.api_urls")),
     path("reports/", include("analysis.urls")),
     path("", include("grading.urls")),
+    # Blinded candidate media (before the DEBUG media route, which would serve stored names).
+    re_path(r"^media/c/(?P<name>[a-z0-9]{6,20}(?:\.[a-z0-9]{1,8})?)$", media_views.candidate_media, name="candidate-media"),
 ]
 
 if settings.DEBUG:
