@@ -42,12 +42,15 @@ INSTALLED_APPS = [
     "rest_framework",
     "rest_framework.authtoken",
     "drf_spectacular",
+    "csp",
     "grading",
     "analysis",
 ]
 
 MIDDLEWARE = [
     "django.middleware.security.SecurityMiddleware",
+    "evalutron.limits.BodySizeLimitMiddleware",
+    "csp.middleware.CSPMiddleware",
     "whitenoise.middleware.WhiteNoiseMiddleware",
     "django.contrib.sessions.middleware.SessionMiddleware",
     "django.middleware.common.CommonMiddleware",
@@ -170,12 +173,35 @@ REST_FRAMEWORK["DEFAULT_PAGINATION_CLASS"] = "grading.api.pagination.BoundedLimi
 # candidates, units, graders) in it.
 IMPORT_MAX_BYTES = env_int("IMPORT_MAX_BYTES", 50 * 1024 * 1024, minimum=1024)
 IMPORT_MAX_ITEMS = env_int("IMPORT_MAX_ITEMS", 100_000, minimum=1)
+# Request bodies: at most this many bytes per endpoint (first matching pattern), else 413.
+BODY_LIMIT_DEFAULT = env_int("BODY_LIMIT_DEFAULT", 1024 * 1024, minimum=1024)
+BODY_LIMIT_EVENTS = env_int("BODY_LIMIT_EVENTS", 500 * 9 * 1024, minimum=1024)  # a full batch of full events
+UPLOAD_MAX_BYTES = env_int("UPLOAD_MAX_BYTES", 20 * 1024 * 1024, minimum=1024)
+BODY_LIMITS = [  # (path pattern, the setting holding its limit)
+    (r"^/api/events/$", "BODY_LIMIT_EVENTS"),
+    (r"^/api/campaigns/\d+/system-orderings/$", "UPLOAD_MAX_BYTES"),
+    (r"^/reports/campaigns/\d+/system-orderings/$", "UPLOAD_MAX_BYTES"),
+    (r"^/admin/", "UPLOAD_MAX_BYTES"),
+]
+# Throttling (429 with Retry-After), counted in the shared cache: token requests per client
+# address, anonymous API calls per address; failed browser logins per address and per user name.
+THROTTLE_RATES = {"token": env_str("THROTTLE_TOKEN", "10/min"), "anon": env_str("THROTTLE_ANON", "60/min")}
+REST_FRAMEWORK["DEFAULT_THROTTLE_CLASSES"] = ["evalutron.limits.AnonThrottle"]
+LOGIN_FAILURE_LIMIT = env_int("LOGIN_FAILURE_LIMIT", 10, minimum=1)
+LOGIN_FAILURE_WINDOW = env_int("LOGIN_FAILURE_WINDOW", 900, minimum=1)
 SPECTACULAR_SETTINGS = {
     "TITLE": "Evalutron API",
     "DESCRIPTION": "Collect human judgments and measure how far they can be trusted.",
     "VERSION": "1.0.0",
     "SERVE_INCLUDE_SCHEMA": False,
 }
+
+# --- Cache: shared by all web processes (throttle and login counts) -------------------------
+CACHE_URL = env_str("CACHE_URL") or (CELERY_BROKER_URL if CELERY_BROKER_URL.startswith(("redis://", "rediss://")) else "")
+if CACHE_URL:
+    CACHES = {"default": {"BACKEND": "django.core.cache.backends.redis.RedisCache", "LOCATION": CACHE_URL}}
+else:
+    CACHES = {"default": {"BACKEND": "django.core.cache.backends.locmem.LocMemCache"}}
 
 # --- Internationalisation, static, media --------------------------------------------------
 LANGUAGE_CODE = "en-us"
@@ -213,6 +239,21 @@ SECURE_CONTENT_TYPE_NOSNIFF = True
 SECURE_REFERRER_POLICY = "same-origin"
 X_FRAME_OPTIONS = "DENY"
 SESSION_COOKIE_HTTPONLY = True
+# Content-Security-Policy on every page: scripts only from our own static files (or with the
+# request's nonce); media and images also from the http(s) URLs an organizer gave for items.
+# Inline style attributes are still allowed ('unsafe-inline' for styles only). The Swagger page
+# loads its own scripts and is left out.
+from csp.constants import NONCE, NONE, SELF, UNSAFE_INLINE  # noqa: E402
+
+CONTENT_SECURITY_POLICY = {
+    "EXCLUDE_URL_PREFIXES": ["/api/docs/"],
+    "DIRECTIVES": {
+        "default-src": [SELF], "script-src": [SELF, NONCE], "style-src": [SELF, UNSAFE_INLINE],
+        "img-src": [SELF, "data:", "https:", "http:"], "media-src": [SELF, "https:", "http:"],
+        "connect-src": [SELF], "font-src": [SELF], "object-src": [NONE], "base-uri": [SELF],
+        "form-action": [SELF], "frame-ancestors": [NONE],
+    },
+}
 
 LOG_LEVEL = env_choice("LOG_LEVEL", "INFO", ("DEBUG", "INFO", "WARNING", "ERROR"))
 LOGGING = {

@@ -16,6 +16,7 @@ from rest_framework.permissions import AllowAny
 from rest_framework.request import Request
 from rest_framework.response import Response
 
+from evalutron.limits import TokenThrottle
 from grading import selectors
 from grading.api import serializers as s
 from grading.api.fast_events import event_input_fast
@@ -38,6 +39,7 @@ class TokenView(GradingAPIView):
 
     authentication_classes: list = []
     permission_classes = [AllowAny]
+    throttle_classes = [TokenThrottle]
 
     @extend_schema(request=s.TokenIn, responses={200: s.TokenOut, 400: s.ErrorOut}, auth=[])
     def post(self, request: Request) -> Response:
