@@ -9,7 +9,15 @@ from analysis.models import AnalysisRun
 from analysis.services import runs
 from analysis.services.execute import run_execute
 from grading.models import GradingEvent
-from tests.browser.test_grading import PASSWORD, TIMEOUT, all_saved, browser, card, log_in, with_audio  # noqa: F401
+from tests.browser.test_grading import (  # noqa: F401
+    PASSWORD,
+    TIMEOUT,
+    all_saved,
+    browser,
+    card,
+    log_in,
+    with_audio,
+)
 from tests.factories import make_campaign, make_user
 from tests.grading.api_helpers import fast_passwords, my_units  # noqa: F401
 
