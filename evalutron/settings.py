@@ -194,6 +194,7 @@ SPECTACULAR_SETTINGS = {
     "DESCRIPTION": "Collect human judgments and measure how far they can be trusted.",
     "VERSION": "1.0.0",
     "SERVE_INCLUDE_SCHEMA": False,
+    "POSTPROCESSING_HOOKS": ["drf_spectacular.hooks.postprocess_schema_enums", "grading.api.schema.add_common_errors"],
 }
 
 # --- Cache: shared by all web processes (throttle and login counts) -------------------------

@@ -26,3 +26,7 @@ if settings.DEBUG:
     # Media (uploaded and synthesised clips) in the embedded setup; production serves MEDIA_ROOT
     # from the web server in front of the app.
     urlpatterns += [path("media/<path:path>", serve, {"document_root": settings.MEDIA_ROOT})]
+
+handler400 = "evalutron.handlers.bad_request"
+handler404 = "evalutron.handlers.page_not_found"
+handler500 = "evalutron.handlers.server_error"
