@@ -20,6 +20,7 @@ from analysis.models import AnalysisRun, RunStatus, RunTrigger
 from analysis.services import runs
 from analysis.services.uploads import system_orderings_upload
 from grading.errors import InvalidValue
+from grading.jsontext import surrogate_problem
 from grading.models import Campaign
 from grading.services.system_outputs import csv_line, json_row, system_orderings_rows_from_csv
 
@@ -131,6 +132,10 @@ def _upload_rows(request: Request) -> tuple[list[Any], Any]:
                                value=upload.name)
         return system_orderings_rows_from_csv(upload.read()), csv_line
     data = request.data
+    problem = surrogate_problem(data)
+    if problem:
+        raise InvalidValue(f"{problem[0]} holds text that is not valid Unicode: {problem[1]}", field=problem[0],
+                           value=problem[1])
     rows = data.get("rows") if isinstance(data, dict) else data
     if not isinstance(rows, list):
         raise InvalidValue("send a CSV as the multipart field `file`, or JSON {\"rows\": [{query, system, rank, "
