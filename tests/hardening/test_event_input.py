@@ -7,33 +7,14 @@ import pytest
 from grading.models import GradingEvent, Judgment
 from tests.factories import make_campaign, make_user
 from tests.grading.api_helpers import client_for, event, fast_passwords, graders_of, my_units  # noqa: F401
+from tests.grading.test_api_events import URL, post
 
 pytestmark = pytest.mark.django_db
-URL = "/api/events/"
-
-
-@pytest.fixture
-def campaign():
-    return make_campaign(graders=2, n_queries=2, n_candidates=3)
-
-
-@pytest.fixture
-def grader(campaign):
-    return graders_of(campaign)[0]
-
-
-@pytest.fixture
-def api(grader):
-    return client_for(grader)
 
 
 @pytest.fixture
 def unit(campaign, grader):
     return my_units(grader, campaign)[0]
-
-
-def post(api, body):
-    return api.post(URL, json.dumps(body), content_type="application/json")
 
 
 def post_raw(api, text):

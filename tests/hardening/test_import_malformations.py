@@ -1,42 +1,24 @@
 """Every malformed campaign file ends in one message naming file, row, field and value, exit
-status 2, and nothing stored; never a traceback. The cases are tallied in MALFORMATIONS."""
+status 2, and nothing stored; never a traceback. The cases are tallied in JSON_CASES and CSV_CASES."""
 import copy
 import json
-import shutil
 import subprocess
 import sys
-from pathlib import Path
 
 import pytest
 from django.contrib.auth import get_user_model
 from django.core.management import call_command
 from django.core.management.base import CommandError
 
-from grading.models import (
-    Assignment,
-    Campaign,
-    Candidate,
-    CandidateProvenance,
-    GuidelinesVersion,
-    Query,
-    Unit,
-)
+from tests.grading.test_import_campaign import EXAMPLES
+from tests.grading.test_import_campaign import counts as item_counts
 
-EXAMPLES = Path(__file__).resolve().parents[2] / "examples"
 ROOT = EXAMPLES.parent
 pytestmark = [pytest.mark.django_db, pytest.mark.both_backends]
 
 
 def counts() -> tuple[int, ...]:
-    models = (Campaign, Query, Candidate, CandidateProvenance, Unit, Assignment, GuidelinesVersion, get_user_model())
-    return tuple(m.objects.count() for m in models)
-
-
-@pytest.fixture
-def example(tmp_path: Path) -> Path:
-    target = tmp_path / "examples"
-    shutil.copytree(EXAMPLES, target)
-    return target
+    return (*item_counts(), get_user_model().objects.count())
 
 
 def good() -> dict:
