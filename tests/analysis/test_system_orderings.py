@@ -98,15 +98,15 @@ def test_a_malformed_upload_shows_the_line_field_and_value_and_stores_nothing(cl
     assert not SystemOutput.objects.exists() and not AnalysisRun.objects.exists()
 
 
-def test_graders_and_organizers_of_other_campaigns_get_403(client, ordering_campaign):
+def test_graders_get_403_and_organizers_of_other_campaigns_404(client, ordering_campaign):
     other_organizer = make_user("other-organizer")
     make_campaign(scheme=Scheme.ORDERING, n_queries=1, n_candidates=3, organizer=other_organizer)
     body = systems_csv(ordering_campaign)
-    for user in (_grader(ordering_campaign), other_organizer):
+    for user, code in ((_grader(ordering_campaign), 403), (other_organizer, 404)):  # 404: may not know it exists
         client.force_login(user)
         page = client.post(f"/reports/campaigns/{ordering_campaign.pk}/system-orderings/", {"file": upload(body)})
         api = client.post(f"/api/campaigns/{ordering_campaign.pk}/system-orderings/", {"file": upload(body)})
-        assert (page.status_code, api.status_code) == (403, 403), user.username
+        assert (page.status_code, api.status_code) == (code, code), user.username
     assert not SystemOutput.objects.exists()
 
 
