@@ -42,6 +42,7 @@ def test_the_busy_timeout_is_configurable(tmp_path):
     assert found["options"]["timeout"] == 45
 
 
+@pytest.mark.both_backends  # `make test` on PostgreSQL runs it again on SQLite
 @pytest.mark.django_db(transaction=True)
 def test_twelve_graders_writing_at_once_on_sqlite_lose_nothing():
     if connection.vendor != "sqlite":
