@@ -1,8 +1,10 @@
 """Recording grading events: the only way judgments and orderings change.
 
 Every write appends a GradingEvent and updates the derived Judgment or Ordering in the same
-transaction. The client-generated event id is the idempotency key: the same id twice is stored
-once and answered the same.
+transaction. The client-generated event id is the idempotency key: the same event sent twice is
+stored once and answered the same; the same id with different content is a conflict (409). The
+client's clock is checked against a window and stored in UTC, but never decides which value is
+current (docs/design.md §2, Timestamps).
 """
 from __future__ import annotations
 
