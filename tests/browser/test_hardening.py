@@ -85,3 +85,21 @@ def test_an_event_the_server_refuses_outright_is_dropped_and_shown_as_not_saved(
     assert GradingEvent.objects.filter(type="broad_set", unit=second).count() == 1
     assert not GradingEvent.objects.filter(type="comment").exists()
     assert errors == []
+
+
+def test_password_guessing_on_the_login_page_meets_a_plain_message(browser, live_server, settings):  # noqa: F811
+    settings.LOGIN_FAILURE_LIMIT = 2
+    user = make_user(password=PASSWORD)
+    context = browser.new_context(base_url=live_server.url, viewport={"width": 390, "height": 800})
+    page = context.new_page()
+    for _ in range(3):  # by keyboard only: type, Tab, type, Enter
+        page.goto("/accounts/login/")
+        page.keyboard.type(user.username)
+        page.keyboard.press("Tab")
+        page.keyboard.type("a wrong guess")
+        with page.expect_navigation():
+            page.keyboard.press("Enter")
+    alert = page.get_by_role("alert").first
+    assert "Too many failed attempts. Please try again in 15 minutes." in alert.inner_text()
+    page.screenshot(path="test-artifacts/login-locked-390.png")
+    context.close()
