@@ -56,7 +56,7 @@ def test_anonymous_api_calls_are_throttled(settings):
 @pytest.mark.redis
 def test_the_counts_live_in_redis_when_configured(settings):
     settings.CACHES = {"default": {"BACKEND": "django.core.cache.backends.redis.RedisCache",
-                                   "LOCATION": "redis://127.0.0.1:6379/14"}}
+                                   "LOCATION": "redis://127.0.0.1:6379/13"}}  # not the brokers' 14 and 15
     from django.core.cache import caches
 
     caches["default"].clear()
