@@ -71,13 +71,14 @@ class TokenThrottle(_RatesFromSettings, ScopedRateThrottle):
 
 
 class LoginView(auth_views.LoginView):
-    """Django's login page, with failed attempts counted per client address and per user name:
-    past LOGIN_FAILURE_LIMIT within LOGIN_FAILURE_WINDOW seconds the page answers 429 with
-    Retry-After and says when to try again."""
+    """Django's login page, with failed attempts counted per client address and user name: past
+    LOGIN_FAILURE_LIMIT within LOGIN_FAILURE_WINDOW seconds (or ten times as many for any user names
+    from one address) the page answers 429 with Retry-After and says when to try again."""
 
     def post(self, request: HttpRequest, *args: Any, **kwargs: Any) -> HttpResponse:
         keys = _login_keys(request)
-        if max(cache.get(k, 0) for k in keys) >= settings.LOGIN_FAILURE_LIMIT:
+        limits = (settings.LOGIN_FAILURE_LIMIT, 10 * settings.LOGIN_FAILURE_LIMIT)
+        if any(cache.get(key, 0) >= limit for key, limit in zip(keys, limits, strict=True)):
             minutes = math.ceil(settings.LOGIN_FAILURE_WINDOW / 60)
             locked = f"Too many failed attempts. Please try again in {minutes} minutes."
             form = self.form_class(request=request)  # unbound: the password is not checked at all
@@ -93,6 +94,9 @@ class LoginView(auth_views.LoginView):
 
 
 def _login_keys(request: HttpRequest) -> list[str]:
+    """Failures of one user name from one address (limit: LOGIN_FAILURE_LIMIT), and of any user name
+    from one address (ten times that: guessing across accounts). Not per user name alone, so that
+    nobody can lock another person out from elsewhere."""
     address = request.META.get("REMOTE_ADDR", "")
     username = str(request.POST.get("username", ""))[:150].lower().encode("utf-8", "backslashreplace").hex()
-    return [f"login-failures:addr:{address}", f"login-failures:user:{username}"]
+    return [f"login-failures:{address}:{username}", f"login-failures:{address}"]

@@ -79,6 +79,13 @@ def test_password_guessing_on_the_login_page_is_stopped(client, settings):
     assert "_auth_user_id" not in client.session
 
 
+def test_guessing_across_accounts_from_one_address_is_stopped_too(client, settings):
+    settings.LOGIN_FAILURE_LIMIT = 1
+    codes = [client.post("/accounts/login/", {"username": f"someone{i}", "password": "guess"}).status_code
+             for i in range(11)]
+    assert codes == [200] * 10 + [429]
+
+
 def test_a_good_login_still_works_below_the_limit(client):
     user = make_user(password="pw-for-tests-123")
     client.post("/accounts/login/", {"username": user.username, "password": "guess"})
