@@ -6,7 +6,7 @@ STAMP := $(VENV)/.installed
 HOST ?= 127.0.0.1
 PORT ?= 8000
 
-.PHONY: demo run test test-fast lint bench bench-services worker beat clean
+.PHONY: demo run test test-fast lint bench bench-services worker beat clean fuzz
 
 $(STAMP): requirements.txt requirements-dev.txt
 	test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
@@ -68,3 +68,9 @@ bench-services: $(STAMP)
 
 clean:
 	rm -rf $(VENV) var staticfiles .pytest_cache
+
+# Schema fuzzing (schemathesis, as a grader and as an organizer; needs DATABASE_URL=postgres://...)
+# and the property-based tests, with many more examples than CI runs. Tally: test-artifacts/.
+fuzz: $(STAMP)
+	FUZZ_EXAMPLES=$${FUZZ_EXAMPLES:-300} $(BIN)/python -m pytest -q -p no:cacheprovider tests/fuzz tests/hardening/test_properties.py $(PYTEST_ARGS)
+	@cat test-artifacts/schemathesis-tally.json

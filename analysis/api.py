@@ -3,7 +3,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from django.http import HttpResponse, StreamingHttpResponse
+from django.http import Http404, HttpResponse, StreamingHttpResponse
 from django.shortcuts import get_object_or_404
 from drf_spectacular.types import OpenApiTypes
 from drf_spectacular.utils import OpenApiParameter, extend_schema
@@ -20,6 +20,7 @@ from analysis.models import AnalysisRun, RunStatus, RunTrigger
 from analysis.services import runs
 from analysis.services.uploads import system_orderings_upload
 from grading.errors import InvalidValue
+from grading.jsontext import surrogate_problem
 from grading.models import Campaign
 from grading.services.system_outputs import csv_line, json_row, system_orderings_rows_from_csv
 
@@ -39,15 +40,23 @@ class AnalysisRunInput(serializers.Serializer):
     seed = serializers.IntegerField(required=False, min_value=0, max_value=2**63 - 1)
 
 
-def _campaign_for_reports(request: Request, campaign_id: int) -> Campaign:
+def _campaign_known(request: Request, campaign_id: int) -> Campaign:
+    """The campaign, or 404 for one the user may not know exists (as the grading endpoints answer)."""
     campaign = get_object_or_404(Campaign, pk=campaign_id)
+    if not selectors.user_knows_campaign(user=request.user, campaign_id=campaign.pk):
+        raise Http404("No campaign matches the given query.")
+    return campaign
+
+
+def _campaign_for_reports(request: Request, campaign_id: int) -> Campaign:
+    campaign = _campaign_known(request, campaign_id)
     if not selectors.user_can_view_reports(user=request.user, campaign_id=campaign.pk):
         raise PermissionDenied("Only the campaign's organizers and admins see its analyses.")
     return campaign
 
 
 def _campaign_for_export(request: Request, campaign_id: int) -> Campaign:
-    campaign = get_object_or_404(Campaign, pk=campaign_id)
+    campaign = _campaign_known(request, campaign_id)
     if not selectors.user_can_export(user=request.user):
         raise PermissionDenied("Only admins export ground truth and event logs.")
     return campaign
@@ -121,6 +130,10 @@ def _upload_rows(request: Request, *, read_csv: Any = system_orderings_rows_from
                                value=upload.name)
         return read_csv(upload.read()), csv_line
     data = request.data
+    problem = surrogate_problem(data)
+    if problem:
+        raise InvalidValue(f"{problem[0]} holds text that is not valid Unicode: {problem[1]}", field=problem[0],
+                           value=problem[1])
     rows = data.get("rows") if isinstance(data, dict) else data
     if not isinstance(rows, list):
         raise InvalidValue(f"send a CSV as the multipart field `file`, or JSON {{\"rows\": [{{{keys}}}, ...]}}",

@@ -11,6 +11,7 @@ from collections.abc import Mapping
 from typing import Any
 
 import pandas as pd
+from django.conf import settings
 from django.contrib.auth.models import AbstractBaseUser
 from django.db.models import Count, FloatField, Max, Min, Q, QuerySet
 from django.db.models.fields.json import KT
@@ -78,13 +79,28 @@ def unit_events_frame(*, campaign_id: int) -> pd.DataFrame:
     )
     frame = _frame(qs, ["grader", "unit", "type", "ts", "session_seq", "server_ts", "value", "action", "visible"],
                    types={"grader": "int", "unit": "int", "session_seq": "int"})
-    frame["ts"] = pd.to_datetime(frame["ts"], utc=True, format="ISO8601")
     frame["server_ts"] = pd.to_datetime(frame["server_ts"], utc=True, format="ISO8601")
+    ts = plausible_client_ts(frame["ts"], frame["server_ts"])
+    frame["ts"] = ts
+    frame.attrs["client_ts_replaced"] = ts.attrs["replaced"]
     frame.loc[(frame["type"] == EventType.AUDITION) & (frame["action"] != "play"), "type"] = "audition_other"
     # The page left view (page_focus, visible false): active time on unit stops (docs/design.md §5.2).
     hidden = frame["visible"].astype(str).str.lower().isin(["false", "0"])
     frame.loc[(frame["type"] == EventType.PAGE_FOCUS) & hidden, "type"] = "page_hidden"
     return frame.drop(columns=["action", "visible"])
+
+
+def plausible_client_ts(client_ts: pd.Series, server_ts: pd.Series) -> pd.Series:
+    """Client timestamps, with the server's in place of any outside the window events are accepted in
+    (docs/design.md §2, Timestamps) relative to their arrival. Older versions stored any clock
+    reading (year 1, year 9999); the count replaced is in ``.attrs["replaced"]`` for the report."""
+    ts = pd.to_datetime(client_ts, utc=True, format="ISO8601", errors="coerce")  # out of range -> NaT
+    earliest = server_ts - pd.Timedelta(seconds=settings.EVENT_CLIENT_TS_MAX_AGE_SECONDS)
+    latest = server_ts + pd.Timedelta(seconds=settings.EVENT_CLIENT_TS_MAX_AHEAD_SECONDS)
+    bad = ts.isna() | (ts < earliest) | (ts > latest)
+    ts = ts.where(~bad, server_ts)
+    ts.attrs["replaced"] = int(bad.sum())
+    return ts
 
 
 def value_events(unit_events: pd.DataFrame) -> pd.DataFrame:
@@ -232,6 +248,14 @@ def user_can_view_reports(*, user: AbstractBaseUser, campaign_id: int) -> bool:
     if user.is_staff:
         return True
     return CampaignRole.objects.filter(campaign_id=campaign_id, user=user, role=Role.ORGANIZER).exists()
+
+
+def user_knows_campaign(*, user: AbstractBaseUser, campaign_id: int) -> bool:
+    """Whether the user may know the campaign exists (a role in it, or staff): anyone else is
+    answered 404, never 403, so that refusals do not reveal which campaigns exist."""
+    if not user.is_authenticated:
+        return False
+    return user.is_staff or CampaignRole.objects.filter(campaign_id=campaign_id, user=user).exists()
 
 
 def user_can_export(*, user: AbstractBaseUser) -> bool:

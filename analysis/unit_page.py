@@ -27,6 +27,8 @@ def unit_detail(request: HttpRequest, campaign_id: int, unit_id: int) -> HttpRes
     unit = selectors.unit_for_page(campaign_id=campaign_id, unit_id=unit_id)
     if unit is None:
         raise Http404("no such unit in this campaign")
+    if not selectors.user_knows_campaign(user=request.user, campaign_id=campaign_id):
+        raise Http404("No unit matches the given query.")  # as for a unit that does not exist
     if not selectors.user_can_view_reports(user=request.user, campaign_id=campaign_id):
         raise PermissionDenied("Only the campaign's organizers and admins see its units.")
     admin = request.user.is_staff

@@ -32,6 +32,8 @@ UPLOAD_MAX_BYTES = 20 * 1024 * 1024
 
 def _campaign(request: HttpRequest, campaign_id: int) -> Campaign:
     campaign = get_object_or_404(Campaign, pk=campaign_id)
+    if not selectors.user_knows_campaign(user=request.user, campaign_id=campaign.pk):
+        raise Http404("No campaign matches the given query.")  # as for a campaign that does not exist
     if not selectors.user_can_view_reports(user=request.user, campaign_id=campaign.pk):
         if not campaign.roles.filter(user=request.user).exists():
             raise Http404("No such campaign among yours.")  # its existence is not revealed

@@ -47,12 +47,15 @@ INSTALLED_APPS = [
     "rest_framework.authtoken",
     "drf_spectacular",
     "drf_spectacular_sidecar",  # Swagger UI and ReDoc served from our own static files (no CDN)
+    "csp",
     "grading",
     "analysis",
 ]
 
 MIDDLEWARE = [
     "django.middleware.security.SecurityMiddleware",
+    "evalutron.limits.BodySizeLimitMiddleware",
+    "csp.middleware.CSPMiddleware",
     "whitenoise.middleware.WhiteNoiseMiddleware",
     "django.contrib.sessions.middleware.SessionMiddleware",
     "django.middleware.common.CommonMiddleware",
@@ -95,10 +98,14 @@ if DATABASE_URL:
         )
     _db["CONN_HEALTH_CHECKS"] = True
 else:
-    _db = {
-        "ENGINE": "django.db.backends.sqlite3",
-        "NAME": DATA_DIR / "evalutron.sqlite3",
-        "OPTIONS": {"timeout": 20, "transaction_mode": "IMMEDIATE", "init_command": "PRAGMA journal_mode=WAL;"},
+    _db = {"ENGINE": "django.db.backends.sqlite3", "NAME": DATA_DIR / "evalutron.sqlite3"}
+if _db["ENGINE"] == "django.db.backends.sqlite3":
+    # Every SQLite database, embedded or named by a sqlite:// URL: WAL so readers never block the
+    # writer, IMMEDIATE transactions so two writers queue instead of failing mid-transaction with
+    # "database is locked", and a busy timeout to wait in that queue.
+    _db["OPTIONS"] = {
+        "timeout": env_int("SQLITE_BUSY_TIMEOUT", 20, minimum=1), "transaction_mode": "IMMEDIATE",
+        "init_command": "PRAGMA journal_mode=WAL;", **_db.get("OPTIONS", {}),
     }
 # Test databases: a suffix (set by the test plugin to the process id) lets several test runs share
 # one machine; on SQLite a file, not memory, so that a Celery worker started by a test sees it.
@@ -153,15 +160,43 @@ LOGIN_REDIRECT_URL = "grading:home"
 LOGOUT_REDIRECT_URL = "login"
 
 REST_FRAMEWORK = {
+    # Token first: a request without credentials, or with a bad or expired token, is answered 401
+    # with `WWW-Authenticate: Token` (DRF takes the header from the first class).
     "DEFAULT_AUTHENTICATION_CLASSES": [
-        "rest_framework.authentication.SessionAuthentication",
         "rest_framework.authentication.TokenAuthentication",
+        "rest_framework.authentication.SessionAuthentication",
     ],
     "DEFAULT_PERMISSION_CLASSES": ["rest_framework.permissions.IsAuthenticated"],
     "DEFAULT_SCHEMA_CLASS": "drf_spectacular.openapi.AutoSchema",
     "DEFAULT_PAGINATION_CLASS": "rest_framework.pagination.LimitOffsetPagination",
     "PAGE_SIZE": 500,
 }
+# Client timestamps accepted on events: this far behind and ahead of the server's clock.
+EVENT_CLIENT_TS_MAX_AGE_SECONDS = env_int("EVENT_CLIENT_TS_MAX_AGE_SECONDS", 365 * 86400, minimum=60)
+EVENT_CLIENT_TS_MAX_AHEAD_SECONDS = env_int("EVENT_CLIENT_TS_MAX_AHEAD_SECONDS", 86400, minimum=0)
+# The largest page a list endpoint returns (?limit=); larger or non-numeric values are a 400.
+API_MAX_PAGE_SIZE = env_int("API_MAX_PAGE_SIZE", 1000, minimum=1)
+REST_FRAMEWORK["DEFAULT_PAGINATION_CLASS"] = "grading.api.pagination.BoundedLimitOffsetPagination"
+# Campaign imports: the largest file read, and the most entries of any one kind (rows, queries,
+# candidates, units, graders) in it.
+IMPORT_MAX_BYTES = env_int("IMPORT_MAX_BYTES", 50 * 1024 * 1024, minimum=1024)
+IMPORT_MAX_ITEMS = env_int("IMPORT_MAX_ITEMS", 100_000, minimum=1)
+# Request bodies: at most this many bytes per endpoint (first matching pattern), else 413.
+BODY_LIMIT_DEFAULT = env_int("BODY_LIMIT_DEFAULT", 1024 * 1024, minimum=1024)
+BODY_LIMIT_EVENTS = env_int("BODY_LIMIT_EVENTS", 500 * 9 * 1024, minimum=1024)  # a full batch of full events
+UPLOAD_MAX_BYTES = env_int("UPLOAD_MAX_BYTES", 20 * 1024 * 1024, minimum=1024)
+BODY_LIMITS = [  # (path pattern, the setting holding its limit)
+    (r"^/api/events/$", "BODY_LIMIT_EVENTS"),
+    (r"^/api/campaigns/\d+/system-orderings/$", "UPLOAD_MAX_BYTES"),
+    (r"^/reports/campaigns/\d+/system-orderings/$", "UPLOAD_MAX_BYTES"),
+    (r"^/admin/", "UPLOAD_MAX_BYTES"),
+]
+# Throttling (429 with Retry-After), counted in the shared cache: token requests per client
+# address, anonymous API calls per address; failed browser logins per address and per user name.
+THROTTLE_RATES = {"token": env_str("THROTTLE_TOKEN", "10/min"), "anon": env_str("THROTTLE_ANON", "60/min")}
+REST_FRAMEWORK["DEFAULT_THROTTLE_CLASSES"] = ["evalutron.limits.AnonThrottle"]
+LOGIN_FAILURE_LIMIT = env_int("LOGIN_FAILURE_LIMIT", 10, minimum=1)
+LOGIN_FAILURE_WINDOW = env_int("LOGIN_FAILURE_WINDOW", 900, minimum=1)
 SPECTACULAR_SETTINGS = {
     "TITLE": "Evalutron API",
     "DESCRIPTION": "Collect human judgments and measure how far they can be trusted.",
@@ -170,7 +205,15 @@ SPECTACULAR_SETTINGS = {
     "SWAGGER_UI_DIST": "SIDECAR",
     "SWAGGER_UI_FAVICON_HREF": "SIDECAR",
     "REDOC_DIST": "SIDECAR",
+    "POSTPROCESSING_HOOKS": ["drf_spectacular.hooks.postprocess_schema_enums", "grading.api.schema.add_common_errors"],
 }
+
+# --- Cache: shared by all web processes (throttle and login counts) -------------------------
+CACHE_URL = env_str("CACHE_URL") or (CELERY_BROKER_URL if CELERY_BROKER_URL.startswith(("redis://", "rediss://")) else "")
+if CACHE_URL:
+    CACHES = {"default": {"BACKEND": "django.core.cache.backends.redis.RedisCache", "LOCATION": CACHE_URL}}
+else:
+    CACHES = {"default": {"BACKEND": "django.core.cache.backends.locmem.LocMemCache"}}
 
 # --- Internationalisation, static, media --------------------------------------------------
 LANGUAGE_CODE = "en-us"
@@ -208,6 +251,21 @@ SECURE_CONTENT_TYPE_NOSNIFF = True
 SECURE_REFERRER_POLICY = "same-origin"
 X_FRAME_OPTIONS = "DENY"
 SESSION_COOKIE_HTTPONLY = True
+# Content-Security-Policy on every page: scripts only from our own static files (or with the
+# request's nonce); media and images also from the http(s) URLs an organizer gave for items.
+# Inline style attributes are still allowed ('unsafe-inline' for styles only). The Swagger page
+# loads its own scripts and is left out.
+from csp.constants import NONCE, NONE, SELF, UNSAFE_INLINE  # noqa: E402
+
+CONTENT_SECURITY_POLICY = {
+    "EXCLUDE_URL_PREFIXES": ["/api/docs/"],
+    "DIRECTIVES": {
+        "default-src": [SELF], "script-src": [SELF, NONCE], "style-src": [SELF, UNSAFE_INLINE],
+        "img-src": [SELF, "data:", "https:", "http:"], "media-src": [SELF, "https:", "http:"],
+        "connect-src": [SELF], "font-src": [SELF], "object-src": [NONE], "base-uri": [SELF],
+        "form-action": [SELF], "frame-ancestors": [NONE],
+    },
+}
 
 # --- E-mail ---------------------------------------------------------------------------------
 # Invitations (set-password links) are e-mailed only when EMAIL_BACKEND is set, e.g.

@@ -1,13 +1,16 @@
 from django.conf import settings
 from django.contrib import admin
 from django.contrib.auth import views as auth_views
-from django.urls import include, path
+from django.urls import include, path, re_path
 from django.views.static import serve
 from drf_spectacular.views import SpectacularAPIView, SpectacularRedocView, SpectacularSwaggerSplitView
 
+from evalutron import limits
+from grading.views import media as media_views
+
 urlpatterns = [
     path("admin/", admin.site.urls),
-    path("accounts/login/", auth_views.LoginView.as_view(), name="login"),
+    path("accounts/login/", limits.LoginView.as_view(), name="login"),
     path("accounts/logout/", auth_views.LogoutView.as_view(), name="logout"),
     # One-time links for invited graders and organizers (Django's password-reset tokens).
     path("accounts/set-password/<uidb64>/<token>/", auth_views.PasswordResetConfirmView.as_view(
@@ -20,9 +23,15 @@ urlpatterns = [
     path("api/", include("analysis.api_urls")),
     path("reports/", include("analysis.urls")),
     path("", include("grading.urls")),
+    # Blinded candidate media (before the DEBUG media route, which would serve stored names).
+    re_path(r"^media/c/(?P<name>[a-z0-9]{6,20}(?:\.[a-z0-9]{1,8})?)$", media_views.candidate_media, name="candidate-media"),
 ]
 
 if settings.DEBUG:
     # Media (uploaded and synthesised clips) in the embedded setup; production serves MEDIA_ROOT
     # from the web server in front of the app.
     urlpatterns += [path("media/<path:path>", serve, {"document_root": settings.MEDIA_ROOT})]
+
+handler400 = "evalutron.handlers.bad_request"
+handler404 = "evalutron.handlers.page_not_found"
+handler500 = "evalutron.handlers.server_error"

@@ -45,3 +45,11 @@ def django_db_setup(django_db_setup, django_db_blocker):  # noqa: F811 - extends
             with connection.cursor() as cursor:
                 cursor.execute("SELECT pg_terminate_backend(pid) FROM pg_stat_activity "
                                "WHERE datname = current_database() AND pid <> pg_backend_pid()")
+
+
+@pytest.fixture(autouse=True)
+def _fresh_cache() -> None:
+    """Throttle and login-failure counts live in the cache: each test starts with none."""
+    from django.core.cache import cache
+
+    cache.clear()

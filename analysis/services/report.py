@@ -43,6 +43,7 @@ class CampaignData:
     orderings: pd.DataFrame
     pseudonyms: dict[int, str]
     query_labels: dict[int, str]
+    client_ts_replaced: int = 0
 
 
 def campaign_data_load(*, campaign_id: int) -> CampaignData:
@@ -56,6 +57,7 @@ def campaign_data_load(*, campaign_id: int) -> CampaignData:
         orderings=selectors.orderings_frame(campaign_id=campaign_id),
         pseudonyms=selectors.grader_pseudonyms(campaign_id=campaign_id),
         query_labels=selectors.query_labels(campaign_id=campaign_id),
+        client_ts_replaced=unit_events.attrs.get("client_ts_replaced", 0),
     )
 
 
@@ -78,6 +80,12 @@ def report_compute(*, campaign_id: int, parameters: dict[str, Any], seed: int,
                               "parameters": parameters}
     progress.stage("overview", 15)
     result["overview"] = selectors.campaign_overview(campaign_id=campaign_id)
+    if data.client_ts_replaced:
+        n = data.client_ts_replaced
+        result["overview"]["implausible_client_timestamps"] = (
+            f"{n} event{'s' if n != 1 else ''} {'has' if n == 1 else 'have'} a client timestamp outside the "
+            "accepted window (stored by an older version); time on unit and the order of changes use the "
+            "server's arrival time for them instead.")
     progress.stage("agreement", 20)
     shared, units = sections.agreement_report(data.judgments, data.spec, n_boot=n_boot, confidence=confidence,
                                               seed=seed)

@@ -232,7 +232,7 @@ def report_plots(result: dict[str, Any]) -> dict[str, SafeString]:
     level = agreement.get("confidence", 0.95)  # the run's confidence parameter
     out = {"agreement": plots.intervals(rows, title=f"Agreement with {level:.0%} intervals", xlabel="kappa / alpha",
                                         confidence=level)}
-    if agreement.get("levels"):
+    if agreement.get("levels") and agreement["levels"][0]["kinds"]:  # no kinds: no unit has two judgments
         lv = agreement["levels"][0]
         out["patterns"] = plots.bars(["full", "partial", "none"], [lv["kinds"][k]["percent"] for k in
                                                                    ("full", "partial", "none")],

@@ -12,9 +12,10 @@ from typing import Any
 
 from django.utils.dateparse import parse_datetime
 
-from grading.api.serializers import MAX_ID, MAX_SEQ, json_problem
+from grading.api.serializers import MAX_ID, MAX_SEQ
+from grading.jsontext import has_surrogate, json_problem
 from grading.models.choices import EventType
-from grading.services.events import EventInput
+from grading.services.event_input import EventInput
 
 _TYPES = frozenset(EventType.values)
 
@@ -35,7 +36,8 @@ def event_input_fast(raw: Any) -> EventInput | None:
     if not (isinstance(event_id, str) and len(event_id) == 36 and isinstance(kind, str) and kind in _TYPES
             and isinstance(stamp, str) and isinstance(payload, dict)
             and type(seq) is int and 0 <= seq <= MAX_SEQ
-            and isinstance(session, str) and len(session) <= 64 and session == session.strip() and "\x00" not in session):
+            and isinstance(session, str) and len(session) <= 64 and session == session.strip() and "\x00" not in session
+            and not has_surrogate(session)):
         return None
     ok_campaign, campaign = _id(raw.get("campaign"), optional=False)
     ok_unit, unit = _id(raw.get("unit"), optional=True)

@@ -18,6 +18,7 @@ from rest_framework.response import Response
 from rest_framework.views import APIView
 
 from grading.errors import GradingError, InvalidValue
+from grading.jsontext import surrogate_problem
 
 
 class TolerantJSONParser(JSONParser):
@@ -80,6 +81,10 @@ def validation_error(detail: Any, data: Any) -> InvalidValue:
 
 def validated(serializer_class: type[serializers.Serializer], data: Any) -> dict[str, Any]:
     """The serializer's validated data, or InvalidValue naming the first bad field and its value."""
+    problem = surrogate_problem(data)
+    if problem:
+        raise InvalidValue(f"{problem[0]} holds a lone surrogate (text that is not valid Unicode): {problem[1]}",
+                           field=problem[0], value=problem[1])
     serializer = serializer_class(data=data)
     if not serializer.is_valid():
         raise validation_error(serializer.errors, data)

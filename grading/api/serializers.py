@@ -2,12 +2,12 @@
 only check that a request has the right shape (types, ids, timestamps)."""
 from __future__ import annotations
 
-import math
 from typing import Any
 
 from drf_spectacular.utils import extend_schema_field
 from rest_framework import serializers
 
+from grading.jsontext import json_problem
 from grading.models import Assignment, Campaign, Candidate, Judgment, Query
 from grading.models.choices import CampaignStatus, EventType, Policy, Role, Scheme
 from grading.services.events import judgment_summary
@@ -15,30 +15,6 @@ from grading.services.events import judgment_summary
 MAX_ID = 2**63 - 1
 MAX_SEQ = 2**31 - 1
 MAX_BATCH = 500
-
-
-def json_problem(value: Any, path: str, depth: int = 0) -> tuple[str, Any] | None:
-    """The first place in a JSON value that a database would refuse, as (path, value), or None:
-    NaN/Infinity (PostgreSQL's jsonb has no such numbers) and NUL characters."""
-    if depth > 32:
-        return path, "(nested too deeply)"
-    if isinstance(value, float) and not math.isfinite(value):
-        return path, str(value)
-    if isinstance(value, str) and "\x00" in value:
-        return path, value.replace("\x00", "\\u0000")[:40]
-    if isinstance(value, dict):
-        for key, item in value.items():
-            if "\x00" in key:
-                return path, key.replace("\x00", "\\u0000")[:40]
-            found = json_problem(item, f"{path}.{key}", depth + 1)
-            if found:
-                return found
-    if isinstance(value, list):
-        for i, item in enumerate(value):
-            found = json_problem(item, f"{path}[{i}]", depth + 1)
-            if found:
-                return found
-    return None
 
 
 class JSONObjectField(serializers.JSONField):

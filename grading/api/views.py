@@ -15,6 +15,7 @@ from rest_framework.permissions import AllowAny
 from rest_framework.request import Request
 from rest_framework.response import Response
 
+from evalutron.limits import TokenThrottle
 from grading import selectors
 from grading.api import serializers as s
 from grading.api.fast_events import event_input_fast
@@ -23,7 +24,8 @@ from grading.errors import GradingError, InvalidValue
 from grading.models import Campaign, CampaignRole
 from grading.models.choices import EventType
 from grading.services import allocation, organizer
-from grading.services.events import EventInput, event_record, events_record
+from grading.services.event_input import EventInput
+from grading.services.events import event_record, events_record
 from grading.services.tokens import token_get_or_create
 
 CAMPAIGN_PARAM = OpenApiParameter("campaign", OpenApiTypes.INT, required=True, description="Campaign id.")
@@ -37,6 +39,7 @@ class TokenView(GradingAPIView):
 
     authentication_classes: list = []
     permission_classes = [AllowAny]
+    throttle_classes = [TokenThrottle]
 
     @extend_schema(request=s.TokenIn, responses={200: s.TokenOut, 400: s.ErrorOut}, auth=[])
     def post(self, request: Request) -> Response:
@@ -89,8 +92,8 @@ class CampaignDetailView(GradingAPIView):
 
     @extend_schema(request=s.CampaignPatchIn, responses={200: s.CampaignOut, **ERRORS})
     def patch(self, request: Request, pk: int) -> Response:
-        data = validated(s.CampaignPatchIn, request.data)
         campaign = selectors.campaign_get_for_organizer(user=request.user, campaign_id=pk)
+        data = validated(s.CampaignPatchIn, request.data)
         organizer.campaign_update(campaign=campaign, **data)
         return Response(_campaign_out(request, campaign.pk))
 
@@ -115,8 +118,8 @@ class CampaignMembersView(GradingAPIView):
 
     @extend_schema(request=s.MemberIn, responses={201: s.MemberOut, **ERRORS})
     def post(self, request: Request, pk: int) -> Response:
-        data = validated(s.MemberIn, request.data)
         campaign = selectors.campaign_get_for_organizer(user=request.user, campaign_id=pk)
+        data = validated(s.MemberIn, request.data)
         role = organizer.member_add(campaign=campaign, **data)
         return Response({"role": role.role, "pseudonym": role.pseudonym}, status=status.HTTP_201_CREATED)
 
@@ -126,8 +129,8 @@ class CampaignAssignView(GradingAPIView):
 
     @extend_schema(request=s.AssignIn, responses={201: s.AssignOut, **ERRORS})
     def post(self, request: Request, pk: int) -> Response:
-        data = validated(s.AssignIn, request.data)
         campaign = selectors.campaign_get_for_organizer(user=request.user, campaign_id=pk)
+        data = validated(s.AssignIn, request.data)
         created = organizer.assignments_assign(campaign=campaign, **data)
         return Response({"created": created}, status=status.HTTP_201_CREATED)
 

@@ -1,6 +1,7 @@
 from __future__ import annotations
 
 import secrets
+from pathlib import PurePosixPath
 
 from django.db import models
 from django.db.models import Q
@@ -86,6 +87,23 @@ class Candidate(MediaItem):
 
     def __str__(self) -> str:
         return self.external_id
+
+    @property
+    def media_src(self) -> str:
+        """Blinded: a stored file is served under the opaque public id only (URL and file name), since
+        its own name may carry the query's and the system's ids (grading/views/media.py)."""
+        if self.media_file:
+            from django.urls import reverse
+
+            suffix = media_suffix(self.media_file.name)
+            return reverse("candidate-media", kwargs={"name": f"{self.public_id}{suffix}"})
+        return self.media_url
+
+
+def media_suffix(name: str) -> str:
+    """A file name's extension when it is a plain one (".wav"), else nothing."""
+    suffix = PurePosixPath(name).suffix.lower()
+    return suffix if 2 <= len(suffix) <= 9 and suffix[1:].isalnum() and suffix.isascii() else ""
 
 
 class CandidateProvenance(models.Model):

@@ -7,12 +7,19 @@ is written to the database or to storage before the whole file has passed.
 from __future__ import annotations
 
 import csv
+import io
 import json
 from pathlib import Path
 from typing import Any
 
+from django.conf import settings
+from django.contrib.auth.validators import UnicodeUsernameValidator
+from django.core.exceptions import ValidationError
+from django.core.validators import validate_slug
+
 from grading import schemes
 from grading.errors import InvalidValue
+from grading.jsontext import has_surrogate, json_problem, shown
 from grading.models.choices import CampaignStatus, MediaKind, Policy, Scheme
 
 FORMAT = "evalutron.campaign/1"
@@ -22,20 +29,53 @@ CSV_COLUMNS = (
 )
 
 
+# Column sizes of the models the definition is written to (checked here, so that PostgreSQL never
+# refuses a row halfway through an import; SQLite would silently store the longer text).
+MAX_LENGTH = {"name": 200, "slug": 80, "scheme": 20, "system": 100, "id": 100, "unit": 200, "title": 200,
+              "media_url": 500, "media": 200, "username": 150, "status": 10, "policy": 20}
+MAX_INT = 2**31 - 1
+_username = UnicodeUsernameValidator()
+
+
 class CampaignFileError(InvalidValue):
     """A campaign file is malformed. `where` is a row ("line 4") or a path ("candidates[2].media")."""
 
     def __init__(self, where: str, field: str, value: Any, problem: str) -> None:
-        shown = value if isinstance(value, str | int | float | bool | type(None)) else json.dumps(value, default=str)[:80]
-        super().__init__(f"{where}, field {field!r}, value {shown!r}: {problem}", field=field, value=shown)
+        if isinstance(value, str):
+            value = shown(value) if len(value) <= 40 else shown(value) + "…"
+        elif not isinstance(value, int | float | bool | type(None)):
+            value = json.dumps(value, default=str)[:80]
+        super().__init__(f"{where}, field {field!r}, value {value!r}: {problem}", field=field, value=value)
         self.where = where
+
+
+def read_text_file(path: Path) -> str:
+    """The file's text, refusing what is too large or not UTF-8 (naming the line of the first bad byte)."""
+    path = Path(path)
+    limit = settings.IMPORT_MAX_BYTES
+    try:
+        size = path.stat().st_size
+        if size > limit:
+            raise CampaignFileError("whole file", "(size)", size, f"the file is larger than the limit of {limit} bytes "
+                                    "(IMPORT_MAX_BYTES)")
+        data = path.read_bytes()
+    except OSError as exc:
+        raise CampaignFileError("whole file", "(file)", str(path), f"cannot be read: {exc.strerror}") from None
+    try:
+        return data.decode("utf-8-sig")
+    except UnicodeDecodeError as exc:
+        line = data[:exc.start].count(b"\n") + 1
+        raise CampaignFileError(f"line {line}", "(encoding)", data[exc.start:exc.start + 4].hex(" "),
+                                "the file is not UTF-8 text (save it as UTF-8)") from None
 
 
 def definition_from_json(path: Path) -> dict[str, Any]:
     try:
-        data = json.loads(Path(path).read_text(encoding="utf-8"))
+        data = json.loads(read_text_file(path))
     except json.JSONDecodeError as exc:
         raise CampaignFileError(f"line {exc.lineno}", "(json)", exc.msg, "the file is not valid JSON") from None
+    except RecursionError:
+        raise CampaignFileError("whole file", "(json)", None, "the JSON is nested too deeply") from None
     if not isinstance(data, dict):
         raise CampaignFileError("top level", "(json)", type(data).__name__, "a campaign file is a JSON object")
     return data
@@ -43,18 +83,23 @@ def definition_from_json(path: Path) -> dict[str, Any]:
 
 def definition_from_csv(path: Path, campaign: dict[str, Any]) -> dict[str, Any]:
     """Build a definition from a CSV of items (one row per candidate, or per query–candidate–system)."""
-    with open(path, newline="", encoding="utf-8-sig") as fh:
-        reader = csv.DictReader(fh)
+    reader = csv.DictReader(io.StringIO(read_text_file(path), newline=""))
+    queries: dict[str, dict[str, Any]] = {}
+    candidates: dict[str, dict[str, Any]] = {}
+    systems: dict[str, dict[str, Any]] = {}
+    try:
         header = reader.fieldnames or []
         unknown = [c for c in header if c not in CSV_COLUMNS]
         if "candidate" not in header or unknown:
             bad = unknown[0] if unknown else "candidate"
             raise CampaignFileError("line 1", "(header)", bad, f"columns must include 'candidate' and be among {', '.join(CSV_COLUMNS)}")
-        queries: dict[str, dict[str, Any]] = {}
-        candidates: dict[str, dict[str, Any]] = {}
-        systems: dict[str, dict[str, Any]] = {}
-        for line, row in enumerate(reader, start=2):
-            _csv_row(line, row, queries, candidates, systems)
+        for row in reader:
+            if reader.line_num > settings.IMPORT_MAX_ITEMS + 1:
+                raise CampaignFileError(f"line {reader.line_num}", "(rows)", reader.line_num - 1,
+                                        f"a file holds at most {settings.IMPORT_MAX_ITEMS} rows (IMPORT_MAX_ITEMS)")
+            _csv_row(reader.line_num, row, queries, candidates, systems)
+    except csv.Error as exc:
+        raise CampaignFileError(f"line {reader.line_num + 1}", "(csv)", None, f"the CSV cannot be read: {exc}") from None
     return {"format": FORMAT, "campaign": campaign, "systems": list(systems.values()),
             "queries": list(queries.values()), "candidates": list(candidates.values())}
 
@@ -92,7 +137,14 @@ def _csv_row(line: int, row: dict[str, Any], queries: dict, candidates: dict, sy
         cand["queries"].append(qid)
 
 
-def _str(obj: dict, key: str, where: str, *, required: bool = False, default: str = "") -> str:
+def _text(value: Any, where: str, key: str, *, max_length: int | None = None) -> None:
+    if "\x00" in value or has_surrogate(value):
+        raise CampaignFileError(where, key, value, "holds a NUL character or text that is not valid Unicode")
+    if max_length is not None and len(value) > max_length:
+        raise CampaignFileError(where, key, value, f"is longer than {max_length} characters")
+
+
+def _str(obj: dict, key: str, where: str, *, required: bool = False, default: str = "", max_length: int | None = None) -> str:
     if required and obj.get(key) is None:
         raise CampaignFileError(where, key, None, "this required field is missing")
     value = obj.get(key, default)
@@ -100,23 +152,56 @@ def _str(obj: dict, key: str, where: str, *, required: bool = False, default: st
         value = default
     if not isinstance(value, str) or (required and not value.strip()):
         raise CampaignFileError(where, key, value, "a non-empty string is required" if required else "must be a string")
-    return value.strip() if key in ("id", "name", "slug", "system", "query", "candidate") else value
+    if key in ("id", "name", "slug", "system", "query", "candidate"):
+        value = value.strip()
+    _text(value, where, key, max_length=max_length or MAX_LENGTH.get(key))
+    return value
+
+
+def _ref(obj: dict, key: str, where: str, known: set[str], *, what: str, optional: bool = True) -> str | None:
+    """An id naming another item of the file (a query, a candidate, a system), or None."""
+    value = obj.get(key)
+    if value is None and optional:
+        return None
+    if not isinstance(value, str):
+        raise CampaignFileError(where, key, value, f"must be a {what} (a string)")
+    if value not in known:
+        raise CampaignFileError(where, key, value, "unknown system (list it under 'systems')" if what == "system"
+                                else f"unknown {what}")
+    return value
 
 
 def _list(obj: dict, key: str, where: str) -> list:
     value = obj.get(key, [])
     if not isinstance(value, list):
         raise CampaignFileError(where, key, value, "must be a list")
+    if len(value) > settings.IMPORT_MAX_ITEMS:
+        raise CampaignFileError(where, key, len(value), f"holds more than {settings.IMPORT_MAX_ITEMS} entries "
+                                "(IMPORT_MAX_ITEMS)")
     return value
 
 
-def _int(obj: dict, key: str, where: str, default: int | None, *, minimum: int = 0) -> int | None:
+def _int(obj: dict, key: str, where: str, default: int | None, *, minimum: int = 0, maximum: int = MAX_INT) -> int | None:
     value = obj.get(key, default)
     if value is None and default is None:
         return None
-    if isinstance(value, bool) or not isinstance(value, int) or value < minimum:
-        raise CampaignFileError(where, key, value, f"must be a whole number ≥ {minimum}")
+    if isinstance(value, bool) or not isinstance(value, int) or not minimum <= value <= maximum:
+        raise CampaignFileError(where, key, value, f"must be a whole number from {minimum} to {maximum}")
     return value
+
+
+def _json_object(c: dict, key: str, where: str) -> dict:
+    value = _object(c.get(key, {}), where, key)
+    problem = json_problem(value, key)
+    if problem:
+        raise CampaignFileError(where, problem[0], problem[1], "must hold finite numbers and valid text only")
+    return value
+
+
+def _where(obj: Any, default: str) -> str:
+    """Where an item came from: its CSV line when the CSV reader recorded one."""
+    where = obj.get("_where") if isinstance(obj, dict) else None
+    return where if isinstance(where, str) and where.startswith("line ") else default
 
 
 def _object(value: Any, where: str, field: str) -> dict:
@@ -133,7 +218,7 @@ def definition_check(defn: dict[str, Any], media_dir: Path | None) -> dict[str, 
     camp = _campaign(_object(defn.get("campaign"), "top level", "campaign"))
     systems = [_system(_object(s, f"systems[{i}]", "systems"), f"systems[{i}]") for i, s in enumerate(_list(defn, "systems", "top level"))]
     _unique([s["name"] for s in systems], "systems", "name")
-    queries = [_item(_object(q, f"queries[{i}]", "queries"), q.get("_where", f"queries[{i}]") if isinstance(q, dict) else "", media_dir, title=True)
+    queries = [_item(_object(q, f"queries[{i}]", "queries"), _where(q, f"queries[{i}]"), media_dir, title=True)
                for i, q in enumerate(_list(defn, "queries", "top level"))]
     _unique([q["id"] for q in queries], "queries", "id")
     candidates = [_candidate(_object(c, f"candidates[{i}]", "candidates"), i, media_dir, systems, queries)
@@ -144,8 +229,7 @@ def definition_check(defn: dict[str, Any], media_dir: Path | None) -> dict[str, 
     for role in ("graders", "organizers"):
         names = _list(defn, role, "top level")
         for i, name in enumerate(names):
-            if not isinstance(name, str) or not name.strip():
-                raise CampaignFileError(f"{role}[{i}]", "username", name, "must be a non-empty username")
+            _username_check(name, f"{role}[{i}]")
         people[role] = [n.strip() for n in names]
     assign = defn.get("assign", True)
     if not isinstance(assign, bool):
@@ -154,34 +238,54 @@ def definition_check(defn: dict[str, Any], media_dir: Path | None) -> dict[str, 
             **people, "assign": assign}
 
 
+def _username_check(name: Any, where: str) -> None:
+    if not isinstance(name, str) or not name.strip():
+        raise CampaignFileError(where, "username", name, "must be a non-empty username")
+    _text(name, where, "username", max_length=MAX_LENGTH["username"])
+    try:
+        _username(name.strip())
+    except ValidationError:
+        raise CampaignFileError(where, "username", name, "a username holds letters, digits and @ . + - _ only") from None
+
+
 def _campaign(c: dict[str, Any]) -> dict[str, Any]:
     where = "campaign"
     out = {k: _str(c, k, where, required=True) for k in ("name", "slug", "scheme")}
+    try:
+        validate_slug(out["slug"])
+    except ValidationError:
+        raise CampaignFileError(where, "slug", out["slug"], "a slug holds letters, digits, - and _ only") from None
+    if out["scheme"] not in Scheme.values:
+        raise CampaignFileError(where, "scheme", out["scheme"], f"must be one of {', '.join(Scheme.values)}")
     out["description"] = _str(c, "description", where)
     guidelines = c.get("guidelines", [])
     guidelines = [guidelines] if isinstance(guidelines, str) else guidelines
     if not isinstance(guidelines, list) or not all(isinstance(g, str) for g in guidelines):
         raise CampaignFileError(where, "guidelines", guidelines, "must be a string or a list of versions (strings)")
+    for i, text in enumerate(guidelines):
+        _text(text, where, f"guidelines[{i}]")
     out["guidelines"] = guidelines
+    params = _json_object(c, "scheme_params", where)
     try:
-        out["scheme_params"] = schemes.normalise_params(out["scheme"], _object(c.get("scheme_params", {}), where, "scheme_params"))
+        out["scheme_params"] = schemes.normalise_params(out["scheme"], params)
     except InvalidValue as exc:
         raise CampaignFileError(where, exc.field or "scheme_params", exc.value, exc.message) from None
     for key, choices, default in (("status", CampaignStatus.values, "draft"), ("policy", Policy.values, "fixed")):
         out[key] = c.get(key, default)
-        if out[key] not in choices:
+        if not isinstance(out[key], str) or out[key] not in choices:
             raise CampaignFileError(where, key, out[key], f"must be one of {', '.join(choices)}")
-    out["initial_overlap"] = _int(c, "initial_overlap", where, 2, minimum=1)
-    out["max_overlap"] = _int(c, "max_overlap", where, max(5, out["initial_overlap"]), minimum=1)
+    out["initial_overlap"] = _int(c, "initial_overlap", where, 2, minimum=1, maximum=100)
+    out["max_overlap"] = _int(c, "max_overlap", where, max(5, out["initial_overlap"]), minimum=1, maximum=100)
     if out["max_overlap"] < out["initial_overlap"]:
         raise CampaignFileError(where, "max_overlap", out["max_overlap"], "must be at least initial_overlap")
-    out["budget"] = _int(c, "budget", where, None)
-    out["policy_params"] = _object(c.get("policy_params", {}), where, "policy_params")
+    out["budget"] = _int(c, "budget", where, None, minimum=1)
+    out["policy_params"] = _json_object(c, "policy_params", where)
     return out
 
 
 def _system(s: dict[str, Any], where: str) -> dict[str, Any]:
-    return {"name": _str(s, "name", where, required=True), "description": _str(s, "description", where)}
+    return {"name": _str(s, "name", where, required=True, max_length=MAX_LENGTH["system"]),
+            "description": _str(s, "description", where)}
 
 
 def _item(obj: dict[str, Any], where: str, media_dir: Path | None, *, title: bool = False) -> dict[str, Any]:
@@ -189,7 +293,7 @@ def _item(obj: dict[str, Any], where: str, media_dir: Path | None, *, title: boo
            "media_url": _str(obj, "media_url", where), "kind": obj.get("kind", "text") or "text"}
     if title:
         out["title"] = _str(obj, "title", where)
-    if out["kind"] not in MediaKind.values:
+    if not isinstance(out["kind"], str) or out["kind"] not in MediaKind.values:
         raise CampaignFileError(where, "kind", out["kind"], f"must be one of {', '.join(MediaKind.values)}")
     if out["media_url"] and not out["media_url"].startswith(("http://", "https://")):
         raise CampaignFileError(where, "media_url", out["media_url"], "must be an http(s) URL")
@@ -216,7 +320,7 @@ def _media(name: str, where: str, media_dir: Path | None) -> Path | None:
 
 
 def _candidate(c: dict[str, Any], i: int, media_dir: Path | None, systems: list, queries: list) -> dict[str, Any]:
-    where = c.get("_where", f"candidates[{i}]")
+    where = _where(c, f"candidates[{i}]")
     out = _item(c, where, media_dir)
     system_names = {s["name"] for s in systems}
     query_ids = {q["id"] for q in queries}
@@ -224,14 +328,13 @@ def _candidate(c: dict[str, Any], i: int, media_dir: Path | None, systems: list,
     for j, p in enumerate(_list(c, "provenance", where)):
         pw = f"{where}.provenance[{j}]" if where.startswith("candidates") else where
         p = _object(p, pw, "provenance")
-        system, query = p.get("system"), p.get("query")
-        if system not in system_names:
-            raise CampaignFileError(pw, "system", system, "unknown system (list it under 'systems')")
-        if query is not None and query not in query_ids:
-            raise CampaignFileError(pw, "query", query, "unknown query id")
+        system = _ref(p, "system", pw, system_names, what="system", optional=False)
+        query = _ref(p, "query", pw, query_ids, what="query id")
         rank = _int(p, "rank", pw, None, minimum=1)
         out["provenance"].append({"system": system, "query": query, "rank": rank})
-    out["queries"] = list(dict.fromkeys([q for q in c.get("queries", []) if q] + [p["query"] for p in out["provenance"] if p["query"]]))
+    listed = [_ref({"query": q}, "query", f"{where}.queries[{j}]", query_ids, what="query id")
+              for j, q in enumerate(_list(c, "queries", where)) if q]
+    out["queries"] = list(dict.fromkeys(listed + [p["query"] for p in out["provenance"] if p["query"]]))
     return out
 
 
@@ -255,18 +358,18 @@ def _units(defn: dict[str, Any], scheme: str, queries: list, candidates: list) -
         for u in units:
             if u["query"] is None:
                 u["id"] = u["candidate"]
+            if len(u["id"]) > MAX_LENGTH["unit"]:
+                raise CampaignFileError("units", "id", u["id"], f"query id and candidate id together are longer "
+                                        f"than a unit id may be ({MAX_LENGTH['unit']} characters)")
         return units
     units = []
     for i, u in enumerate(_list(defn, "units", "top level")):
         where = f"units[{i}]"
         u = _object(u, where, "units")
-        unit = {"id": _str(u, "id", where, required=True), "query": u.get("query"), "candidate": u.get("candidate"),
-                "candidate_b": u.get("candidate_b")}
-        if unit["query"] is not None and unit["query"] not in query_ids:
-            raise CampaignFileError(where, "query", unit["query"], "unknown query id")
-        for key in ("candidate", "candidate_b"):
-            if (unit[key] is not None or key == "candidate") and unit[key] not in cand_ids:
-                raise CampaignFileError(where, key, unit[key], "unknown candidate id")
+        unit = {"id": _str(u, "id", where, required=True, max_length=MAX_LENGTH["unit"]),
+                "query": _ref(u, "query", where, query_ids, what="query id"),
+                "candidate": _ref(u, "candidate", where, cand_ids, what="candidate id", optional=False),
+                "candidate_b": _ref(u, "candidate_b", where, cand_ids, what="candidate id")}
         if unit["candidate_b"] == unit["candidate"]:
             raise CampaignFileError(where, "candidate_b", unit["candidate_b"], "a pair needs two different candidates")
         if scheme == Scheme.PAIRWISE and unit["candidate_b"] is None:

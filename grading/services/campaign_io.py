@@ -14,6 +14,7 @@ from django.db import transaction
 
 from grading.models import Campaign, Candidate, CandidateProvenance, Query, System, Unit
 from grading.models.choices import Role
+from grading.models.items import media_suffix, new_public_id
 from grading.services.campaign_files import FORMAT, CampaignFileError, definition_check
 from grading.services.campaigns import (
     assignments_create_initial,
@@ -50,15 +51,17 @@ def _write(plan: dict[str, Any], created_by: AbstractBaseUser | None, saved: lis
     systems = {s["name"]: System.objects.create(campaign=campaign, **s) for s in plan["systems"]}
     queries = {}
     for pos, q in enumerate(plan["queries"]):
+        public_id = new_public_id()
         queries[q["id"]] = Query.objects.create(
-            campaign=campaign, external_id=q["id"], title=q["title"], kind=q["kind"], text=q["text"],
-            media_url=q["media_url"], media_file=_store(campaign, q["media"], saved), position=pos,
+            campaign=campaign, external_id=q["id"], title=q["title"], kind=q["kind"], text=q["text"], public_id=public_id,
+            media_url=q["media_url"], media_file=_store(campaign, q["media"], public_id, saved), position=pos,
         )
     candidates = {}
     for c in plan["candidates"]:
+        public_id = new_public_id()
         cand = Candidate.objects.create(
             campaign=campaign, external_id=c["id"], kind=c["kind"], text=c["text"], media_url=c["media_url"],
-            media_file=_store(campaign, c["media"], saved),
+            public_id=public_id, media_file=_store(campaign, c["media"], public_id, saved),
         )
         candidates[c["id"]] = cand
         CandidateProvenance.objects.bulk_create([
@@ -83,11 +86,13 @@ def _write(plan: dict[str, Any], created_by: AbstractBaseUser | None, saved: lis
     return campaign
 
 
-def _store(campaign: Campaign, path: Path | None, saved: list[str]) -> str:
+def _store(campaign: Campaign, path: Path | None, public_id: str, saved: list[str]) -> str:
+    """Store a media file under the item's public id: the file's own name may carry external ids
+    (blinding), and a short name always fits the column."""
     if path is None:
         return ""
     with open(path, "rb") as fh:
-        name = default_storage.save(f"campaigns/{campaign.slug}/{path.name}", File(fh))
+        name = default_storage.save(f"campaigns/{campaign.pk}/{public_id}{media_suffix(path.name)}", File(fh))
     saved.append(name)
     return name
 

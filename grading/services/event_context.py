@@ -8,7 +8,6 @@ precise error, so the common path is fast and the error path says exactly what w
 from __future__ import annotations
 
 from collections.abc import Iterable
-from typing import TYPE_CHECKING
 
 from django.contrib.auth.models import AbstractBaseUser
 from django.db.models import Exists, OuterRef, Q
@@ -16,9 +15,7 @@ from django.db.models import Exists, OuterRef, Q
 from grading.errors import CampaignClosed, InvalidValue, NotAssigned, NotFound
 from grading.models import Assignment, Campaign, CampaignRole, Judgment, Query, Unit
 from grading.models.choices import EventType, Role
-
-if TYPE_CHECKING:
-    from grading.services.events import EventInput
+from grading.services.event_input import EventInput
 
 UNIT_EVENTS = {
     EventType.UNIT_VIEWED, EventType.BROAD_SET, EventType.FINE_SET, EventType.SCORE_SET, EventType.LABEL_SET,

@@ -1,17 +1,18 @@
 """Recording grading events: the only way judgments and orderings change.
 
 Every write appends a GradingEvent and updates the derived Judgment or Ordering in the same
-transaction. The client-generated event id is the idempotency key: the same id twice is stored
-once and answered the same.
+transaction. The client-generated event id is the idempotency key: the same event sent twice is
+stored once and answered the same; the same id with different content is a conflict (409). The
+client's clock is checked against a window and stored in UTC, but never decides which value is
+current (docs/design.md §2, Timestamps).
 """
 from __future__ import annotations
 
 import json
-from dataclasses import dataclass, field
-from datetime import UTC, datetime
+from dataclasses import dataclass
+from datetime import UTC
 from functools import partial
 from typing import Any
-from uuid import UUID
 
 from django.contrib.auth.models import AbstractBaseUser
 from django.db import IntegrityError, connections, router, transaction
@@ -24,21 +25,9 @@ from grading.models import Assignment, Campaign, GradingEvent, Judgment, Orderin
 from grading.models.choices import AssignmentStatus, EventType
 from grading.services import payloads
 from grading.services.event_context import EventContext
+from grading.services.event_input import EventInput, client_ts_checked
 
 MAX_PAYLOAD_BYTES = 8192
-
-
-@dataclass(frozen=True)
-class EventInput:
-    id: UUID
-    campaign_id: int
-    type: str
-    client_ts: datetime
-    payload: dict[str, Any] = field(default_factory=dict)
-    unit_id: int | None = None
-    query_id: int | None = None
-    seq: int = 0
-    session_id: str = ""
 
 
 @dataclass
@@ -157,6 +146,7 @@ def _record_batch(grader: AbstractBaseUser, items: list[EventInput], *, look_up_
 def _accept(context: EventContext, batch: _Batch, data: EventInput) -> EventOutcome:
     """Check one event against the context and apply it in memory (written by batch.write())."""
     campaign = context.campaign(data.campaign_id)
+    client_ts = client_ts_checked(data.client_ts, now=batch.now)
     if data.type not in EventType.values:
         raise InvalidValue(f"type {data.type!r} is not one of {', '.join(EventType.values)}.", field="type", value=data.type)
     payloads.check_type_fits_scheme(campaign, data.type)
@@ -166,7 +156,7 @@ def _accept(context: EventContext, batch: _Batch, data: EventInput) -> EventOutc
     event = GradingEvent(
         id=data.id, campaign=campaign, grader=context.grader, unit=unit, type=data.type,
         query_id=unit.query_id if unit is not None else getattr(query, "pk", None),
-        payload=data.payload, client_ts=data.client_ts, session_id=data.session_id[:64], seq=data.seq,
+        payload=data.payload, client_ts=client_ts, session_id=data.session_id[:64], seq=data.seq,
         guidelines_version=campaign.guidelines_version, server_ts=batch.now,
     )
     batch.events.append(event)
@@ -235,12 +225,25 @@ JUDGMENT_COLUMNS = ["broad", "fine", "score", "label", "verdict", "comment", "sk
 
 def _replay(existing: GradingEvent, *, grader: AbstractBaseUser, data: EventInput,
             judgments: dict[int, Judgment] | None = None) -> EventOutcome:
-    if existing.grader_id != grader.pk or existing.type != data.type or existing.campaign_id != data.campaign_id:
-        raise EventConflict(f"event id {data.id} was already used for a different event.", field="id", value=str(data.id))
+    if not _same_event(existing, grader=grader, data=data):
+        raise EventConflict(
+            f"event id {data.id} was already used for a different event: a new event needs a new id.",
+            field="id", value=str(data.id),
+        )
     judgment = None
     if existing.unit_id is not None:
         judgment = (judgments or {}).get(existing.unit_id) or Judgment.objects.filter(grader=grader, unit_id=existing.unit_id).first()
     return EventOutcome(event=existing, replayed=True, judgment=judgment)
+
+
+def _same_event(existing: GradingEvent, *, grader: AbstractBaseUser, data: EventInput) -> bool:
+    """Whether `data` is a resend of `existing` (a replay) rather than new content under a used id.
+    The client clock is left out: a script that resends without a timestamp gets the server's."""
+    # A unit event stores its unit's query; the query a client sends with a unit is not used.
+    same_target = existing.unit_id == data.unit_id and (existing.unit_id is not None or existing.query_id == data.query_id)
+    return (existing.grader_id == grader.pk and existing.campaign_id == data.campaign_id and existing.type == data.type
+            and same_target and existing.payload == data.payload
+            and existing.seq == data.seq and existing.session_id == data.session_id[:64])
 
 
 def _payload(payload: Any) -> dict[str, Any]:
@@ -252,7 +255,19 @@ def _payload(payload: Any) -> dict[str, Any]:
 
 
 def _stamp(event: GradingEvent) -> list[Any]:
-    return [event.client_ts.astimezone(UTC).strftime("%Y-%m-%dT%H:%M:%S.%fZ"), event.session_id, event.seq]
+    return [event.server_ts.astimezone(UTC).strftime("%Y-%m-%dT%H:%M:%S.%fZ"), event.session_id, event.seq]
+
+
+def _supersedes(stamp: list[Any], previous: list[Any] | None) -> bool:
+    """Whether an event stamped `stamp` (server time, session, seq) replaces the value set by
+    `previous`. Within one page session the sequence number decides (requests may overtake each
+    other); across sessions the server's arrival order, i.e. the event arriving now wins. Client
+    clocks never decide: a clock running a day fast would otherwise freeze the value
+    (docs/design.md §2, Timestamps)."""
+    if previous is None:
+        return True
+    same_session = bool(stamp[1]) and previous[1] == stamp[1]
+    return stamp[2] >= previous[2] if same_session else True
 
 
 def _apply_judgment(context: EventContext, batch: _Batch, event: GradingEvent, campaign: Campaign,
@@ -265,12 +280,8 @@ def _apply_judgment(context: EventContext, batch: _Batch, event: GradingEvent, c
     elif event.unit_id not in batch.new_judgments:
         batch.changed_judgments[event.unit_id] = judgment
     field_name = payloads.JUDGMENT_FIELD[kind]
-    stamp, previous = _stamp(event), judgment.applied.get(field_name)
-    # Same session: order by sequence number; otherwise by the client's clock.
-    newer = previous is None or (
-        stamp[2] >= previous[2] if previous[1] == stamp[1] and stamp[1] else stamp[0] >= previous[0]
-    )
-    if newer:
+    stamp = _stamp(event)
+    if _supersedes(stamp, judgment.applied.get(field_name)):
         setattr(judgment, field_name, value)
         judgment.applied = {**judgment.applied, field_name: stamp}
         if field_name != "skipped" and kind != EventType.COMMENT:

@@ -5,6 +5,11 @@
  * and are then sent in batches; whatever the network does, they stay until the server has answered
  * for them (stored, replayed, or rejected), and sending is retried with exponential backoff. A
  * closed laptop or a reload loses nothing: the next page load sends what is left.
+ *
+ * An answer of 4xx to the whole request (a body the server cannot take at all) is not retried
+ * forever: the batch is sent again one event at a time, and the event that is refused on its own
+ * is dropped and reported as rejected, with the server's reason, so the page can show the grader
+ * what was not saved. 401, 403 (logged out), 408 and 429 (busy) are retried: the events are fine.
  */
 (function () {
   "use strict";
@@ -12,6 +17,7 @@
   const STORAGE_KEY = "evalutron.outbox.v1";
   const BATCH = 100;
   const MAX_DELAY = 30000;
+  const RETRY_STATUSES = new Set([401, 403, 408, 429]);
 
   function uuid() {
     if (window.crypto && crypto.randomUUID) return crypto.randomUUID();
@@ -56,6 +62,7 @@
       this.timer = null;
       this.listeners = [];
       this.lastProblem = null;
+      this.oneByOne = false; // after a 4xx to a batch: find the event the server refuses
       window.addEventListener("online", () => this.flush(true));
       window.addEventListener("storage", (e) => {
         if (e.key === STORAGE_KEY) this.memory = load();
@@ -107,7 +114,7 @@
       }
       if (soon) this.delay = 1000;
       this.sending = true;
-      const batch = items.slice(0, BATCH);
+      const batch = items.slice(0, this.oneByOne ? 1 : BATCH);
       this.emit("sending", { count: items.length });
       try {
         const response = await fetch(this.url, {
@@ -116,7 +123,14 @@
           headers: { "Content-Type": "application/json", "X-CSRFToken": csrfToken(), Accept: "application/json" },
           body: JSON.stringify(batch),
         });
+        if (response.status >= 400 && response.status < 500 && !RETRY_STATUSES.has(response.status)) {
+          await this.refused(batch, response);
+          this.sending = false;
+          this.flush(true);
+          return;
+        }
         if (response.status !== 200) throw new Error(`HTTP ${response.status}`);
+        this.oneByOne = false;
         const body = await response.json();
         this.remove(body.results.map((r) => batch[r.index].id));
         this.delay = 1000;
@@ -139,6 +153,22 @@
       }
     }
   }
+
+  Outbox.prototype.refused = async function (batch, response) {
+    if (batch.length > 1) {
+      this.oneByOne = true; // one of these the server cannot take: send them singly to find it
+      return;
+    }
+    let error = { code: "refused", detail: `the server refused this change (HTTP ${response.status})` };
+    try {
+      const body = await response.json();
+      if (body && body.detail) error = body;
+    } catch (e) {
+      /* not JSON: keep the generic reason */
+    }
+    this.remove([batch[0].id]);
+    this.emit("result", { event: batch[0], result: { id: batch[0].id, status: "rejected", http_status: response.status, error } });
+  };
 
   /* A page session: stamps events and hands them to the outbox. */
   class Recorder {

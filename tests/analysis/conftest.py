@@ -16,7 +16,7 @@ BROADS = ["NS", "SS", "VS"]
 def judge_broad_fine(campaign: Campaign, *, seed: int = 1, changes: bool = True) -> None:
     """Every assignment gets a BROAD and a FINE (graders agree with noise), some changes and plays."""
     rng = random.Random(seed)
-    start = datetime(2026, 1, 1, tzinfo=UTC)
+    start = datetime.now(UTC).replace(hour=0, minute=0, second=0, microsecond=0) - timedelta(days=30)  # inside the client_ts window
     for i, a in enumerate(Assignment.objects.filter(campaign=campaign).select_related("grader").order_by("pk")):
         truth = (a.unit_id * 7) % 3
         level = min(2, max(0, truth + rng.choice([0, 0, 0, 1, -1])))

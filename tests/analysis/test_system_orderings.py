@@ -108,11 +108,11 @@ def test_graders_get_403_and_organizers_of_other_campaigns_404(client, ordering_
     other_organizer = make_user("other-organizer")
     make_campaign(scheme=Scheme.ORDERING, n_queries=1, n_candidates=3, organizer=other_organizer)
     body = systems_csv(ordering_campaign)
-    for user, expected in ((_grader(ordering_campaign), 403), (other_organizer, 404)):
+    for user, code in ((_grader(ordering_campaign), 403), (other_organizer, 404)):  # 404: may not know it exists
         client.force_login(user)
         page = client.post(f"/reports/campaigns/{ordering_campaign.pk}/system-orderings/", {"file": upload(body)})
         api = client.post(f"/api/campaigns/{ordering_campaign.pk}/system-orderings/", {"file": upload(body)})
-        assert (page.status_code, api.status_code) == (expected, 403), user.username
+        assert (page.status_code, api.status_code) == (code, code), user.username
     assert not SystemOutput.objects.exists()
 
 

@@ -52,7 +52,7 @@ def test_graders_and_other_organizers_are_refused(client, judged):
     stranger = make_user()
     role_grant(campaign=other, user=stranger, role=Role.ORGANIZER)
     client.force_login(stranger)
-    assert client.get(url(campaign, unit)).status_code == 403
+    assert client.get(url(campaign, unit)).status_code == 404  # they may not know the campaign exists
 
 
 def test_a_unit_of_another_campaign_is_not_found(client, judged):

@@ -56,7 +56,8 @@ def page(browser, live_server):
     errors: list[str] = []
     page.on("pageerror", lambda exc: errors.append(str(exc)))
     # Media files: the test server does not serve MEDIA_ROOT, so the browser gets them from here.
-    page.route("**/media/**", lambda route: route.fulfill(
+    # Candidates' blinded media (/media/c/<public id>) are served by the app itself.
+    page.route("**/media/**", lambda route: route.continue_() if "/media/c/" in route.request.url else route.fulfill(
         path=str(Path(settings.MEDIA_ROOT) / route.request.url.split("/media/", 1)[1]), content_type="audio/wav"))
     yield page
     ARTIFACTS.mkdir(exist_ok=True)

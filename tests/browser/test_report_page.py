@@ -86,7 +86,7 @@ def test_the_progress_bar_follows_a_run_and_the_page_shows_its_result(browser, l
     assert "Showing the last good result meanwhile" in page.content()
     assert AnalysisRun.objects.get(pk=queued.pk).status == RunStatus.QUEUED  # the page only reads
     run_execute(run_id=queued.pk)  # what a worker (or the embedded runner) does; the page's poll sees it
-    page.wait_for_function(f"document.body.innerText.includes('Result of analysis #{queued.pk}')", timeout=20000)
+    page.wait_for_function(f"() => document.body.innerText.includes('Result of analysis #{queued.number}')", timeout=20000)
     assert AnalysisRun.objects.get(pk=queued.pk).status == RunStatus.SUCCEEDED
     assert page.locator("#run-progress").count() == 0
     assert errors == []

@@ -1,5 +1,5 @@
 """Database constraints hold on SQLite and PostgreSQL; the event log cannot be changed."""
-from datetime import UTC, datetime
+from datetime import UTC, datetime, timedelta
 from decimal import Decimal
 
 import pytest
@@ -90,5 +90,5 @@ def test_postgres_itself_refuses_update_and_delete_of_events(campaign):
 def test_a_new_event_is_stored_with_the_current_guidelines_version(campaign):
     grader = campaign.roles.first().user
     unit = campaign.assignments.filter(grader=grader).first().unit
-    event = record(grader, campaign, "broad_set", {"value": "SS"}, unit=unit, client_ts=datetime(2026, 1, 1, tzinfo=UTC)).event
+    event = record(grader, campaign, "broad_set", {"value": "SS"}, unit=unit, client_ts=datetime.now(UTC) - timedelta(days=30)).event
     assert event.guidelines_version == campaign.guidelines_version == 1

@@ -7,7 +7,7 @@ from typing import Any
 from django.core.management.base import BaseCommand, CommandError, CommandParser
 
 from grading.errors import InvalidValue
-from grading.services.campaign_files import definition_from_csv, definition_from_json
+from grading.services.campaign_files import definition_from_csv, definition_from_json, read_text_file
 from grading.services.campaign_io import campaign_import
 
 
@@ -54,7 +54,13 @@ class Command(BaseCommand):
             params = json.loads(opts["scheme_params"])
         except json.JSONDecodeError as exc:
             raise CommandError(f"--scheme-params is not valid JSON: {exc.msg}", returncode=2) from None
-        guidelines = opts["guidelines"].read_text(encoding="utf-8") if opts["guidelines"] else ""
+        guidelines = ""
+        if opts["guidelines"]:
+            try:
+                guidelines = read_text_file(opts["guidelines"])
+            except InvalidValue as exc:
+                raise CommandError(f"{opts['guidelines']} (--guidelines): {exc.message}. Nothing was imported.",
+                                   returncode=2) from None
         return {"name": opts["name"], "slug": opts["slug"], "scheme": opts["scheme"], "scheme_params": params,
                 "guidelines": guidelines, "status": opts["status"], "initial_overlap": opts["initial_overlap"],
                 "max_overlap": opts["max_overlap"], "policy": opts["policy"]}
