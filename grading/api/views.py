@@ -23,7 +23,7 @@ from grading.api.permissions import GradingAPIView, error_body, validated
 from grading.errors import GradingError, InvalidValue
 from grading.models import Campaign, CampaignRole
 from grading.models.choices import EventType
-from grading.services import allocation, organizer
+from grading.services import allocation, lifecycle, organizer
 from grading.services.event_input import EventInput
 from grading.services.events import event_record, events_record
 from grading.services.tokens import token_get_or_create
@@ -90,11 +90,11 @@ class CampaignDetailView(GradingAPIView):
         campaign = selectors.campaign_get_for_member(user=request.user, campaign_id=pk)
         return Response(_campaign_out(request, campaign.pk))
 
-    @extend_schema(request=s.CampaignPatchIn, responses={200: s.CampaignOut, **ERRORS})
+    @extend_schema(request=s.CampaignPatchIn, responses={200: s.CampaignOut, **ERRORS, 409: s.ErrorOut})
     def patch(self, request: Request, pk: int) -> Response:
         campaign = selectors.campaign_get_for_organizer(user=request.user, campaign_id=pk)
         data = validated(s.CampaignPatchIn, request.data)
-        organizer.campaign_update(campaign=campaign, **data)
+        lifecycle.campaign_settings_update(campaign=campaign, **data)  # the page's steps and locks
         return Response(_campaign_out(request, campaign.pk))
 
     @extend_schema(responses={204: None, **ERRORS, 409: s.ErrorOut})

@@ -103,7 +103,17 @@ def test_scheme_params_freeze_once_grading_started():
     response = client_for(organizer).patch(
         f"/api/campaigns/{campaign.pk}/", {"scheme_params": {"fine_bands": {"NS": [0, 1], "SS": [1, 2], "VS": [2, 3]}}}, format="json"
     )
-    assert response.status_code == 400 and response.json()["field"] == "scheme_params"
+    assert response.status_code == 409 and response.json()["field"] == "scheme_params"
+
+
+def test_status_changes_through_the_api_follow_the_lifecycle():
+    organizer = make_user()
+    campaign = make_campaign(organizer=organizer)  # open
+    back_to_draft = client_for(organizer).patch(f"/api/campaigns/{campaign.pk}/", {"status": "draft"}, format="json")
+    assert back_to_draft.status_code == 400 and back_to_draft.json()["field"] == "status"
+    assert "cannot become draft" in back_to_draft.json()["detail"]
+    campaign.refresh_from_db()
+    assert campaign.status == "open"
 
 
 def test_a_graded_campaign_cannot_be_deleted_but_an_empty_one_can():
