@@ -143,7 +143,7 @@ def report_system_scores(request: HttpRequest, campaign_id: int) -> HttpResponse
         name = upload.name if upload is not None else "the upload"
         return _report(request, campaign, scores_error=f"{name}: {exc.message}. Nothing was imported.", status=400)
     messages.success(request, f"Imported {summary.scores} scores of {summary.units} units for "
-                              f"{', '.join(summary.systems)}; analysis #{run.pk} evaluates them.")
+                              f"{', '.join(summary.systems)}; analysis #{run.number} evaluates them.")
     return redirect(reverse("analysis:report", args=[campaign.pk]) + "#section-systems")
 
 
@@ -168,5 +168,5 @@ def report_instrument_links(request: HttpRequest, campaign_id: int) -> HttpRespo
     if not form.is_valid():
         return _report(request, campaign, links_form=form, status=400)
     run = run_after_upload(campaign_id=campaign.pk, trigger=RunTrigger.MANUAL, user=request.user)
-    messages.success(request, f"Links saved; analysis #{run.pk} measures the campaign against them.")
+    messages.success(request, f"Links saved; analysis #{run.number} measures the campaign against them.")
     return redirect(reverse("analysis:report", args=[campaign.pk]) + "#section-instrument")

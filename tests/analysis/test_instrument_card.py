@@ -88,7 +88,8 @@ def test_links_that_do_not_fit_are_refused(ratings, organizer):
         campaign_set_instrument_links(campaign=ratings, sibling=None, pairwise=numeric)
 
 
-def test_the_organizer_links_on_the_report_page_and_errors_appear_next_to_the_form(client, ratings, organizer):
+def test_the_organizer_links_on_the_report_page_and_errors_appear_next_to_the_form(
+        client, ratings, organizer, django_capture_on_commit_callbacks):
     client.force_login(organizer)
     numeric = make_campaign(scheme=Scheme.NUMERIC, n_queries=0, n_candidates=2, graders=1, organizer=organizer,
                             assign=False)
@@ -100,7 +101,8 @@ def test_the_organizer_links_on_the_report_page_and_errors_appear_next_to_the_fo
     assert ratings.sibling_campaign_id is None
     pairwise = make_campaign(scheme=Scheme.PAIRWISE, n_queries=0, n_candidates=2, graders=1, organizer=organizer,
                              assign=False)
-    ok = client.post(url, {"sibling_campaign": "", "pairwise_campaign": pairwise.pk})
+    with django_capture_on_commit_callbacks(execute=True):  # embedded: the queued run executes at commit
+        ok = client.post(url, {"sibling_campaign": "", "pairwise_campaign": pairwise.pk})
     assert ok.status_code == 302
     ratings.refresh_from_db()
     assert ratings.pairwise_campaign_id == pairwise.pk

@@ -38,7 +38,7 @@ class Command(BaseCommand):
         if not opts["no_analysis"]:
             run = run_after_upload(campaign_id=campaign.pk, trigger=RunTrigger.CLI, user=None)
             run.refresh_from_db()
-            self.stdout.write(f"Analysis run #{run.pk}: {run.get_status_display().lower()}.")
+            self.stdout.write(f"Analysis run #{run.number}: {run.get_status_display().lower()}.")
 
     def import_file(self, campaign: Campaign, data: bytes) -> str:
         """Import the file (all or nothing; InvalidValue names the problem); returns what was done."""

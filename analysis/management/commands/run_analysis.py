@@ -30,7 +30,7 @@ class Command(BaseCommand):
                                   seed=options["seed"])
         except ValueError as exc:
             raise CommandError(str(exc)) from None
-        self.stdout.write(f"analysis run #{run.pk} of {campaign.slug}")
+        self.stdout.write(f"analysis run #{run.number} of {campaign.slug}")
         run.refresh_from_db()
         if options["wait"] and not run.is_finished:
             run = self._wait(run, options["timeout"])
@@ -40,7 +40,7 @@ class Command(BaseCommand):
         deadline, last = time.monotonic() + timeout, None
         while not run.is_finished:
             if time.monotonic() > deadline:
-                raise CommandError(f"run #{run.pk} is still {run.status} after {timeout:g} s")
+                raise CommandError(f"run #{run.number} is still {run.status} after {timeout:g} s")
             state = (run.status, run.stage, run.progress)
             if state != last:
                 self.stdout.write(f"  {run.progress:3d}%  {run.status}  {run.stage}")
@@ -56,6 +56,6 @@ class Command(BaseCommand):
             total = (run.timings or {}).get("total", 0)
             self.stdout.write(self.style.SUCCESS(f"succeeded in {total:.2f} s"))
         elif run.status == RunStatus.FAILED:
-            raise CommandError(f"run #{run.pk} failed: {run.error}")
+            raise CommandError(f"run #{run.number} failed: {run.error}")
         else:
             self.stdout.write(f"{run.status}: follow it with GET /api/analyses/{run.pk}/ or --wait")

@@ -4,7 +4,7 @@ from pathlib import Path
 
 from django.core.management.base import CommandParser
 
-from grading.management.commands.import_system_orderings import Command as OrderingsCommand
+from analysis.management.commands.import_system_orderings import Command as OrderingsCommand
 from grading.models import Campaign
 from grading.services.system_scores import system_scores_import, system_scores_rows_from_csv
 
