@@ -1,4 +1,5 @@
 """The grading data model (DESIGN.md §2)."""
+from grading.models.allocation import CampaignAllocation, UnitAllocation
 from grading.models.campaigns import Campaign, CampaignRole, GuidelinesVersion
 from grading.models.items import Candidate, CandidateProvenance, Query, System, SystemOutput, Unit
 from grading.models.judgments import Assignment, GradingEvent, Judgment, Ordering
@@ -6,6 +7,7 @@ from grading.models.judgments import Assignment, GradingEvent, Judgment, Orderin
 __all__ = [
     "Assignment",
     "Campaign",
+    "CampaignAllocation",
     "CampaignRole",
     "Candidate",
     "CandidateProvenance",
@@ -17,4 +19,5 @@ __all__ = [
     "System",
     "SystemOutput",
     "Unit",
+    "UnitAllocation",
 ]

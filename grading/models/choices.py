@@ -26,6 +26,7 @@ class Policy(models.TextChoices):
     CONSENSUS = "consensus", "Until consensus"
     CONFUSABILITY = "confusability", "Most confusable first"
     QUERY_DEVIATION = "query_deviation", "Deviating queries"
+    UNCERTAINTY = "uncertainty", "Most uncertain for this grader"
 
 
 class Role(models.TextChoices):
