@@ -61,9 +61,17 @@ def units_changed(*, unit_ids: Iterable[int | None]) -> None:
 
 
 @transaction.atomic
-def allocation_state_build(*, campaign: Campaign) -> CampaignAllocation:
-    """Compute every unit's allocation state and the campaign's assignment count from scratch."""
-    state, _ = CampaignAllocation.objects.select_for_update().get_or_create(campaign=campaign)
+def allocation_state_build(*, campaign: Campaign, only_if_missing: bool = False) -> CampaignAllocation:
+    """Compute every unit's allocation state and the campaign's assignment count from scratch.
+
+    The units' state rows are locked first (in unit order, as `units_changed` and the next-unit
+    request lock them), then the campaign's row, so a rebuild never deadlocks with them and never
+    overwrites a newer count with an older one.
+    """
+    list(UnitAllocation.objects.select_for_update().filter(campaign=campaign).order_by("unit_id").values_list("pk"))
+    state, created = CampaignAllocation.objects.select_for_update().get_or_create(campaign=campaign)
+    if only_if_missing and not created:
+        return state  # another request built it meanwhile
     units = list(Unit.objects.filter(campaign=campaign).values_list("pk", "query_id"))
     tallies = _tallies([u for u, _ in units], campaign, whole_campaign=True)
     rows = []
@@ -79,14 +87,15 @@ def allocation_state_build(*, campaign: Campaign) -> CampaignAllocation:
 
 
 def allocation_state_get(*, campaign: Campaign) -> CampaignAllocation:
-    """The campaign's allocation state, built on first use."""
+    """The campaign's allocation state. It is built when assignments are created; a campaign from
+    before allocation state existed has it built here, on first use."""
     state = CampaignAllocation.objects.filter(campaign=campaign).first()
-    return state if state is not None else allocation_state_build(campaign=campaign)
+    return state if state is not None else allocation_state_build(campaign=campaign, only_if_missing=True)
 
 
 def assignments_added(*, campaign: Campaign) -> None:
-    """Assignments were created in bulk (initial overlap, organizer): rebuild a state already built."""
-    if CampaignAllocation.objects.filter(campaign=campaign).exists():
+    """Assignments were created in bulk (initial overlap, organizer): rebuild the campaign's state."""
+    if campaign.scheme in VALUE_FIELD:
         allocation_state_build(campaign=campaign)
 
 
