@@ -32,6 +32,7 @@ class Assignment(models.Model):
     class Meta:
         ordering = ["campaign_id", "grader_id", "position", "id"]
         indexes = [models.Index(fields=["campaign", "grader", "status"]), models.Index(fields=["unit", "status"]),
+                   models.Index(fields=["campaign", "grader", "position"], name="assignment_grader_position"),
                    models.Index(fields=["campaign", "lease_expires_at"], name="assignment_adaptive_open",
                                 condition=Q(source="adaptive", status="open"))]
         constraints = [

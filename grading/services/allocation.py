@@ -24,7 +24,7 @@ from grading.errors import CampaignClosed
 from grading.models import Assignment, Campaign, Judgment
 from grading.models.allocation import CampaignAllocation, NeedReason, UnitAllocation
 from grading.models.choices import AssignmentSource, AssignmentStatus, Policy
-from grading.services.allocation_state import allocation_state_get, categories_of, units_changed
+from grading.services.allocation_state import allocation_state_get, categories_of
 from grading.services.grader_model import expected_entropy_drop
 from grading.services.payloads import VALUE_FIELD
 
@@ -122,7 +122,11 @@ def _extra(grader: AbstractBaseUser, campaign: Campaign) -> tuple[Assignment | N
         campaign=campaign, grader=grader, unit_id=row.unit_id, query_id=row.query_id, source=AssignmentSource.ADAPTIVE,
         position=_next_position(grader, campaign), allocation_reason=row.reason,
     )
-    units_changed(unit_ids=[row.unit_id])
+    # The unit now has one more assignment, open: busy until it is judged (what units_changed would
+    # compute, without reading the unit's rows again).
+    row.n_assigned, row.n_open = row.n_assigned + 1, row.n_open + 1
+    row.needs_more, row.reason, row.priority = False, NeedReason.BUSY, 0.0
+    row.save(update_fields=["n_assigned", "n_open", "needs_more", "reason", "priority", "updated_at"])
     return assignment, None
 
 

@@ -57,7 +57,10 @@ def units_changed(*, unit_ids: Iterable[int | None]) -> None:
         tallies = _tallies([r.unit_id for r in group], group[0].campaign)
         for row in group:
             _decide(row, row.campaign, tallies[row.unit_id])
-    UnitAllocation.objects.bulk_update(rows, STATE_FIELDS[1:])
+    if len(rows) == 1:
+        rows[0].save(update_fields=STATE_FIELDS[1:])
+    else:
+        UnitAllocation.objects.bulk_update(rows, STATE_FIELDS[1:])
 
 
 @transaction.atomic
