@@ -70,3 +70,7 @@ from .instrument import (  # noqa: F401
 # isort: split
 # Adaptive allocation policies compared by simulation (DESIGN.md §5.6).
 from .allocation import compare_policies, run_policy, simulate_judgments  # noqa: F401
+
+# isort: split
+# Model-based truth: Dawid–Skene and bias + noise (docs/design.md §5.6).
+from .dawid_skene import BiasNoiseResult, DawidSkeneResult, bias_noise, dawid_skene  # noqa: F401
