@@ -36,6 +36,7 @@ EVENT_FORMATS: dict[str, str] = {"csv": "text/csv", "jsonl": "application/x-ndjs
 MEASURES = ("std", "dif", "entropy")
 COLUMNS = ["unit", "unit_id", "query", "candidate", "n", "mean", "median", "majority", "dif", "std", "entropy"]
 BROAD_COLUMNS = ["n_ns", "n_ss", "n_vs"]
+MODEL_COLUMNS = ["model_label", "model_probability", "model_score", "model_se"]
 EVENT_COLUMNS = ["id", "server_ts", "client_ts", "grader", "unit", "query", "type", "payload", "session_id", "seq",
                  "guidelines_version"]
 EVENT_CHUNK = 5_000
@@ -64,8 +65,9 @@ def ground_truth_frame(run: AnalysisRun, filters: Filters) -> pd.DataFrame:
         measure = filters.measure
         qs = qs.filter(Q(**{f"{measure}__lte": filters.max_confusability}) | Q(**{f"{measure}__isnull": True}))
     fields = ["unit__external_id", "unit_id", "unit__query__external_id", "unit__candidate__public_id", "n", "mean",
-              "median", "majority", "dif", "std", "entropy", *BROAD_COLUMNS, "distribution"]
-    frame = _unit_frame(qs.values_list(*fields), [*COLUMNS, *BROAD_COLUMNS, "distribution"])
+              "median", "majority", "dif", "std", "entropy", *BROAD_COLUMNS, "distribution", *MODEL_COLUMNS]
+    frame = _unit_frame(qs.values_list(*fields), [*COLUMNS, *BROAD_COLUMNS, "distribution", *MODEL_COLUMNS])
+    frame = _model_columns(frame, run)
     if frame["n_ns"].notna().any():
         frame = frame.drop(columns="distribution")
         frame[BROAD_COLUMNS] = frame[BROAD_COLUMNS].astype("Int64")
@@ -77,6 +79,25 @@ def ground_truth_frame(run: AnalysisRun, filters: Filters) -> pd.DataFrame:
             frame = frame.drop(columns="distribution")
     for column in ("mean", "median", "majority", "dif", "std", "entropy"):
         frame[column] = frame[column].astype(float)
+    return frame
+
+
+def _model_columns(frame: pd.DataFrame, run: AnalysisRun) -> pd.DataFrame:
+    """The model-based label (as the category's name) with its posterior probability, and the model
+    score with its standard error; a pair the campaign's scheme has no model for is left out."""
+    from analysis.services.values import value_spec
+
+    categories = value_spec(run.campaign).categories
+    for pair in (["model_label", "model_probability"], ["model_score", "model_se"]):
+        values = frame[pair[0]].astype(float)
+        if values.notna().any():
+            frame[pair[1]] = frame[pair[1]].astype(float)
+            if pair[0] == "model_label":
+                frame["model_label"] = [None if np.isnan(v) else str(categories[int(v)]) for v in values]
+            else:
+                frame[pair[0]] = values
+        else:
+            frame = frame.drop(columns=pair)
     return frame
 
 

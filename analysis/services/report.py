@@ -87,6 +87,12 @@ def report_compute(*, campaign_id: int, parameters: dict[str, Any], seed: int,
                                              tolerance=float(parameters["fine_tolerance"]))
     progress.stage("graders", 80)
     result["graders"] = behaviour.graders(data.judgments, data.spec, data.unit_events, data.pseudonyms)
+    progress.stage("model", 82)
+    from analysis.services.model_section import model_truth
+
+    result["model"], model_units = model_truth(data.judgments, data.spec, data.pseudonyms)
+    if not model_units.empty and not units.empty:
+        units = units.merge(model_units, on="unit", how="left")
     progress.stage("queries", 85)
     result["queries"] = behaviour.queries(data.judgments, data.spec, units, data.query_labels)
     if data.scheme == Scheme.ORDERING:

@@ -202,6 +202,9 @@ def report_tables(run: AnalysisRun, *, show_names: bool) -> dict[str, Table]:
                                   "the CSV download has them all.")
     if result.get("orderings"):
         tables.update(_ordering_tables(result["orderings"]))
+    from analysis.services.model_tables import model_tables  # model-based truth (§5.6)
+
+    tables.update(model_tables(result, names))
     return tables
 
 

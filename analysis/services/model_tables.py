@@ -1,0 +1,43 @@
+"""The report's tables of model-based truth: each grader's estimated reliability (docs/design.md §5.6)."""
+from __future__ import annotations
+
+from typing import Any
+
+from analysis.services.tables import Table
+
+
+def model_tables(result: dict[str, Any], names: dict[int, str]) -> dict[str, Table]:
+    """`model_reliability` (Dawid–Skene confusion matrices) and `model_noise` (bias and noise)."""
+    model = result.get("model") or {}
+    tables: dict[str, Table] = {}
+    ds = model.get("dawid_skene")
+    if ds:
+        cats = ds["categories"]
+        rows = []
+        for g in ds["graders"]:
+            row = {"who": names.get(g["grader"], g["pseudonym"]), "judgments": g.get("judgments"), "accuracy": g["accuracy"]}
+            for t in range(len(cats)):
+                for a in range(len(cats)):
+                    row[f"p_{t}_{a}"] = g["confusion"][t][a]
+            rows.append(row)
+        columns = [("who", "Grader"), ("judgments", "Judgments"), ("accuracy", "Estimated accuracy"),
+                   *[(f"p_{t}_{a}", f"says {said} when {truth}") for t, truth in enumerate(cats) for a, said in enumerate(cats)]]
+        tables["model_reliability"] = Table("Each grader's estimated reliability (Dawid–Skene)", columns, rows, note=(
+            "Estimated from all judgments at once, without knowing the true answers: the model takes each unit's "
+            "true category as unknown and learns how often each grader gives each answer for each true category "
+            "(\"says SS when VS\" = the share of VS units the grader calls SS). Estimated accuracy is the chance the "
+            f"grader gives the true category. Fitted in {ds['iterations']} iterations"
+            f"{'' if ds['converged'] else ' (stopped before converging)'}; {ds['settled_95']} of {ds['units']} units "
+            "have a model label with a posterior probability of at least 0.95."))
+    bn = model.get("bias_noise")
+    if bn:
+        rows = [{"who": names.get(g["grader"], g["pseudonym"]), "judgments": g["judgments"], "bias": g["bias"],
+                 "bias_se": g["bias_se"], "noise": g["noise"]} for g in bn["graders"]]
+        tables["model_noise"] = Table(f"Each grader's bias and noise on the {bn['scale']} scale", [
+            ("who", "Grader"), ("judgments", "Judgments"), ("bias", "Bias"), ("bias_se", "Bias std. error"),
+            ("noise", "Noise (std)")], rows, note=(
+            "The model reads each score as the unit's true score plus the grader's bias plus random noise. Bias: how "
+            "much higher (+) or lower (−) than the others the grader scores on average (biases sum to 0). Noise: the "
+            "typical size of the grader's random error; the model score of a unit weights graders by 1/noise². "
+            f"The median standard error of a unit's model score is {bn['median_se']:.2f}."))
+    return tables

@@ -1,0 +1,66 @@
+"""Model-based truth in the analysis run, the report and the ground-truth export."""
+from __future__ import annotations
+
+import io
+import json
+
+import numpy as np
+import pandas as pd
+import pytest
+
+from analysis import export
+from analysis.metrics.dawid_skene import bias_noise, dawid_skene
+from analysis.models import AnalysisRun
+from analysis.services import runs
+from analysis.services.execute import run_execute
+from analysis.services.tables import report_tables
+from grading.models import Judgment
+
+pytestmark = pytest.mark.django_db
+
+
+@pytest.fixture
+def run(judged_campaign) -> AnalysisRun:
+    run = AnalysisRun.objects.create(campaign=judged_campaign, parameters=runs.parameters_clean({"n_boot": 50}), seed=3)
+    run_execute(run_id=run.pk)
+    run.refresh_from_db()
+    return run
+
+
+def _judgments(campaign, column):
+    rows = Judgment.objects.filter(campaign=campaign).values_list("unit_id", "grader_id", column)
+    return pd.DataFrame(list(rows), columns=["unit", "grader", "value"])
+
+
+def test_the_run_stores_each_graders_reliability_by_pseudonym(run, judged_campaign):
+    model = run.result["model"]
+    ds, bn = model["dawid_skene"], model["bias_noise"]
+    assert len(ds["graders"]) == len(bn["graders"]) == 3
+    pseudonyms = set(judged_campaign.roles.filter(role="grader").values_list("pseudonym", flat=True))
+    assert {g["pseudonym"] for g in ds["graders"]} == pseudonyms
+    expected = dawid_skene(_judgments(judged_campaign, "broad"), categories=["NS", "SS", "VS"])
+    got = {g["grader"]: g["accuracy"] for g in ds["graders"]}
+    assert got == pytest.approx(dict(zip(map(int, expected.graders), expected.accuracy, strict=True)))
+    assert abs(sum(g["bias"] for g in bn["graders"])) < 1e-9
+    tables = report_tables(run, show_names=False)
+    assert len(tables["model_reliability"].rows) == 3 and len(tables["model_noise"].rows) == 3
+
+
+@pytest.mark.parametrize("fmt", ["csv", "json", "parquet"])
+def test_ground_truth_has_the_model_label_and_score_with_their_uncertainty(run, judged_campaign, fmt):
+    body = export.ground_truth_bytes(run, export.Filters(), fmt)
+    if fmt == "csv":
+        frame = pd.read_csv(io.StringIO(body.decode()), comment="#", float_precision="round_trip")
+    elif fmt == "json":
+        frame = pd.DataFrame(json.loads(body)["units"])
+    else:
+        frame = pd.read_parquet(io.BytesIO(body))
+    assert len(frame) == judged_campaign.units.count() == 15
+    ds = dawid_skene(_judgments(judged_campaign, "broad"), categories=["NS", "SS", "VS"])
+    fine = _judgments(judged_campaign, "fine").astype({"value": float})
+    bn = bias_noise(fine)
+    frame = frame.set_index("unit_id").loc[ds.units]
+    assert list(frame["model_label"]) == list(ds.labels)
+    np.testing.assert_allclose(frame["model_probability"], ds.probability, rtol=1e-12)
+    np.testing.assert_allclose(frame.loc[bn.units, "model_score"], bn.score, rtol=1e-12)
+    np.testing.assert_allclose(frame.loc[bn.units, "model_se"], bn.score_se, rtol=1e-12)
