@@ -108,6 +108,40 @@ def _e_step(c: _Coded, priors: np.ndarray, confusion: np.ndarray, n_units: int) 
     return np.exp(log_joint - norm), float(norm.sum())
 
 
+def _em(c: _Coded, k: int, *, smoothing: float = SMOOTHING, tol: float = TOL, max_iter: int = MAX_ITER,
+        start: np.ndarray | None = None) -> tuple[np.ndarray, np.ndarray, np.ndarray, float, int, bool]:
+    n_units = c.units.size
+    if start is None:
+        posterior = np.zeros((n_units, k))
+        np.add.at(posterior, (c.unit, c.value), 1.0)
+        posterior /= posterior.sum(axis=1, keepdims=True)
+    else:
+        posterior = start
+    priors, confusion = _m_step(c, posterior, k, smoothing)
+    converged, iterations, log_likelihood = False, 0, float("nan")
+    while iterations < max_iter:
+        new, log_likelihood = _e_step(c, priors, confusion, n_units)
+        change = float(np.abs(new - posterior).max())
+        posterior, iterations = new, iterations + 1
+        priors, confusion = _m_step(c, posterior, k, smoothing)
+        if change < tol:
+            converged = True
+            break
+    return posterior, priors, confusion, log_likelihood, iterations, converged
+
+
+def dawid_skene_codes(unit: np.ndarray, grader: np.ndarray, value: np.ndarray, *, n_units: int, n_graders: int,
+                      k: int, start: np.ndarray | None = None, max_iter: int = MAX_ITER,
+                      ) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """Dawid–Skene on integer codes (units 0..n_units-1 each with at least one judgment, graders
+    0..n_graders-1, values 0..k-1), for simulations: posterior (n_units, k), priors (k,) and
+    confusion (n_graders, k, k). Same smoothing and stopping rule as `dawid_skene`; the start is the
+    soft majority vote, or ``start`` (a previous posterior, to refit after a few more judgments)."""
+    c = _Coded(unit, grader, value, np.arange(n_units), np.arange(n_graders))
+    posterior, priors, confusion, *_ = _em(c, k, start=start, max_iter=max_iter)
+    return posterior, priors, confusion
+
+
 def dawid_skene(judgments: pd.DataFrame, *, categories: Sequence | None = None, smoothing: float = SMOOTHING,
                 tol: float = TOL, max_iter: int = MAX_ITER) -> DawidSkeneResult:
     """Dawid–Skene EM for categorical judgments.
@@ -136,20 +170,8 @@ def dawid_skene(judgments: pd.DataFrame, *, categories: Sequence | None = None, 
     if categories.size < 2 or len(set(categories.tolist())) != categories.size:
         raise ValueError(f"`categories` must hold at least two distinct values, got {short(categories.tolist())}")
     c = _coded(judgments, value_codes=categories.tolist())
-    k, n_units = categories.size, c.units.size
-    posterior = np.zeros((n_units, k))
-    np.add.at(posterior, (c.unit, c.value), 1.0)
-    posterior /= posterior.sum(axis=1, keepdims=True)
-    priors, confusion = _m_step(c, posterior, k, smoothing)
-    converged, iterations, log_likelihood = False, 0, float("nan")
-    while iterations < max_iter:
-        new, log_likelihood = _e_step(c, priors, confusion, n_units)
-        change = float(np.abs(new - posterior).max())
-        posterior, iterations = new, iterations + 1
-        priors, confusion = _m_step(c, posterior, k, smoothing)
-        if change < tol:
-            converged = True
-            break
+    posterior, priors, confusion, log_likelihood, iterations, converged = _em(
+        c, categories.size, smoothing=smoothing, tol=tol, max_iter=max_iter)
     labels = posterior.argmax(axis=1)
     accuracy = np.einsum("t,gtt->g", priors, confusion)
     return DawidSkeneResult(c.units, c.graders, categories, posterior, categories[labels], posterior.max(axis=1),
