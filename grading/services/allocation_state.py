@@ -102,6 +102,22 @@ def assignments_added(*, campaign: Campaign) -> None:
         allocation_state_build(campaign=campaign)
 
 
+def allocation_model_set(*, campaign_id: int, categories: list[str], priors: list[float],
+                         confusion_by_grader: dict[int, list[list[float]]]) -> None:
+    """Store a fitted Dawid–Skene grader model for the `uncertainty` policy (the analysis run fits it)
+    and, under that policy, recompute every unit's posterior entropy with it."""
+    campaign = Campaign.objects.filter(pk=campaign_id).first()
+    if campaign is None or campaign.scheme not in VALUE_FIELD or [str(c) for c in categories] != categories_of(campaign):
+        return
+    model = {"categories": list(categories), "priors": list(priors),
+             "theta": {str(g): m for g, m in confusion_by_grader.items()}}
+    with transaction.atomic():
+        state = allocation_state_get(campaign=campaign)
+        CampaignAllocation.objects.filter(pk=state.pk).update(model=model)
+        if campaign.policy == Policy.UNCERTAINTY:
+            allocation_state_build(campaign=campaign)
+
+
 def _tallies(unit_ids: list[int], campaign: Campaign, *, whole_campaign: bool = False) -> dict[int, _Tally]:
     field = VALUE_FIELD.get(campaign.scheme)
     tallies: dict[int, _Tally] = defaultdict(lambda: _Tally(judged=[]))
@@ -170,4 +186,4 @@ def spread(values: list[Any], *, numeric: bool) -> float:
     return -sum(c / n * math.log2(c / n) for c in Counter(values).values()) + 0.0
 
 
-__all__ = ["allocation_state_build", "allocation_state_get", "assignments_added", "categories_of", "spread", "units_changed"]
+__all__ = ["allocation_model_set", "allocation_state_build", "allocation_state_get", "assignments_added", "categories_of", "spread", "units_changed"]

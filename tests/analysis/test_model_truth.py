@@ -64,3 +64,17 @@ def test_ground_truth_has_the_model_label_and_score_with_their_uncertainty(run, 
     np.testing.assert_allclose(frame["model_probability"], ds.probability, rtol=1e-12)
     np.testing.assert_allclose(frame.loc[bn.units, "model_score"], bn.score, rtol=1e-12)
     np.testing.assert_allclose(frame.loc[bn.units, "model_se"], bn.score_se, rtol=1e-12)
+
+
+def test_the_run_gives_the_uncertainty_policy_its_grader_model(judged_campaign):
+    from grading.models import CampaignAllocation
+    from grading.models.choices import Policy
+
+    judged_campaign.policy = Policy.UNCERTAINTY
+    judged_campaign.save()
+    run = AnalysisRun.objects.create(campaign=judged_campaign, parameters=runs.parameters_clean({"n_boot": 20}), seed=1)
+    run_execute(run_id=run.pk)
+    model = CampaignAllocation.objects.get(campaign=judged_campaign).model
+    assert model["categories"] == ["NS", "SS", "VS"] and len(model["theta"]) == 3
+    fitted = {g["grader"]: g["confusion"] for g in AnalysisRun.objects.get(pk=run.pk).result["model"]["dawid_skene"]["graders"]}
+    assert model["theta"] == {str(g): c for g, c in fitted.items()}
