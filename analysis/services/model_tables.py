@@ -40,4 +40,32 @@ def model_tables(result: dict[str, Any], names: dict[int, str]) -> dict[str, Tab
             "much higher (+) or lower (−) than the others the grader scores on average (biases sum to 0). Noise: the "
             "typical size of the grader's random error; the model score of a unit weights graders by 1/noise². "
             f"The median standard error of a unit's model score is {bn['median_se']:.2f}."))
+    tables.update(_accounting_tables(result.get("accounting") or {}))
+    return tables
+
+
+def _accounting_tables(acc: dict[str, Any]) -> dict[str, Table]:
+    if not acc:
+        return {}
+    budget = acc["budget"]
+    rows = [{"what": "Policy", "value": acc["policy"]},
+            {"what": "Judgments made", "value": acc["judgments"]},
+            {"what": "Assignments made (initial and extra)", "value": acc["assignments"]},
+            {"what": "Budget (assignments allowed)", "value": budget if budget is not None else "no limit"},
+            {"what": "Budget left", "value": budget - acc["assignments"] if budget is not None else "—"},
+            {"what": "Units settled", "value": acc["units_settled"]},
+            {"what": "Units still open", "value": acc["units_open"]}]
+    rows += [{"what": f"Extra assignments: {r['reason']}", "value": r["assignments"]} for r in acc["extra_by_reason"]]
+    rows += [{"what": f"Units now: {r['state']}", "value": r["units"]} for r in acc["units_by_state"]]
+    tables = {"accounting": Table("Allocation accounting", [("what", "What"), ("value", "Value")], rows, note=(
+        "A unit is open while it waits for judgments already assigned or the policy wants one more judgment for it; "
+        "it is settled when the policy wants nothing more or it has reached the maximum overlap."))}
+    if acc.get("simulated"):
+        tables["allocation_simulated"] = Table("Simulated: judgments against accuracy for a campaign like this one", [
+            ("policy", "Policy"), ("aggregation", "Aggregated by"), ("judgments", "Judgments"),
+            ("per_unit", "Per unit"), ("accuracy", "Accuracy"), ("share_of_baseline", "Share of fixed@max")],
+            acc["simulated"], note=(
+            "1,000 simulated units with this campaign's categories and overlaps, judged by graders as accurate as "
+            "the model estimates yours, averaged over 2 seeds; accuracy is the share of units whose aggregated "
+            "label is the true one. fixed@max gives every unit the maximum overlap."))
     return tables

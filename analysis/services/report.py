@@ -99,6 +99,9 @@ def report_compute(*, campaign_id: int, parameters: dict[str, Any], seed: int,
         ds = result["model"]["dawid_skene"]
         allocation_model_set(campaign_id=campaign_id, categories=ds["categories"], priors=ds["priors"],
                              confusion_by_grader={g["grader"]: g["confusion"] for g in ds["graders"]})
+    from analysis.services.accounting import accounting  # adaptive allocation's accounting (§5.6)
+
+    result["accounting"] = accounting(campaign_id=campaign_id, model=result["model"])
     progress.stage("queries", 85)
     result["queries"] = behaviour.queries(data.judgments, data.spec, units, data.query_labels)
     if data.scheme == Scheme.ORDERING:

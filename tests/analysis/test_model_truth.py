@@ -78,3 +78,13 @@ def test_the_run_gives_the_uncertainty_policy_its_grader_model(judged_campaign):
     assert model["categories"] == ["NS", "SS", "VS"] and len(model["theta"]) == 3
     fitted = {g["grader"]: g["confusion"] for g in AnalysisRun.objects.get(pk=run.pk).result["model"]["dawid_skene"]["graders"]}
     assert model["theta"] == {str(g): c for g, c in fitted.items()}
+
+
+def test_the_report_accounts_for_allocation(run, judged_campaign):
+    acc = run.result["accounting"]
+    assert acc["assignments"] == 45 and acc["judgments"] == 45 and acc["budget"] is None
+    assert acc["units_settled"] + acc["units_open"] == 15
+    sims = {(r["policy"], r["aggregation"]) for r in acc.get("simulated", [])}
+    tables = report_tables(run, show_names=False)
+    assert len(tables["accounting"].rows) >= 7
+    assert not sims or ("fixed@max", "majority") in sims
