@@ -17,6 +17,7 @@ class NeedReason(models.TextChoices):
     CONFUSABLE = "confusable", "Among the most confusable"
     QUERY_DEVIATION = "query_deviation", "Its query disagrees unusually"
     UNCERTAIN = "uncertain", "Model posterior uncertain"
+    ORDERINGS_DISAGREE = "orderings_disagree", "Graders' orderings disagree"
     SETTLED = "settled", "Settled"
     BUSY = "busy", "Judgments still open"
     MAX_OVERLAP = "max_overlap", "Maximum overlap reached"

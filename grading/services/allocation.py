@@ -23,7 +23,7 @@ from django.utils import timezone
 from grading.errors import CampaignClosed
 from grading.models import Assignment, Campaign, Judgment
 from grading.models.allocation import CampaignAllocation, NeedReason, UnitAllocation
-from grading.models.choices import AssignmentSource, AssignmentStatus, Policy
+from grading.models.choices import AssignmentSource, AssignmentStatus, Policy, Scheme
 from grading.services.allocation_state import allocation_state_get, categories_of
 from grading.services.grader_model import expected_entropy_drop
 from grading.services.payloads import VALUE_FIELD
@@ -104,7 +104,11 @@ def _reclaim_expired(grader: AbstractBaseUser, campaign: Campaign, now) -> Assig
 
 
 def _extra(grader: AbstractBaseUser, campaign: Campaign) -> tuple[Assignment | None, str | None]:
-    if campaign.policy == Policy.FIXED or campaign.scheme not in VALUE_FIELD:
+    if campaign.policy == Policy.FIXED:
+        return None, NOTHING_NEEDED
+    if campaign.scheme == Scheme.ORDERING:
+        return _ordering_extra(grader, campaign)
+    if campaign.scheme not in VALUE_FIELD:
         return None, NOTHING_NEEDED
     state = allocation_state_get(campaign=campaign)
     if campaign.budget is not None and state.n_assignments >= campaign.budget:
@@ -128,6 +132,15 @@ def _extra(grader: AbstractBaseUser, campaign: Campaign) -> tuple[Assignment | N
     row.needs_more, row.reason, row.priority = False, NeedReason.BUSY, 0.0
     row.save(update_fields=["n_assigned", "n_open", "needs_more", "reason", "priority", "updated_at"])
     return assignment, None
+
+
+def _ordering_extra(grader: AbstractBaseUser, campaign: Campaign) -> tuple[Assignment | None, str | None]:
+    from grading.services.ordering_allocation import ordering_extra
+
+    if campaign.budget is not None and Assignment.objects.filter(campaign=campaign).count() >= campaign.budget:
+        return None, BUDGET_SPENT
+    assignment = ordering_extra(grader, campaign, _next_position(grader, campaign))
+    return (assignment, None) if assignment is not None else (None, NOTHING_NEEDED)
 
 
 def _wanted(grader: AbstractBaseUser, campaign: Campaign):
