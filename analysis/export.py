@@ -68,6 +68,7 @@ def ground_truth_frame(run: AnalysisRun, filters: Filters) -> pd.DataFrame:
               "median", "majority", "dif", "std", "entropy", *BROAD_COLUMNS, "distribution", *MODEL_COLUMNS]
     frame = _unit_frame(qs.values_list(*fields), [*COLUMNS, *BROAD_COLUMNS, "distribution", *MODEL_COLUMNS])
     frame = _model_columns(frame, run)
+    frame = _adjudicated_columns(frame, run)
     if frame["n_ns"].notna().any():
         frame = frame.drop(columns="distribution")
         frame[BROAD_COLUMNS] = frame[BROAD_COLUMNS].astype("Int64")
@@ -98,6 +99,17 @@ def _model_columns(frame: pd.DataFrame, run: AnalysisRun) -> pd.DataFrame:
                 frame[pair[0]] = values
         else:
             frame = frame.drop(columns=pair)
+    return frame
+
+
+def _adjudicated_columns(frame: pd.DataFrame, run: AnalysisRun) -> pd.DataFrame:
+    """The organizer's adjudicated value where there is one (as it stands at export time), and a flag."""
+    from grading.models import Adjudication
+
+    values = dict(Adjudication.objects.filter(campaign_id=run.campaign_id).values_list("unit_id", "value"))
+    frame["adjudicated_value"] = frame["unit_id"].map(values).astype(object)
+    frame["adjudicated_value"] = frame["adjudicated_value"].where(frame["adjudicated_value"].notna(), None)
+    frame["adjudicated"] = frame["unit_id"].isin(values)
     return frame
 
 

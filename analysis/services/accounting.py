@@ -9,7 +9,7 @@ import numpy as np
 from django.db.models import Count
 
 from analysis.metrics.allocation import compare_policies_long, simulate_judgments
-from grading.models import Assignment, Campaign, Judgment, UnitAllocation
+from grading.models import Adjudication, Assignment, Campaign, Judgment, UnitAllocation
 from grading.models.allocation import NeedReason
 from grading.models.choices import AssignmentSource, Policy
 from grading.services.payloads import VALUE_FIELD
@@ -36,6 +36,7 @@ def accounting(*, campaign_id: int, model: dict[str, Any]) -> dict[str, Any]:
         "extra_by_reason": [{"reason": labels.get(r, r or "not recorded"), "assignments": n} for r, n in sorted(extras.items())],
         "units_settled": sum(n for r, n in states.items() if r not in OPEN_REASONS),
         "units_open": sum(n for r, n in states.items() if r in OPEN_REASONS),
+        "units_adjudicated": Adjudication.objects.filter(campaign=campaign).count(),
         "units_by_state": [{"state": labels.get(r, r), "units": n} for r, n in sorted(states.items())],
     }
     ds = model.get("dawid_skene")

@@ -54,7 +54,8 @@ def _accounting_tables(acc: dict[str, Any]) -> dict[str, Table]:
             {"what": "Budget (assignments allowed)", "value": budget if budget is not None else "no limit"},
             {"what": "Budget left", "value": budget - acc["assignments"] if budget is not None else "—"},
             {"what": "Units settled", "value": acc["units_settled"]},
-            {"what": "Units still open", "value": acc["units_open"]}]
+            {"what": "Units still open", "value": acc["units_open"]},
+            {"what": "Units adjudicated by an organizer", "value": acc.get("units_adjudicated", 0)}]
     rows += [{"what": f"Extra assignments: {r['reason']}", "value": r["assignments"]} for r in acc["extra_by_reason"]]
     rows += [{"what": f"Units now: {r['state']}", "value": r["units"]} for r in acc["units_by_state"]]
     tables = {"accounting": Table("Allocation accounting", [("what", "What"), ("value", "Value")], rows, note=(

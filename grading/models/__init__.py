@@ -1,10 +1,11 @@
 """The grading data model (DESIGN.md §2)."""
-from grading.models.allocation import CampaignAllocation, UnitAllocation
+from grading.models.allocation import Adjudication, CampaignAllocation, UnitAllocation
 from grading.models.campaigns import Campaign, CampaignRole, GuidelinesVersion
 from grading.models.items import Candidate, CandidateProvenance, Query, System, SystemOutput, Unit
 from grading.models.judgments import Assignment, GradingEvent, Judgment, Ordering
 
 __all__ = [
+    "Adjudication",
     "Assignment",
     "Campaign",
     "CampaignAllocation",

@@ -3,11 +3,13 @@ judgments arrive (docs/design.md §5.6, "Cost of next"), so that a grader's next
 indexed query instead of by reading the whole campaign."""
 from __future__ import annotations
 
+from django.conf import settings
 from django.db import models
 from django.db.models import Q
 
 from grading.models.campaigns import Campaign
 from grading.models.items import Unit
+from grading.models.judgments import GradingEvent
 
 
 class NeedReason(models.TextChoices):
@@ -69,3 +71,19 @@ class CampaignAllocation(models.Model):
 
     def __str__(self) -> str:
         return f"allocation of campaign {self.campaign_id}"
+
+
+class Adjudication(models.Model):
+    """An organizer's value for a unit the graders could not settle, with a note. Ground truth takes
+    it and flags it. Every adjudication is also an `adjudicated` GradingEvent (the last one counts)."""
+
+    unit = models.OneToOneField(Unit, primary_key=True, on_delete=models.CASCADE, related_name="adjudication")
+    campaign = models.ForeignKey(Campaign, on_delete=models.CASCADE, related_name="adjudications")
+    value = models.CharField(max_length=100)
+    note = models.TextField(blank=True)
+    organizer = models.ForeignKey(settings.AUTH_USER_MODEL, on_delete=models.PROTECT, related_name="+")
+    event = models.ForeignKey(GradingEvent, on_delete=models.PROTECT, related_name="+")
+    updated_at = models.DateTimeField(auto_now=True)
+
+    def __str__(self) -> str:
+        return f"unit {self.unit_id} adjudicated {self.value}"

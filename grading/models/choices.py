@@ -67,6 +67,7 @@ class EventType(models.TextChoices):
     SKIP = "skip"
     GUIDELINES_VIEWED = "guidelines_viewed"
     HINT_SHOWN = "hint_shown"
+    ADJUDICATED = "adjudicated"  # an organizer settles a unit's value (never a grader judgment)
 
 
 class PairwiseVerdict(models.TextChoices):

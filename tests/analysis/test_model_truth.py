@@ -88,3 +88,14 @@ def test_the_report_accounts_for_allocation(run, judged_campaign):
     tables = report_tables(run, show_names=False)
     assert len(tables["accounting"].rows) >= 7
     assert not sims or ("fixed@max", "majority") in sims
+
+
+def test_ground_truth_carries_the_adjudicated_value_and_flag(run, judged_campaign, organizer):
+    from grading.services.adjudication import adjudication_record
+
+    unit = judged_campaign.units.order_by("pk").first()
+    adjudication_record(organizer=organizer, unit=unit, value="NS", note="checked")
+    frame = pd.DataFrame(json.loads(export.ground_truth_bytes(run, export.Filters(), "json"))["units"])
+    assert len(frame) == 15 and frame["adjudicated"].sum() == 1
+    row = frame.set_index("unit_id").loc[unit.pk]
+    assert row["adjudicated_value"] == "NS" and bool(row["adjudicated"])
