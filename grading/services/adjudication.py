@@ -41,7 +41,10 @@ def adjudication_record(*, organizer: AbstractBaseUser, unit: Unit, value: Any, 
             value = float(value)
         except ValueError:
             raise InvalidValue(f"value must be a number, got {value!r}.", field="value", value=value) from None
-    parsed = payloads.parse(campaign, kind, {"value": value}, query=None)
+    try:
+        parsed = payloads.parse(campaign, kind, {"value": value}, query=None)
+    except InvalidValue as exc:  # the same checks as a grader's value, named as this form's field
+        raise InvalidValue(exc.message.replace("payload.value", "value"), field="value", value=value) from None
     note = (note or "").strip()
     if len(note) > MAX_NOTE:
         raise InvalidValue(f"note is longer than {MAX_NOTE} characters.", field="note", value=len(note))

@@ -41,6 +41,24 @@ def test_graders_cannot_adjudicate_nor_post_adjudicated_events(setup):
 
 def test_a_bad_value_is_named_and_nothing_is_stored(setup):
     _, organizer, unit = setup
-    with pytest.raises(InvalidValue, match="payload.value"):
+    with pytest.raises(InvalidValue, match="value must be one of NS, SS, VS, got 'XX'"):
         adjudication_record(organizer=organizer, unit=unit, value="XX")
     assert not Adjudication.objects.exists() and not GradingEvent.objects.filter(type="adjudicated").exists()
+
+
+def test_the_page_lists_disagreeing_units_and_records_a_value(client, setup):
+    campaign, organizer, unit = setup
+    a, b = graders_of(campaign)
+    for grader, broad in ((a, "VS"), (b, "NS")):
+        record(grader, campaign, "broad_set", {"value": broad}, unit=unit)
+        record(grader, campaign, "fine_set", {"value": 5.0}, unit=unit)
+    client.force_login(organizer)
+    url = f"/campaigns/{campaign.pk}/adjudicate/"
+    page = client.get(url + "?sort=uncertainty")
+    assert page.status_code == 200 and f"Unit {unit.external_id}" in page.content.decode()
+    bad = client.post(url, {"unit": unit.pk, "value": "XX", "note": ""})
+    assert bad.status_code == 400 and "value must be one of" in bad.content.decode()
+    done = client.post(url, {"unit": unit.pk, "value": "SS", "note": "both half right"})
+    assert done.status_code == 302 and Adjudication.objects.get(unit=unit).value == "SS"
+    client.force_login(a)
+    assert client.get(url).status_code == 403
