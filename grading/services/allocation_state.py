@@ -112,9 +112,11 @@ def allocation_model_set(*, campaign_id: int, categories: list[str], priors: lis
     model = {"categories": list(categories), "priors": list(priors),
              "theta": {str(g): m for g, m in confusion_by_grader.items()}}
     with transaction.atomic():
-        state = allocation_state_get(campaign=campaign)
-        CampaignAllocation.objects.filter(pk=state.pk).update(model=model)
-        if campaign.policy == Policy.UNCERTAINTY:
+        # One row's update; the whole state is recomputed only where the model decides allocation.
+        if not CampaignAllocation.objects.filter(campaign=campaign).update(model=model):
+            CampaignAllocation.objects.get_or_create(campaign=campaign, defaults={"model": model})
+            allocation_state_build(campaign=campaign)
+        elif campaign.policy == Policy.UNCERTAINTY:
             allocation_state_build(campaign=campaign)
 
 
