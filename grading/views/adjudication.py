@@ -19,8 +19,7 @@ from grading.services.grader_model import posterior_entropy
 from grading.services.payloads import VALUE_FIELD
 
 PAGE = 30
-SORTS = {"confusability": "Most confusable first (entropy of the judgments, or their range)",
-         "uncertainty": "Most uncertain first (entropy of the model's posterior)"}
+SORTS = {"confusability": "Most confusable first", "uncertainty": "Most uncertain first (model)"}
 
 
 @login_required
