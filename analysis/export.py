@@ -38,6 +38,7 @@ MEASURES = ("std", "dif", "entropy")
 COLUMNS = ["unit", "unit_id", "query", "candidate", "n", "mean", "median", "majority", "dif", "std", "entropy"]
 BROAD_COLUMNS = ["n_ns", "n_ss", "n_vs"]
 BROAD_LABELS = ["NS", "SS", "VS"]
+MODEL_COLUMNS = ["model_label", "model_probability", "model_score", "model_se"]
 EVENT_COLUMNS = ["id", "server_ts", "client_ts", "grader", "unit", "query", "type", "payload", "session_id", "seq",
                  "guidelines_version"]
 EVENT_CHUNK = 5_000
@@ -68,39 +69,64 @@ def _ground_truth_qs(run: AnalysisRun, filters: Filters) -> Any:
 
 
 _GT_FIELDS = ["unit__external_id", "unit_id", "unit__query__external_id", "unit__candidate__public_id", "n", "mean",
-              "median", "majority", "dif", "std", "entropy", *BROAD_COLUMNS, "distribution"]
-_GT_COLUMNS = [*COLUMNS, *BROAD_COLUMNS, "distribution"]
+              "median", "majority", "dif", "std", "entropy", *BROAD_COLUMNS, "distribution", *MODEL_COLUMNS]
+_GT_COLUMNS = [*COLUMNS, *BROAD_COLUMNS, "distribution", *MODEL_COLUMNS]
+
+
+@dataclass(frozen=True)
+class _Shape:
+    """Which optional columns the export has, decided once for all its rows (chunks share columns)."""
+
+    broad: bool
+    distribution: bool
+    model_label: bool
+    model_score: bool
+    categories: tuple[Any, ...]
+    adjudicated: dict[int, str]
+
+
+def _shape_of(run: AnalysisRun, qs: Any) -> _Shape:
+    from analysis.services.values import value_spec
+    from grading.models import Adjudication
+
+    broad = qs.filter(n_ns__isnull=False).exists()
+    return _Shape(broad=broad, distribution=not broad and qs.filter(distribution__isnull=False).exists(),
+                  model_label=qs.filter(model_label__isnull=False).exists(),
+                  model_score=qs.filter(model_score__isnull=False).exists(),
+                  categories=tuple(value_spec(run.campaign).categories),
+                  # as they stand at export time (adjudicated units are few)
+                  adjudicated=dict(Adjudication.objects.filter(campaign_id=run.campaign_id)
+                                   .values_list("unit_id", "value")))
 
 
 def ground_truth_frame(run: AnalysisRun, filters: Filters) -> pd.DataFrame:
     """One row per unit of the run, filtered; floats exactly as the metrics computed them."""
-    frame = _unit_frame(_ground_truth_qs(run, filters).values_list(*_GT_FIELDS), _GT_COLUMNS)
-    return _ground_truth_shape(frame, broad=bool(frame["n_ns"].notna().any()),
-                               distribution=bool(frame["distribution"].notna().any()))
+    qs = _ground_truth_qs(run, filters)
+    return _ground_truth_shape(_unit_frame(qs.values_list(*_GT_FIELDS), _GT_COLUMNS), _shape_of(run, qs))
 
 
 def ground_truth_chunks(run: AnalysisRun, filters: Filters, *, size: int = 50_000) -> Iterator[pd.DataFrame]:
     """The rows of :func:`ground_truth_frame` as frames of at most `size` rows (at least one frame,
     perhaps empty), with the same columns throughout: memory stays flat however many units."""
     qs = _ground_truth_qs(run, filters)
-    broad = qs.filter(n_ns__isnull=False).exists()
-    distribution = not broad and qs.filter(distribution__isnull=False).exists()
+    shape = _shape_of(run, qs)
     rows = qs.values_list(*_GT_FIELDS).iterator(chunk_size=size)
     first = True
     while (batch := list(islice(rows, size))) or first:
         first = False
-        yield _ground_truth_shape(pd.DataFrame.from_records(batch, columns=_GT_COLUMNS), broad=broad,
-                                  distribution=distribution)
+        yield _ground_truth_shape(pd.DataFrame.from_records(batch, columns=_GT_COLUMNS), shape)
 
 
-def _ground_truth_shape(frame: pd.DataFrame, *, broad: bool, distribution: bool) -> pd.DataFrame:
-    if broad:
+def _ground_truth_shape(frame: pd.DataFrame, shape: _Shape) -> pd.DataFrame:
+    frame = _model_columns(frame, shape)
+    frame = _adjudicated_columns(frame, shape)
+    if shape.broad:
         frame = frame.drop(columns="distribution")
         frame[BROAD_COLUMNS] = frame[BROAD_COLUMNS].astype("Int64")
         frame["majority_broad"] = _majority_broad(frame)
     else:
         frame = frame.drop(columns=BROAD_COLUMNS)
-        if distribution:
+        if shape.distribution:
             frame["distribution"] = frame["distribution"].map(_distribution_json)
         else:
             frame = frame.drop(columns="distribution")
@@ -117,6 +143,31 @@ def _majority_broad(frame: pd.DataFrame) -> list[str | None]:
         return []
     counts = frame[BROAD_COLUMNS].fillna(0).to_numpy(dtype=np.int64)
     return consensus_category(counts, BROAD_LABELS)
+
+
+def _model_columns(frame: pd.DataFrame, shape: _Shape) -> pd.DataFrame:
+    """The model-based label (as the category's name) with its posterior probability, and the model
+    score with its standard error; a pair the campaign's scheme has no model for is left out."""
+    for pair, present in ((["model_label", "model_probability"], shape.model_label),
+                          (["model_score", "model_se"], shape.model_score)):
+        if not present:
+            frame = frame.drop(columns=pair)
+            continue
+        values = frame[pair[0]].astype(float)
+        frame[pair[1]] = frame[pair[1]].astype(float)
+        if pair[0] == "model_label":
+            frame["model_label"] = [None if np.isnan(v) else str(shape.categories[int(v)]) for v in values]
+        else:
+            frame[pair[0]] = values
+    return frame
+
+
+def _adjudicated_columns(frame: pd.DataFrame, shape: _Shape) -> pd.DataFrame:
+    """The organizer's adjudicated value where there is one, and a flag."""
+    unit_ids = frame["unit_id"].astype("int64")
+    frame["adjudicated_value"] = [shape.adjudicated.get(u) for u in unit_ids]
+    frame["adjudicated"] = unit_ids.isin(shape.adjudicated.keys())
+    return frame
 
 
 def _distribution_json(value: Any) -> str | None:

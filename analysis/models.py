@@ -89,6 +89,12 @@ class UnitResult(models.Model):
     n_ss = models.PositiveIntegerField(null=True)
     n_vs = models.PositiveIntegerField(null=True)
     distribution = models.JSONField(null=True, blank=True)
+    # Model-based truth (docs/design.md §5.6): the Dawid–Skene label (its position in the scale, like
+    # `majority`) with its posterior probability; the bias + noise model's score with its standard error.
+    model_label = models.FloatField(null=True)
+    model_probability = models.FloatField(null=True)
+    model_score = models.FloatField(null=True)
+    model_se = models.FloatField(null=True)
 
     class Meta:
         ordering = ["run_id", "unit_id"]

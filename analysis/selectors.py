@@ -73,6 +73,7 @@ def unit_events_frame(*, campaign_id: int) -> pd.DataFrame:
     """
     qs = (
         GradingEvent.objects.filter(campaign_id=campaign_id, unit__isnull=False)
+        .exclude(type=EventType.ADJUDICATED)  # an organizer's verdict, not a grader's work
         .order_by()
         .values_list("grader_id", "unit_id", "type", "client_ts", "seq", "server_ts", KT("payload__value"),
                      KT("payload__action"), KT("payload__visible"))

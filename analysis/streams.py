@@ -69,8 +69,10 @@ def ground_truth_json(run: AnalysisRun, filters: export.Filters) -> Iterator[str
 def _arrow_type(column: str) -> Any:
     import pyarrow as pa
 
-    if column in export.TEXT_COLUMNS:
+    if column in export.TEXT_COLUMNS or column in ("model_label", "adjudicated_value"):
         return pa.string()
+    if column == "adjudicated":
+        return pa.bool_()
     if column in export.INT_COLUMNS:
         return pa.int64()
     return pa.float64()

@@ -90,8 +90,13 @@ def judgment_list_for_grader(*, grader: AbstractBaseUser, campaign: Campaign) ->
     return Judgment.objects.filter(grader=grader, campaign=campaign).order_by("unit_id")
 
 
-def judgments_by_unit(*, grader: AbstractBaseUser, campaign: Campaign) -> dict[int, Judgment]:
-    return {j.unit_id: j for j in judgment_list_for_grader(grader=grader, campaign=campaign)}
+def judgments_by_unit(*, grader: AbstractBaseUser, campaign: Campaign, unit_ids: list[int | None] | None = None,
+                      ) -> dict[int, Judgment]:
+    """The grader's judgments by unit id; only of `unit_ids` when given (a bounded read)."""
+    judgments = judgment_list_for_grader(grader=grader, campaign=campaign)
+    if unit_ids is not None:
+        judgments = judgments.filter(unit_id__in=[u for u in unit_ids if u is not None])
+    return {j.unit_id: j for j in judgments}
 
 
 @dataclass

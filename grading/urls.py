@@ -1,6 +1,6 @@
 from django.urls import path
 
-from grading.views import grader
+from grading.views import adjudication, grader
 from grading.views.organizer import campaign as org_campaign
 from grading.views.organizer import create as org_create
 from grading.views.organizer import members as org_members
@@ -25,4 +25,5 @@ urlpatterns = [
     path("organize/campaigns/<int:campaign_id>/assign/", org_members.assign_initial, name="assign-initial"),
     path("organize/campaigns/<int:campaign_id>/progress/", org_progress.progress, name="progress"),
     path("organize/campaigns/<int:campaign_id>/progress.json", org_progress.progress_json, name="progress-json"),
+    path("campaigns/<int:campaign_id>/adjudicate/", adjudication.adjudicate, name="adjudicate"),
 ]

@@ -76,3 +76,7 @@ from .allocation import compare_policies, run_policy, simulate_judgments  # noqa
 from .consensus import consensus_category  # noqa: F401
 from .system_scores import correlation_ci, evaluate_scores  # noqa: F401
 from .systems import friedman, letter_groups, nemenyi, per_query_scores, system_scores  # noqa: F401
+
+# isort: split
+# Model-based truth: Dawid–Skene and bias + noise (docs/design.md §5.6).
+from .dawid_skene import BiasNoiseResult, DawidSkeneResult, bias_noise, dawid_skene  # noqa: F401

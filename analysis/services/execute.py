@@ -20,6 +20,7 @@ from analysis.services.report import report_compute
 logger = logging.getLogger(__name__)
 STORE_BATCH = 5_000
 UNIT_FIELDS = ["n", "mean", "median", "majority", "dif", "std", "entropy", "n_ns", "n_ss", "n_vs"]
+UNIT_FIELDS += ["model_label", "model_probability", "model_score", "model_se"]  # model-based truth (§5.6)
 
 
 class Transient(Exception):

@@ -95,6 +95,21 @@ def report_compute(*, campaign_id: int, parameters: dict[str, Any], seed: int,
                                              tolerance=float(parameters["fine_tolerance"]))
     progress.stage("graders", 80)
     result["graders"] = behaviour.graders(data.judgments, data.spec, data.unit_events, data.pseudonyms)
+    progress.stage("model", 82)
+    from analysis.services.model_section import model_truth
+
+    result["model"], model_units = model_truth(data.judgments, data.spec, data.pseudonyms)
+    if not model_units.empty and not units.empty:
+        units = units.merge(model_units, on="unit", how="left")
+    if result["model"].get("dawid_skene"):  # the uncertainty policy allocates with these graders' reliability
+        from grading.services.allocation_state import allocation_model_set
+
+        ds = result["model"]["dawid_skene"]
+        allocation_model_set(campaign_id=campaign_id, categories=ds["categories"], priors=ds["priors"],
+                             confusion_by_grader={g["grader"]: g["confusion"] for g in ds["graders"]})
+    from analysis.services.accounting import accounting  # adaptive allocation's accounting (§5.6)
+
+    result["accounting"] = accounting(campaign_id=campaign_id, model=result["model"])
     progress.stage("queries", 85)
     result["queries"] = behaviour.queries(data.judgments, data.spec, units, data.query_labels)
     if data.scheme == Scheme.ORDERING:

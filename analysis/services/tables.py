@@ -156,6 +156,9 @@ def report_tables(run: AnalysisRun, *, show_names: bool) -> dict[str, Table]:
         tables.update(_ordering_tables(result["orderings"]))
     tables.update(system_tables(result))
     tables.update(instrument_tables(result))
+    from analysis.services.model_tables import model_tables  # model-based truth (§5.6)
+
+    tables.update(model_tables(result, names))
     return tables
 
 

@@ -160,7 +160,7 @@ class NextAssignmentView(GradingAPIView):
         if assignment is None:
             return Response(status=status.HTTP_204_NO_CONTENT)
         assignment = selectors.assignment_list_for_grader(grader=request.user, campaign=campaign).get(pk=assignment.pk)
-        judgments = selectors.judgments_by_unit(grader=request.user, campaign=campaign)
+        judgments = selectors.judgments_by_unit(grader=request.user, campaign=campaign, unit_ids=[assignment.unit_id])
         return Response(s.AssignmentOut(assignment, context={"judgments": judgments}).data)
 
 

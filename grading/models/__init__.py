@@ -1,11 +1,14 @@
 """The grading data model (docs/design.md §2)."""
+from grading.models.allocation import Adjudication, CampaignAllocation, UnitAllocation
 from grading.models.campaigns import Campaign, CampaignRole, GuidelinesVersion
 from grading.models.items import Candidate, CandidateProvenance, Query, System, SystemOutput, Unit
 from grading.models.judgments import Assignment, GradingEvent, Judgment, Ordering
 
 __all__ = [
+    "Adjudication",
     "Assignment",
     "Campaign",
+    "CampaignAllocation",
     "CampaignRole",
     "Candidate",
     "CandidateProvenance",
@@ -17,4 +20,5 @@ __all__ = [
     "System",
     "SystemOutput",
     "Unit",
+    "UnitAllocation",
 ]

@@ -26,6 +26,7 @@ class Policy(models.TextChoices):
     CONSENSUS = "consensus", "Until consensus"
     CONFUSABILITY = "confusability", "Most confusable first"
     QUERY_DEVIATION = "query_deviation", "Deviating queries"
+    UNCERTAINTY = "uncertainty", "Most uncertain for this grader"
 
 
 class Role(models.TextChoices):
@@ -68,6 +69,7 @@ class EventType(models.TextChoices):
     HINT_SHOWN = "hint_shown"
     SKIP_UNDONE = "skip_undone"
     PAGE_FOCUS = "page_focus"
+    ADJUDICATED = "adjudicated"  # an organizer settles a unit's value (never a grader judgment)
 
 
 class PairwiseVerdict(models.TextChoices):

@@ -26,10 +26,15 @@ class Assignment(models.Model):
     lease_expires_at = models.DateTimeField(null=True, blank=True)
     created_at = models.DateTimeField(auto_now_add=True)
     completed_at = models.DateTimeField(null=True, blank=True)
+    # Adaptive assignments: why the unit was given one more grader (a NeedReason value).
+    allocation_reason = models.CharField(max_length=20, blank=True, default="")
 
     class Meta:
         ordering = ["campaign_id", "grader_id", "position", "id"]
-        indexes = [models.Index(fields=["campaign", "grader", "status"]), models.Index(fields=["unit", "status"])]
+        indexes = [models.Index(fields=["campaign", "grader", "status"]), models.Index(fields=["unit", "status"]),
+                   models.Index(fields=["campaign", "grader", "position"], name="assignment_grader_position"),
+                   models.Index(fields=["campaign", "lease_expires_at"], name="assignment_adaptive_open",
+                                condition=Q(source="adaptive", status="open"))]
         constraints = [
             models.UniqueConstraint(fields=["grader", "unit"], condition=Q(unit__isnull=False), name="assignment_grader_unit_unique"),
             models.UniqueConstraint(

@@ -15,6 +15,7 @@ from grading import schemes
 from grading.errors import InvalidValue
 from grading.models import Assignment, Campaign, CampaignRole, GuidelinesVersion, Query, Unit
 from grading.models.choices import AssignmentSource, CampaignStatus, Policy, Role, Scheme
+from grading.services import allocation_state
 
 PSEUDONYM = re.compile(r"G\d+")
 ROLE_GRANT_ATTEMPTS = 20  # a join loses at most once to each rival joining at the same moment
@@ -154,6 +155,7 @@ def assignments_create_initial(*, campaign: Campaign, seed: int = 0) -> int:
                                   **({"query": target} if by_ordering else {"unit": target, "query_id": target.query_id})))
     _shuffle_positions(new, rng, position)
     Assignment.objects.bulk_create(new)
+    allocation_state.assignments_added(campaign=campaign)
     return len(new)
 
 

@@ -23,7 +23,7 @@ from grading.errors import EventConflict, GradingError, InvalidValue
 from grading.hooks import judgments_changed
 from grading.models import Assignment, Campaign, GradingEvent, Judgment, Ordering
 from grading.models.choices import AssignmentStatus, EventType
-from grading.services import payloads
+from grading.services import allocation_state, payloads
 from grading.services.event_context import EventContext
 from grading.services.event_input import EventInput, client_ts_checked
 
@@ -138,6 +138,9 @@ def _record_batch(grader: AbstractBaseUser, items: list[EventInput], *, look_up_
         except GradingError as exc:
             results.append(exc)
     batch.write()
+    # Adaptive allocation's per-unit state follows the judgments in this same transaction (§5.6).
+    allocation_state.units_changed(unit_ids=[*batch.new_judgments, *batch.changed_judgments,
+                                             *(a.unit_id for a in batch.assignments.values())])
     for campaign_id in batch.campaigns:
         transaction.on_commit(partial(judgments_changed, campaign_id))  # reports read events too (stability)
     return results

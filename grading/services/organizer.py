@@ -12,6 +12,7 @@ from grading import schemes
 from grading.errors import EventConflict, InvalidValue, NotAllowed, NotFound
 from grading.models import Assignment, Campaign, CampaignRole, GradingEvent, Unit
 from grading.models.choices import AssignmentSource, CampaignStatus, Policy, Role
+from grading.services import allocation_state
 from grading.services.campaigns import (
     assignments_create_initial,
     campaign_create,
@@ -118,4 +119,5 @@ def assignments_assign(*, campaign: Campaign, grader: str | None = None, units: 
         Assignment.objects.bulk_create(new)
     except IntegrityError:
         raise InvalidValue("some units were assigned concurrently; try again.", field="units", value=None) from None
+    allocation_state.assignments_added(campaign=campaign)
     return len(new)

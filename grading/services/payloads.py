@@ -37,6 +37,9 @@ MAX_COMMENT = 5000
 
 
 def check_type_fits_scheme(campaign: Campaign, kind: str) -> None:
+    if kind == EventType.ADJUDICATED:  # organizers only, through grading.services.adjudication
+        raise InvalidValue("adjudicated events are recorded by the campaign's organizers, not by graders.",
+                           field="type", value=kind)
     wanted = SCHEME_OF.get(kind)
     if wanted is not None and wanted != campaign.scheme:
         raise InvalidValue(

@@ -16,6 +16,7 @@ from tests.factories import make_campaign, make_user
 
 ARTIFACTS = Path(__file__).resolve().parents[2] / "test-artifacts"
 SECTIONS = ["overview", "agreement", "stability", "confusability", "fine-within-broad", "graders", "queries"]
+SECTIONS += ["model", "accounting"]  # model-based truth and grader reliability; adaptive allocation
 pytestmark = pytest.mark.browser
 
 
@@ -74,6 +75,8 @@ def test_the_report_renders_every_section_and_plot_without_console_errors(browse
     assert page.locator("#section-confusability svg.plot circle.dot").count() == 15  # the crescent
     ARTIFACTS.mkdir(exist_ok=True)
     page.screenshot(path=str(ARTIFACTS / "report.png"), full_page=True)
+    page.set_viewport_size({"width": 390, "height": 900})
+    page.locator("#section-model").screenshot(path=str(ARTIFACTS / "report-model-390.png"))
     assert errors == []
 
 

@@ -94,3 +94,40 @@ def test_graders_racing_for_one_adaptive_slot_get_it_once():
     assert run_threads(race, len(racers)) == []
     assert len(got) == 1
     assert Assignment.objects.filter(unit=unit).count() == 3
+
+
+def test_concurrent_graders_never_exceed_overlap_or_budget_and_the_state_stays_exact():
+    from django.db.models import Count
+
+    from grading.models import UnitAllocation
+    from grading.models.choices import Scheme
+    from grading.services.allocation_state import STATE_FIELDS, allocation_state_build
+
+    campaign = make_campaign(scheme=Scheme.CATEGORICAL, n_queries=3, n_candidates=4, graders=2, overlap=2)
+    campaign.policy, campaign.max_overlap = Policy.CONSENSUS, 4
+    campaign.budget = Assignment.objects.filter(campaign=campaign).count() + 10
+    campaign.save()
+    for a in Assignment.objects.filter(campaign=campaign).order_by("pk"):
+        record(a.grader, campaign, "label_set", {"value": ["bad", "good"][a.pk % 2]}, unit=a.unit)
+    racers = [make_user() for _ in range(8)]
+    from grading.services.campaigns import role_grant
+
+    for user in racers:
+        role_grant(campaign=campaign, user=user, role="grader")
+
+    def work(i: int) -> None:
+        rng = random.Random(i)
+        for _ in range(12):
+            served = assignment_next(grader=racers[i], campaign=campaign)
+            if served is None:
+                return
+            record(racers[i], campaign, "label_set", {"value": rng.choice(["bad", "ok", "good"])}, unit=served.unit)
+
+    assert run_threads(work, len(racers)) == []
+    per_unit = Assignment.objects.filter(campaign=campaign).values("unit").annotate(n=Count("pk"))
+    assert len(per_unit) == 12 and max(u["n"] for u in per_unit) <= campaign.max_overlap
+    assert Assignment.objects.filter(campaign=campaign).count() == campaign.budget  # 10 extras, not one more
+    live = {r.unit_id: tuple(getattr(r, f) for f in STATE_FIELDS[1:]) for r in UnitAllocation.objects.filter(campaign=campaign)}
+    allocation_state_build(campaign=campaign)
+    rebuilt = {r.unit_id: tuple(getattr(r, f) for f in STATE_FIELDS[1:]) for r in UnitAllocation.objects.filter(campaign=campaign)}
+    assert len(live) == 12 and live == rebuilt

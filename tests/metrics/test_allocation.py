@@ -67,3 +67,42 @@ def test_bad_arguments_are_named(kwargs, message):
 def test_accuracies_that_are_not_probabilities_are_refused():
     with pytest.raises(ValueError, match="`accuracy` must hold"):
         simulate_judgments(np.array([0, 1]), np.array([1.2, 0.5, 0.5]), max_overlap=3, n_categories=2, rng=np.random.default_rng(0))
+
+
+def test_expected_entropy_drop_matches_the_apps_plain_implementation():
+    from analysis.metrics.uncertainty_policy import expected_entropy_drop
+    from grading.services.grader_model import expected_entropy_drop as plain
+
+    rng = np.random.default_rng(5)
+    theta = rng.dirichlet(np.ones(3), size=(2, 3))  # 2 graders, rows = truth
+    priors = np.array([0.5, 0.3, 0.2])
+    model = {"priors": priors.tolist(), "theta": {"7": theta[0].tolist(), "8": theta[1].tolist()}}
+    judged = [(7, "b"), (8, "a")]
+    # The posterior after those judgments, computed here by Bayes' rule.
+    post = priors * theta[0][:, 1] * theta[1][:, 0]
+    post /= post.sum()
+    drops = expected_entropy_drop(post[None, :], theta)
+    assert drops.shape == (1, 2)
+    for g, grader_id in enumerate((7, 8)):
+        assert drops[0, g] == pytest.approx(plain(model, judged, grader_id, categories=["a", "b", "c"]), abs=1e-12)
+
+
+def test_an_uninformative_grader_is_expected_to_change_nothing():
+    from analysis.metrics.uncertainty_policy import expected_entropy_drop
+
+    uniform = np.full((1, 3, 3), 1 / 3)
+    assert expected_entropy_drop(np.array([[0.5, 0.25, 0.25]]), uniform)[0, 0] == pytest.approx(0.0, abs=1e-12)
+
+
+def test_uncertainty_with_dawid_skene_beats_consensus_for_fewer_judgments():
+    sim = campaign(4, n=600)
+    unc = run_policy(sim, "uncertainty", initial_overlap=2, max_overlap=5)
+    cons = run_policy(sim, "consensus", initial_overlap=2, max_overlap=5)
+    top = run_policy(sim, "fixed", initial_overlap=5, max_overlap=5)
+    assert unc["judgments"] < cons["judgments"] and unc["judgments"] <= 0.65 * top["judgments"]
+    assert unc["accuracy_ds"] >= top["accuracy"] - 0.01
+
+
+def test_uncertainty_respects_budget_and_maximum_overlap():
+    result = run_policy(campaign(1), "uncertainty", initial_overlap=2, max_overlap=3, budget=1000)
+    assert 800 <= result["judgments"] <= 1000 and result["per_unit"] <= 3

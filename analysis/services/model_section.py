@@ -1,0 +1,76 @@
+"""The report's model-based truth (docs/design.md §5.6): Dawid–Skene on the categories, bias +
+noise on the numbers, each grader's estimated reliability, and per-unit model columns for the
+ground-truth export.
+
+Hidden units (repeats and gold) never reach this: the judgments frame holds graders' real
+judgments only.
+"""
+from __future__ import annotations
+
+from typing import Any
+
+import numpy as np
+import pandas as pd
+
+from analysis.metrics.dawid_skene import bias_noise, dawid_skene
+from analysis.services.values import ValueSpec, categorical_long, numeric_long, with_values
+from grading.models.choices import Scheme
+
+MODEL_COLUMNS = ["model_label", "model_probability", "model_score", "model_se"]
+
+
+def model_truth(judgments: pd.DataFrame, spec: ValueSpec, pseudonyms: dict[int, str],
+                ) -> tuple[dict[str, Any], pd.DataFrame]:
+    """The result section and a per-unit frame (unit + MODEL_COLUMNS; model_label is the category's
+    position in the scale, like ``majority``)."""
+    frame = with_values(judgments, spec) if not judgments.empty else judgments
+    section: dict[str, Any] = {}
+    units = pd.DataFrame(columns=["unit", *MODEL_COLUMNS])
+    if frame.empty:
+        return section, units
+    per_unit = []
+    if spec.has_categories and spec.scheme != Scheme.NUMERIC:
+        cat = categorical_long(frame, spec)
+        if not cat.empty and len(spec.categories) >= 2:
+            fit = dawid_skene(cat[["unit", "grader", "value"]], categories=spec.categories)
+            section["dawid_skene"] = _ds_section(fit, pseudonyms, cat.groupby("grader").size())
+            position = {c: float(i) for i, c in enumerate(spec.categories)}
+            per_unit.append(pd.DataFrame({"unit": fit.units, "model_label": [position[v] for v in fit.labels],
+                                          "model_probability": fit.probability}))
+    if spec.has_numbers and spec.scheme in (Scheme.NUMERIC, Scheme.BROAD_FINE):
+        num = numeric_long(frame)
+        if not num.empty:
+            fit = bias_noise(num[["unit", "grader", "value"]])
+            section["bias_noise"] = _bias_noise_section(fit, pseudonyms, spec)
+            per_unit.append(pd.DataFrame({"unit": fit.units, "model_score": fit.score, "model_se": fit.score_se}))
+    for part in per_unit:
+        units = part if units.empty else units.drop(columns=[c for c in part if c != "unit" and c in units]
+                                                    ).merge(part, on="unit", how="outer")
+    return section, units.reindex(columns=["unit", *MODEL_COLUMNS])
+
+
+def _who(grader: Any, pseudonyms: dict[int, str]) -> str:
+    return pseudonyms.get(int(grader), f"grader-{grader}")
+
+
+def _ds_section(fit: Any, pseudonyms: dict[int, str], counts: pd.Series) -> dict[str, Any]:
+    graders = [{"grader": int(g), "pseudonym": _who(g, pseudonyms), "judgments": int(counts.get(g, 0)),
+                "accuracy": float(fit.accuracy[i]), "confusion": fit.confusion[i].tolist()}
+               for i, g in enumerate(fit.graders)]
+    return {
+        "categories": [str(c) for c in fit.categories], "priors": fit.priors.tolist(),
+        "iterations": fit.iterations, "converged": fit.converged, "log_likelihood": fit.log_likelihood,
+        "units": int(fit.units.size), "settled_95": int((fit.probability >= 0.95).sum()),
+        "graders": sorted(graders, key=lambda r: r["pseudonym"]),
+    }
+
+
+def _bias_noise_section(fit: Any, pseudonyms: dict[int, str], spec: ValueSpec) -> dict[str, Any]:
+    return {
+        "scale": spec.num_label, "iterations": fit.iterations, "converged": fit.converged,
+        "log_likelihood": fit.log_likelihood, "units": int(fit.units.size),
+        "median_se": float(np.median(fit.score_se)),
+        "graders": sorted(({"grader": int(g), "pseudonym": _who(g, pseudonyms), "judgments": int(fit.n_judgments[i]),
+                            "bias": float(fit.bias[i]), "bias_se": float(fit.bias_se[i]), "noise": float(fit.noise[i])}
+                           for i, g in enumerate(fit.graders)), key=lambda r: r["pseudonym"]),
+    }

@@ -1,0 +1,191 @@
+"""Keeping adaptive allocation's per-unit state current (docs/design.md §5.6, "Cost of next").
+
+`units_changed` runs inside the transaction that records judgments (or creates assignments): it
+locks the units' state rows, recounts their judgments and assignments (a handful of rows per unit,
+read by index) and decides, under the campaign's policy, whether each unit needs one more judgment
+and why. `allocation_state_build` computes the state of a whole campaign at once (when allocation is
+first asked for, and after assignments are created in bulk).
+"""
+from __future__ import annotations
+
+import math
+from collections import Counter, defaultdict
+from collections.abc import Iterable
+from dataclasses import dataclass
+from typing import Any
+
+from django.db import transaction
+
+from grading.models import Assignment, Campaign, Judgment, Unit
+from grading.models.allocation import CampaignAllocation, NeedReason, UnitAllocation
+from grading.models.choices import AssignmentStatus, Policy, Scheme
+from grading.services.grader_model import posterior_entropy
+from grading.services.payloads import VALUE_FIELD
+
+STATE_FIELDS = ["campaign", "query_id", "n_judgments", "n_assigned", "n_open", "values", "spread", "disagree",
+                "needs_more", "reason", "priority"]
+
+
+@dataclass
+class _Tally:
+    """What is known of one unit: its judgments (grader, value) and its assignments."""
+
+    judged: list[tuple[int, Any]]
+    n_assigned: int = 0
+    n_open: int = 0
+
+
+def units_changed(*, unit_ids: Iterable[int | None]) -> None:
+    """Recompute the allocation state of these units (call inside the writing transaction).
+
+    Campaigns whose state has not been built yet are left alone: it is built, complete, when
+    allocation is first asked for.
+    """
+    ids = sorted({u for u in unit_ids if u is not None})
+    if not ids:
+        return
+    # Lock the rows first (in a fixed order), so that a concurrent extra assignment on one of these
+    # units is either committed before we count, or waits for us.
+    rows = list(UnitAllocation.objects.select_for_update(of=("self",)).filter(unit_id__in=ids).order_by("unit_id")
+                .select_related("campaign", "campaign__allocation"))
+    if not rows:
+        return
+    by_campaign: dict[int, list[UnitAllocation]] = defaultdict(list)
+    for row in rows:
+        by_campaign[row.campaign_id].append(row)
+    for group in by_campaign.values():
+        tallies = _tallies([r.unit_id for r in group], group[0].campaign)
+        for row in group:
+            _decide(row, row.campaign, tallies[row.unit_id])
+    if len(rows) == 1:
+        rows[0].save(update_fields=STATE_FIELDS[1:])
+    else:
+        UnitAllocation.objects.bulk_update(rows, STATE_FIELDS[1:])
+
+
+@transaction.atomic
+def allocation_state_build(*, campaign: Campaign, only_if_missing: bool = False) -> CampaignAllocation:
+    """Compute every unit's allocation state and the campaign's assignment count from scratch.
+
+    The units' state rows are locked first (in unit order, as `units_changed` and the next-unit
+    request lock them), then the campaign's row, so a rebuild never deadlocks with them and never
+    overwrites a newer count with an older one.
+    """
+    list(UnitAllocation.objects.select_for_update().filter(campaign=campaign).order_by("unit_id").values_list("pk"))
+    state, created = CampaignAllocation.objects.select_for_update().get_or_create(campaign=campaign)
+    if only_if_missing and not created:
+        return state  # another request built it meanwhile
+    units = list(Unit.objects.filter(campaign=campaign).values_list("pk", "query_id"))
+    tallies = _tallies([u for u, _ in units], campaign, whole_campaign=True)
+    rows = []
+    for unit_id, query_id in units:
+        row = UnitAllocation(unit_id=unit_id, campaign=campaign, query_id=query_id)
+        _decide(row, campaign, tallies[unit_id], model=state.model)
+        rows.append(row)
+    UnitAllocation.objects.bulk_create(rows, batch_size=2000, update_conflicts=True, unique_fields=["unit"],
+                                       update_fields=STATE_FIELDS)
+    state.n_assignments = Assignment.objects.filter(campaign=campaign).count()
+    state.save(update_fields=["n_assignments"])
+    return state
+
+
+def allocation_state_get(*, campaign: Campaign) -> CampaignAllocation:
+    """The campaign's allocation state. It is built when assignments are created; a campaign from
+    before allocation state existed has it built here, on first use."""
+    state = CampaignAllocation.objects.filter(campaign=campaign).first()
+    return state if state is not None else allocation_state_build(campaign=campaign, only_if_missing=True)
+
+
+def assignments_added(*, campaign: Campaign) -> None:
+    """Assignments were created in bulk (initial overlap, organizer): rebuild the campaign's state."""
+    if campaign.scheme in VALUE_FIELD:
+        allocation_state_build(campaign=campaign)
+
+
+def allocation_model_set(*, campaign_id: int, categories: list[str], priors: list[float],
+                         confusion_by_grader: dict[int, list[list[float]]]) -> None:
+    """Store a fitted Dawid–Skene grader model for the `uncertainty` policy (the analysis run fits it)
+    and, under that policy, recompute every unit's posterior entropy with it."""
+    campaign = Campaign.objects.filter(pk=campaign_id).first()
+    if campaign is None or campaign.scheme not in VALUE_FIELD or [str(c) for c in categories] != categories_of(campaign):
+        return
+    model = {"categories": list(categories), "priors": list(priors),
+             "theta": {str(g): m for g, m in confusion_by_grader.items()}}
+    with transaction.atomic():
+        # One row's update; the whole state is recomputed only where the model decides allocation.
+        if not CampaignAllocation.objects.filter(campaign=campaign).update(model=model):
+            CampaignAllocation.objects.get_or_create(campaign=campaign, defaults={"model": model})
+            allocation_state_build(campaign=campaign)
+        elif campaign.policy == Policy.UNCERTAINTY:
+            allocation_state_build(campaign=campaign)
+
+
+def _tallies(unit_ids: list[int], campaign: Campaign, *, whole_campaign: bool = False) -> dict[int, _Tally]:
+    field = VALUE_FIELD.get(campaign.scheme)
+    tallies: dict[int, _Tally] = defaultdict(lambda: _Tally(judged=[]))
+    judgments = Judgment.objects.filter(campaign=campaign) if whole_campaign else Judgment.objects.filter(unit_id__in=unit_ids)
+    assignments = Assignment.objects.filter(campaign=campaign, unit__isnull=False) if whole_campaign \
+        else Assignment.objects.filter(unit_id__in=unit_ids)
+    if field is not None:
+        for unit_id, grader_id, value in judgments.filter(**{f"{field}__isnull": False}).values_list("unit_id", "grader_id", field):
+            tallies[unit_id].judged.append((grader_id, value))
+    for unit_id, status in assignments.values_list("unit_id", "status"):
+        tallies[unit_id].n_assigned += 1
+        tallies[unit_id].n_open += status == AssignmentStatus.OPEN
+    return tallies
+
+
+def _decide(row: UnitAllocation, campaign: Campaign, tally: _Tally, model: dict | None = None) -> None:
+    """Fill a state row from the unit's tally under the campaign's policy."""
+    numeric = campaign.scheme == Scheme.NUMERIC
+    values = [v for _, v in tally.judged]
+    row.n_judgments, row.n_assigned, row.n_open = len(values), tally.n_assigned, tally.n_open
+    row.values = dict(Counter(str(v) for v in values))
+    row.spread = spread(values, numeric=numeric) if len(values) >= 2 else 0.0
+    threshold = float((campaign.policy_params or {}).get("threshold", 0))
+    row.disagree = len(values) >= 2 and row.spread > threshold
+    row.needs_more, row.priority = False, 0.0
+    if tally.n_open:
+        row.reason = NeedReason.BUSY
+    elif not values:
+        row.reason = NeedReason.UNJUDGED
+    elif tally.n_assigned >= campaign.max_overlap:
+        row.reason = NeedReason.MAX_OVERLAP
+    else:
+        row.reason = NeedReason.SETTLED
+        _apply_policy(row, campaign, tally, model)
+
+
+def _apply_policy(row: UnitAllocation, campaign: Campaign, tally: _Tally, model: dict | None) -> None:
+    policy = campaign.policy
+    if policy == Policy.CONSENSUS and row.disagree:
+        row.needs_more, row.reason = True, NeedReason.DISAGREEMENT
+    elif policy == Policy.CONFUSABILITY and row.spread > 0:
+        row.needs_more, row.reason, row.priority = True, NeedReason.CONFUSABLE, row.spread
+    elif policy == Policy.QUERY_DEVIATION and row.disagree:
+        row.needs_more, row.reason = True, NeedReason.QUERY_DEVIATION
+    elif policy == getattr(Policy, "UNCERTAINTY", None) and campaign.scheme != Scheme.NUMERIC:
+        if model is None:
+            model = getattr(getattr(campaign, "allocation", None), "model", None) or {}
+        entropy = posterior_entropy(model, tally.judged, categories=categories_of(campaign))
+        if entropy > float((campaign.policy_params or {}).get("min_entropy", 0.05)):
+            row.needs_more, row.reason, row.priority = True, NeedReason.UNCERTAIN, entropy
+
+
+def categories_of(campaign: Campaign) -> list[str]:
+    from grading.models.choices import Broad, PairwiseVerdict
+
+    if campaign.scheme == Scheme.CATEGORICAL:
+        return list((campaign.scheme_params or {}).get("labels", []))
+    return list(Broad.values if campaign.scheme == Scheme.BROAD_FINE else PairwiseVerdict.values)
+
+
+def spread(values: list[Any], *, numeric: bool) -> float:
+    """Range (numeric) or entropy in bits of the distinct values (categorical)."""
+    if numeric:
+        return float(max(values) - min(values)) if len(values) > 1 else 0.0
+    n = len(values)
+    return -sum(c / n * math.log2(c / n) for c in Counter(values).values()) + 0.0
+
+
+__all__ = ["allocation_model_set", "allocation_state_build", "allocation_state_get", "assignments_added", "categories_of", "spread", "units_changed"]
