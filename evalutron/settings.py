@@ -253,16 +253,16 @@ X_FRAME_OPTIONS = "DENY"
 SESSION_COOKIE_HTTPONLY = True
 # Content-Security-Policy on every page: scripts only from our own static files (or with the
 # request's nonce); media and images also from the http(s) URLs an organizer gave for items.
-# Inline style attributes are still allowed ('unsafe-inline' for styles only). The Swagger page
-# loads its own scripts and is left out.
+# Inline style attributes are still allowed ('unsafe-inline' for styles only). The API docs (Swagger
+# UI, ReDoc) load their scripts from our own static files, so they live under the same policy.
 from csp.constants import NONCE, NONE, SELF, UNSAFE_INLINE  # noqa: E402
 
 CONTENT_SECURITY_POLICY = {
-    "EXCLUDE_URL_PREFIXES": ["/api/docs/"],
     "DIRECTIVES": {
         "default-src": [SELF], "script-src": [SELF, NONCE], "style-src": [SELF, UNSAFE_INLINE],
         "img-src": [SELF, "data:", "https:", "http:"], "media-src": [SELF, "https:", "http:"],
         "connect-src": [SELF], "font-src": [SELF], "object-src": [NONE], "base-uri": [SELF],
+        "worker-src": [SELF, "blob:"],  # ReDoc searches in a worker it makes from a blob
         "form-action": [SELF], "frame-ancestors": [NONE],
     },
 }

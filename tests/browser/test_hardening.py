@@ -68,6 +68,20 @@ def test_grading_and_report_pages_work_under_the_policy(watched):
     assert csp_violations(console) == [] and errors == []
 
 
+def test_the_api_docs_work_under_the_policy_from_our_own_files(watched):
+    page, console, errors = watched
+    requested: list[str] = []
+    page.on("request", lambda request: requested.append(request.url))
+    page.goto("/api/docs/")
+    page.get_by_text("Authorize").first.wait_for()  # Swagger UI rendered the schema
+    page.goto("/api/redoc/")
+    page.get_by_text("Download").first.wait_for()  # ReDoc rendered it too
+    page.wait_for_timeout(500)
+    assert csp_violations(console) == [] and errors == []
+    scripts_and_styles = [u for u in requested if u.endswith((".js", ".css"))]
+    assert scripts_and_styles and all(u.startswith(page.url.split("/api/")[0]) for u in scripts_and_styles)
+
+
 def test_an_event_the_server_refuses_outright_is_dropped_and_shown_as_not_saved(watched, settings):
     page, console, errors = watched
     settings.BODY_LIMIT_EVENTS = 2500  # so that one long comment is a 413 for the whole request
