@@ -16,6 +16,7 @@ import pandas as pd
 from analysis.metrics.krippendorff import LEVELS
 from analysis.reports.serialize import jsonable
 from analysis.selectors import JUDGMENT_COLUMNS
+from analysis.services.model_section import model_truth
 from analysis.services.sections import agreement_report
 from analysis.services.values import BROAD, BROAD_COLLAPSE, MAX_NUMERIC_CATEGORIES, ValueSpec
 from grading.models.choices import Scheme as CampaignScheme
@@ -56,9 +57,13 @@ def build_agreement_report(frame: pd.DataFrame, *, scheme: Scheme = "categorical
     judgments = ratings_judgments(frame, scheme=scheme)
     spec = ratings_spec(judgments, scheme=scheme, level=level, categories=categories, collapse=collapse)
     sections, units = agreement_report(judgments, spec, n_boot=n_boot, confidence=confidence, seed=seed)
+    # Model-based truth per unit, as an analysis run adds it (docs/design.md §5.6).
+    model, model_units = model_truth(judgments, spec, {})
+    if not model_units.empty and not units.empty:
+        units = units.merge(model_units, on="unit", how="left")
     report = {"scheme": scheme, "seed": seed, "parameters": {"n_boot": n_boot, "confidence": confidence},
               "n_units": int(frame["unit"].nunique()), "n_graders": int(frame["grader"].nunique()),
-              "n_judgments": len(frame), **sections, "units": units.to_dict("records")}
+              "n_judgments": len(frame), **sections, "model": model, "units": units.to_dict("records")}
     return jsonable(report)
 
 

@@ -49,12 +49,17 @@ def model_truth(judgments: pd.DataFrame, spec: ValueSpec, pseudonyms: dict[int, 
     return section, units.reindex(columns=["unit", *MODEL_COLUMNS])
 
 
+def _id(grader: Any) -> Any:
+    """A database grader id as an int; a grader named in a ratings file keeps its name."""
+    return int(grader) if isinstance(grader, int | np.integer) else str(grader)
+
+
 def _who(grader: Any, pseudonyms: dict[int, str]) -> str:
-    return pseudonyms.get(int(grader), f"grader-{grader}")
+    return pseudonyms.get(_id(grader), f"grader-{grader}")
 
 
 def _ds_section(fit: Any, pseudonyms: dict[int, str], counts: pd.Series) -> dict[str, Any]:
-    graders = [{"grader": int(g), "pseudonym": _who(g, pseudonyms), "judgments": int(counts.get(g, 0)),
+    graders = [{"grader": _id(g), "pseudonym": _who(g, pseudonyms), "judgments": int(counts.get(g, 0)),
                 "accuracy": float(fit.accuracy[i]), "confusion": fit.confusion[i].tolist()}
                for i, g in enumerate(fit.graders)]
     return {
@@ -70,7 +75,7 @@ def _bias_noise_section(fit: Any, pseudonyms: dict[int, str], spec: ValueSpec) -
         "scale": spec.num_label, "iterations": fit.iterations, "converged": fit.converged,
         "log_likelihood": fit.log_likelihood, "units": int(fit.units.size),
         "median_se": float(np.median(fit.score_se)),
-        "graders": sorted(({"grader": int(g), "pseudonym": _who(g, pseudonyms), "judgments": int(fit.n_judgments[i]),
+        "graders": sorted(({"grader": _id(g), "pseudonym": _who(g, pseudonyms), "judgments": int(fit.n_judgments[i]),
                             "bias": float(fit.bias[i]), "bias_se": float(fit.bias_se[i]), "noise": float(fit.noise[i])}
                            for i, g in enumerate(fit.graders)), key=lambda r: r["pseudonym"]),
     }

@@ -38,7 +38,9 @@ def test_it_reports_the_sections_of_an_analysis_run_for_categorical_ratings():
     report = run_json(EXAMPLES / "ratings.csv", "--categories", "NS,SS,VS", "--collapse", "VS=S,SS=S",
                       "--bootstrap", "200")
     assert set(report) == {"scheme", "seed", "parameters", "n_units", "n_graders", "n_judgments", "agreement",
-                           "confusability", "fine_within_broad", "units"}
+                           "confusability", "fine_within_broad", "model", "units"}
+    assert len(report["model"]["dawid_skene"]["graders"]) == report["n_graders"] > 0  # graders by their names
+    assert all(u["model_label"] in (0, 1, 2) for u in report["units"])  # the Dawid–Skene label per unit
     agreement = report["agreement"]
     assert [level["name"] for level in agreement["levels"]] == ["3 levels", "2 levels"]
     assert set(agreement["levels"][0]["kappa"]) == {"value", "ci_low", "ci_high", "reason", "label"}

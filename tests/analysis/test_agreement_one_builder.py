@@ -31,6 +31,9 @@ def _same(cli: Any, app: Any, where: str = "") -> int:
     if isinstance(app, list):
         assert isinstance(cli, list) and len(cli) == len(app), where
         return sum(_same(c, a, f"{where}[{i}]") for i, (c, a) in enumerate(zip(cli, app, strict=True)))
+    if isinstance(app, float) and math.isnan(app):
+        assert cli is None or (isinstance(cli, float) and math.isnan(cli)), (where, cli)  # JSON has no NaN
+        return 0
     if isinstance(app, float) and not isinstance(app, bool):
         assert isinstance(cli, int | float) and math.isclose(cli, app, rel_tol=1e-12, abs_tol=1e-12), (where, cli, app)
         return 1
