@@ -48,4 +48,5 @@ def _headline(run: dict[str, Any]) -> dict[str, Any]:
         return {"undefined": True, "run": run.get("number") or run["id"],
                 "reason": first.get("reason") or "too few units with two or more judgments"}
     return {"statistic": name, "value": est["value"], "ci_low": est.get("ci_low"), "ci_high": est.get("ci_high"),
-            "label": landis_koch(est["value"]), "run": run.get("number") or run["id"]}
+            "label": landis_koch(est["value"]), "run": run.get("number") or run["id"],
+            "confidence": agreement.get("confidence", 0.95)}
