@@ -39,8 +39,9 @@ def open_page(browser, live_server):  # noqa: F811
         contexts.append(context)
         page = context.new_page()
         page.on("pageerror", lambda exc: errors.append(str(exc)))
-        # The test server does not serve MEDIA_ROOT: the browser gets clips from here.
-        page.route("**/media/**", lambda route: route.fulfill(
+        # Candidates' clips (/media/c/<public id>) come from the app; any other file under MEDIA_ROOT,
+        # which the test server does not serve, from here.
+        page.route("**/media/**", lambda route: route.continue_() if "/media/c/" in route.request.url else route.fulfill(
             path=str(Path(settings.MEDIA_ROOT) / route.request.url.split("/media/", 1)[1]), content_type="audio/wav"))
         page.goto("/accounts/login/")
         page.fill("#id_username", user.username)
