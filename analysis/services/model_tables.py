@@ -3,7 +3,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from analysis.services.tables import Table
+from analysis.presentation.table import Table
 
 
 def model_tables(result: dict[str, Any], names: dict[int, str]) -> dict[str, Table]:

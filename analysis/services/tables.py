@@ -14,6 +14,7 @@ from analysis.models import AnalysisRun
 from analysis.presentation.instrument import instrument_plots, instrument_tables
 from analysis.presentation.systems import system_plots, system_tables
 from analysis.presentation.table import Table, format_duration, method_groups, method_terms
+from analysis.services.model_tables import model_tables  # model-based truth (docs/design.md §5.6)
 
 # A campaign may have thousands of queries: the page shows the most disagreeing ones.
 PAGE_QUERIES = 40
@@ -156,8 +157,6 @@ def report_tables(run: AnalysisRun, *, show_names: bool) -> dict[str, Table]:
         tables.update(_ordering_tables(result["orderings"]))
     tables.update(system_tables(result))
     tables.update(instrument_tables(result))
-    from analysis.services.model_tables import model_tables  # model-based truth (§5.6)
-
     tables.update(model_tables(result, names))
     return tables
 
