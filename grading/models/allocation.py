@@ -67,6 +67,9 @@ class CampaignAllocation(models.Model):
     n_judgments = models.PositiveIntegerField(default=0)
     # Dawid–Skene fit: {"categories": [...], "priors": [...], "theta": {grader_id: k×k}, "n_judgments": n}.
     model = models.JSONField(default=dict, blank=True)
+    # The campaign settings the units' state was decided under (policy, overlaps, parameters): when
+    # an organizer changes them, the state is rebuilt before the next unit is chosen.
+    settings_key = models.CharField(max_length=64, blank=True, default="")
     built_at = models.DateTimeField(auto_now_add=True)
 
     def __str__(self) -> str:

@@ -8,6 +8,8 @@ first asked for, and after assignments are created in bulk).
 """
 from __future__ import annotations
 
+import hashlib
+import json
 import math
 from collections import Counter, defaultdict
 from collections.abc import Iterable
@@ -85,15 +87,28 @@ def allocation_state_build(*, campaign: Campaign, only_if_missing: bool = False)
     UnitAllocation.objects.bulk_create(rows, batch_size=2000, update_conflicts=True, unique_fields=["unit"],
                                        update_fields=STATE_FIELDS)
     state.n_assignments = Assignment.objects.filter(campaign=campaign).count()
-    state.save(update_fields=["n_assignments"])
+    state.settings_key = settings_key(campaign)
+    state.save(update_fields=["n_assignments", "settings_key"])
     return state
+
+
+def settings_key(campaign: Campaign) -> str:
+    """A digest of the settings that decide whether a unit needs more judgments."""
+    settings = [campaign.scheme, campaign.policy, campaign.initial_overlap, campaign.max_overlap,
+                campaign.policy_params or {}]
+    return hashlib.sha256(json.dumps(settings, sort_keys=True, default=str).encode()).hexdigest()
 
 
 def allocation_state_get(*, campaign: Campaign) -> CampaignAllocation:
     """The campaign's allocation state. It is built when assignments are created; a campaign from
-    before allocation state existed has it built here, on first use."""
+    before allocation state existed has it built here, on first use, and a campaign whose organizer
+    changed its policy, overlaps or parameters has it rebuilt here."""
     state = CampaignAllocation.objects.filter(campaign=campaign).first()
-    return state if state is not None else allocation_state_build(campaign=campaign, only_if_missing=True)
+    if state is None:
+        return allocation_state_build(campaign=campaign, only_if_missing=True)
+    if state.settings_key != settings_key(campaign):
+        return allocation_state_build(campaign=campaign)
+    return state
 
 
 def assignments_added(*, campaign: Campaign) -> None:

@@ -13,7 +13,14 @@ from django.conf import settings
 from grading.models import Assignment, GradingEvent, Judgment, Ordering
 from grading.models.choices import Policy, Role, Scheme
 from grading.services.campaigns import role_grant
-from tests.browser.test_grading import ARTIFACTS, PASSWORD, TIMEOUT, browser, with_audio  # noqa: F401
+from tests.browser.test_grading import (  # noqa: F401
+    ARTIFACTS,
+    PASSWORD,
+    TIMEOUT,
+    browser,
+    close_quietly,
+    with_audio,
+)
 from tests.factories import make_campaign, make_user, record
 from tests.grading.api_helpers import fast_passwords, my_units  # noqa: F401
 
@@ -52,7 +59,7 @@ def open_page(browser, live_server):  # noqa: F811
 
     yield make
     for context in contexts:
-        context.close()
+        close_quietly(context)
     assert errors == [], f"JavaScript errors: {errors}"
 
 

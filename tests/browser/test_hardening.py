@@ -15,6 +15,7 @@ from tests.browser.test_grading import (  # noqa: F401
     all_saved,
     browser,
     card,
+    close_quietly,
     log_in,
     with_audio,
 )
@@ -35,7 +36,7 @@ def watched(browser, live_server):  # noqa: F811 - the module's browser fixture
     page.on("console", lambda message: console.append(message.text))
     page.on("pageerror", lambda exc: errors.append(str(exc)))
     yield page, console, errors
-    context.close()
+    close_quietly(context)
 
 
 def csp_violations(console: list[str]) -> list[str]:
@@ -116,4 +117,4 @@ def test_password_guessing_on_the_login_page_meets_a_plain_message(browser, live
     alert = page.get_by_role("alert").first
     assert "Too many failed attempts. Please try again in 15 minutes." in alert.inner_text()
     page.screenshot(path="test-artifacts/login-locked-390.png")
-    context.close()
+    close_quietly(context)

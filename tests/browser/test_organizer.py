@@ -17,6 +17,7 @@ from tests.browser.test_grading import (  # noqa: F401 - fixtures
     all_saved,
     browser,
     card,
+    close_quietly,
     log_in,
     page,
     tiny_wav,
@@ -65,7 +66,7 @@ def grade_all(grader_page, grader, campaign) -> None:
         card(grader_page, unit).locator(".fine-number").fill("8.0")
         card(grader_page, unit).locator(".fine-number").press("Tab")
     all_saved(grader_page)
-    grader_page.context.close()
+    close_quietly(grader_page.context)
 
 
 def no_sideways_scroll(tab) -> None:
