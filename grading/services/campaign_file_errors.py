@@ -98,3 +98,11 @@ class Collector:
             raise self.errors[0]
         if self.errors:
             raise CampaignFileErrors(self.errors)
+
+    def in_line_order(self) -> None:
+        """Sort a CSV's problems: the campaign's first, then by line, then the rest (stable)."""
+        def order(error: CampaignFileError) -> tuple[int, int]:
+            line = error.where.removeprefix("line ")
+            return (1, int(line)) if line.isdigit() else (0 if error.where == "campaign" else 2, 0)
+
+        self.errors.sort(key=order)

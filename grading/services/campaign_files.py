@@ -39,6 +39,8 @@ CSV_COLUMNS = (
 MAX_LENGTH = {"name": 200, "slug": 80, "scheme": 20, "system": 100, "id": 100, "unit": 200, "title": 200,
               "media_url": 500, "media": 200, "username": 150, "status": 10, "policy": 20}
 MAX_INT = 2**31 - 1
+# Where definition_from_csv leaves the problems of single rows for definition_check to report with the rest.
+ROW_ERRORS = "_row_errors"
 _username = UnicodeUsernameValidator()
 
 
@@ -94,11 +96,13 @@ def definition_from_csv(path: Path, campaign: dict[str, Any]) -> dict[str, Any]:
             rows.run(_csv_row, reader.line_num, row, queries, candidates, systems)
     except csv.Error as exc:
         rows.add(CampaignFileError(f"line {reader.line_num + 1}", "(csv)", None, f"the CSV cannot be read: {exc}"))
+        rows.raise_any()
     except CampaignFileError as exc:
         rows.add(exc)
-    rows.raise_any()
+        rows.raise_any()
+    # The rows' own problems wait for definition_check, which reports them with those of the values.
     return {"format": FORMAT, "campaign": campaign, "systems": list(systems.values()),
-            "queries": list(queries.values()), "candidates": list(candidates.values())}
+            "queries": list(queries.values()), "candidates": list(candidates.values()), **({ROW_ERRORS: rows.errors} if rows.errors else {})}
 
 
 def _csv_row(line: int, row: dict[str, Any], queries: dict, candidates: dict, systems: dict) -> None:
@@ -218,6 +222,8 @@ def definition_check(defn: dict[str, Any], media_dir: Path | None) -> dict[str, 
     if fmt != FORMAT:
         raise CampaignFileError("top level", "format", fmt, f"the only supported format is {FORMAT!r}")
     found = Collector()
+    pending = defn.get(ROW_ERRORS)
+    found.errors = [e for e in pending if isinstance(e, CampaignFileError)] if isinstance(pending, list) else []
     camp = found.run(lambda: _campaign(_object(defn.get("campaign"), "top level", "campaign")))
     systems = _entries(found, defn, "systems", lambda s, i: _system(s, f"systems[{i}]"))
     queries = _entries(found, defn, "queries", lambda q, i: _item(q, _where(q, f"queries[{i}]"), media_dir, title=True))
@@ -233,6 +239,8 @@ def definition_check(defn: dict[str, Any], media_dir: Path | None) -> dict[str, 
     assign = defn.get("assign", True)
     if not isinstance(assign, bool):
         found.add(CampaignFileError("top level", "assign", assign, "must be true or false"))
+    if found.errors and pending:  # a CSV's problems in the order of its lines, after the campaign's
+        found.in_line_order()
     found.raise_any()
     return {"campaign": camp, "systems": systems, "queries": queries, "candidates": candidates, "units": units,
             **people, "assign": assign}
