@@ -136,3 +136,14 @@ def test_the_page_lists_every_bad_row_next_to_the_form(client, creator):  # noqa
     assert html.index('id="form-errors"') > html.index('id="by-form"')
     assert "media/missing.wav&#x27;: no such file in the media zip" in html  # not a folder of the server
     assert Campaign.objects.count() == 0
+
+
+def test_a_form_that_does_not_validate_is_summed_up_in_the_same_list(client, creator):  # noqa: F811
+    response = client.post("/organize/new/", {"source": "form", "scheme": "broad_fine", "initial_overlap": 2,
+                                              "max_overlap": 1, "policy": "fixed"})
+    assert response.status_code == 400
+    errors = response.context["errors"]
+    assert len(errors) >= 1 and errors[0].startswith("Name: ")
+    html = response.content.decode()
+    assert html.index('id="form-errors"') > html.index('id="by-form"') and "Each line names" not in html
+    assert 'action="/organize/new/#form-errors"' in html

@@ -19,8 +19,10 @@ from grading.views.organizer import error_list
 def _render(request: HttpRequest, *, file_form: CampaignFileForm | None = None, items_form: CampaignItemsForm | None = None,
             error: GradingError | None = None, errors_for: str = "", preview: campaign_upload.Preview | None = None,
             status: int = 200) -> HttpResponse:
-    """The page; with `error`, every problem it carries is listed next to the form it came from."""
-    errors = error_list(error) if error else []
+    """The page; with `error`, or a form that did not validate, every problem is listed next to the form
+    it came from (the form's action points the browser at that list, which takes the focus)."""
+    invalid = next((f for f in (file_form, items_form) if f is not None and f.is_bound and f.errors), None)
+    errors = error_list(error) if error else _field_problems(invalid) if invalid else []
     not_shown = getattr(error, "not_shown", 0)
     return render(request, "grading/organizer/new.html", {
         "file_form": file_form or CampaignFileForm(), "items_form": items_form or CampaignItemsForm(),
@@ -28,6 +30,11 @@ def _render(request: HttpRequest, *, file_form: CampaignFileForm | None = None, 
         "located": isinstance(error, CampaignFileError), "errors_for": errors_for,
         "preview": preview,
     }, status=status)
+
+
+def _field_problems(form: CampaignFileForm | CampaignItemsForm) -> list[str]:
+    return [f"{form[name].label}: {message}" if name in form.fields else message
+            for name, messages in form.errors.items() for message in messages]
 
 
 @login_required
