@@ -15,6 +15,7 @@ pytestmark = [pytest.mark.browser, pytest.mark.django_db(transaction=True)]
 
 
 def test_every_problem_of_a_bad_file_is_listed_next_to_the_form(page, tmp_path):  # noqa: F811 - fixtures
+    page.set_viewport_size({"width": 1280, "height": 900})
     log_in(page, make_user("olga", password=PASSWORD, is_staff=True))
     page.click("#new-campaign")
     json_path, zip_path = campaign_files(tmp_path)
