@@ -10,6 +10,7 @@ from __future__ import annotations
 import csv
 import io
 import json
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -239,14 +240,13 @@ def definition_check(defn: dict[str, Any], media_dir: Path | None) -> dict[str, 
     assign = defn.get("assign", True)
     if not isinstance(assign, bool):
         found.add(CampaignFileError("top level", "assign", assign, "must be true or false"))
-    if found.errors and pending:  # a CSV's problems in the order of its lines, after the campaign's
-        found.in_line_order()
+    found.in_line_order()  # a CSV's problems in the order of its lines (JSON entries keep their order)
     found.raise_any()
     return {"campaign": camp, "systems": systems, "queries": queries, "candidates": candidates, "units": units,
             **people, "assign": assign}
 
 
-def _entries(found: Collector, defn: dict[str, Any], key: str, check: Any) -> list:
+def _entries(found: Collector, defn: dict[str, Any], key: str, check: Callable[[Any, int], Any]) -> list:
     """The checked entries of the list `defn[key]`; each entry's problem is noted and the entry left out.
     Entries of the object lists must be objects; ids that repeat are reported at each repetition."""
     entries = found.run(_list, defn, key, "top level") or []

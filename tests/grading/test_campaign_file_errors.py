@@ -147,3 +147,11 @@ def test_a_form_that_does_not_validate_is_summed_up_in_the_same_list(client, cre
     html = response.content.decode()
     assert html.index('id="form-errors"') > html.index('id="by-form"') and "Each line names" not in html
     assert 'action="/organize/new/#form-errors"' in html
+
+
+def test_a_csv_s_problems_come_in_the_order_of_its_lines(example):  # noqa: F811
+    path = example / "bad.csv"
+    path.write_text("query,query_text,candidate,candidate_text\nq1,Q,c1,T\nq2,Q,c2,\nq3,Q,c3,x\n"
+                    .replace("q3,", "q" * 101 + ","))
+    lines = refused(str(path), name="CSV", slug="csv")
+    assert [line.removeprefix(f"{path}: ").split(",")[0] for line in lines[:2]] == ["line 3", "line 4"], lines
