@@ -1,14 +1,16 @@
 """Reading campaign definition files (JSON, or CSV plus options) into one checked definition.
 
 A definition is a plain dict (the JSON format in README.md, "Campaign files"). `definition_check`
-walks it once and raises CampaignFileError naming the row, the field and the bad value; nothing
-is written to the database or to storage before the whole file has passed.
+walks it once and raises CampaignFileError naming the row, the field and the bad value, or
+CampaignFileErrors listing every such problem when independent entries have several; nothing is
+written to the database or to storage before the whole file has passed.
 """
 from __future__ import annotations
 
 import csv
 import io
 import json
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -19,8 +21,12 @@ from django.core.validators import validate_slug
 
 from grading import schemes
 from grading.errors import InvalidValue
-from grading.jsontext import has_surrogate, json_problem, shown
+from grading.jsontext import has_surrogate, json_problem
 from grading.models.choices import CampaignStatus, MediaKind, Policy, Scheme
+from grading.services.campaign_file_errors import CampaignFileError, CampaignFileErrors, Collector
+
+__all__ = ["CampaignFileError", "CampaignFileErrors", "definition_check", "definition_from_csv", "definition_from_json",
+           "read_text_file"]
 
 FORMAT = "evalutron.campaign/1"
 CSV_COLUMNS = (
@@ -34,19 +40,9 @@ CSV_COLUMNS = (
 MAX_LENGTH = {"name": 200, "slug": 80, "scheme": 20, "system": 100, "id": 100, "unit": 200, "title": 200,
               "media_url": 500, "media": 200, "username": 150, "status": 10, "policy": 20}
 MAX_INT = 2**31 - 1
+# Where definition_from_csv leaves the problems of single rows for definition_check to report with the rest.
+ROW_ERRORS = "_row_errors"
 _username = UnicodeUsernameValidator()
-
-
-class CampaignFileError(InvalidValue):
-    """A campaign file is malformed. `where` is a row ("line 4") or a path ("candidates[2].media")."""
-
-    def __init__(self, where: str, field: str, value: Any, problem: str) -> None:
-        if isinstance(value, str):
-            value = shown(value) if len(value) <= 40 else shown(value) + "…"
-        elif not isinstance(value, int | float | bool | type(None)):
-            value = json.dumps(value, default=str)[:80]
-        super().__init__(f"{where}, field {field!r}, value {value!r}: {problem}", field=field, value=value)
-        self.where = where
 
 
 def read_text_file(path: Path) -> str:
@@ -87,6 +83,7 @@ def definition_from_csv(path: Path, campaign: dict[str, Any]) -> dict[str, Any]:
     queries: dict[str, dict[str, Any]] = {}
     candidates: dict[str, dict[str, Any]] = {}
     systems: dict[str, dict[str, Any]] = {}
+    rows = Collector()  # each row is checked on its own; the header, the size and the CSV syntax stop at once
     try:
         header = reader.fieldnames or []
         unknown = [c for c in header if c not in CSV_COLUMNS]
@@ -97,11 +94,16 @@ def definition_from_csv(path: Path, campaign: dict[str, Any]) -> dict[str, Any]:
             if reader.line_num > settings.IMPORT_MAX_ITEMS + 1:
                 raise CampaignFileError(f"line {reader.line_num}", "(rows)", reader.line_num - 1,
                                         f"a file holds at most {settings.IMPORT_MAX_ITEMS} rows (IMPORT_MAX_ITEMS)")
-            _csv_row(reader.line_num, row, queries, candidates, systems)
+            rows.run(_csv_row, reader.line_num, row, queries, candidates, systems)
     except csv.Error as exc:
-        raise CampaignFileError(f"line {reader.line_num + 1}", "(csv)", None, f"the CSV cannot be read: {exc}") from None
+        rows.add(CampaignFileError(f"line {reader.line_num + 1}", "(csv)", None, f"the CSV cannot be read: {exc}"))
+        rows.raise_any()
+    except CampaignFileError as exc:
+        rows.add(exc)
+        rows.raise_any()
+    # The rows' own problems wait for definition_check, which reports them with those of the values.
     return {"format": FORMAT, "campaign": campaign, "systems": list(systems.values()),
-            "queries": list(queries.values()), "candidates": list(candidates.values())}
+            "queries": list(queries.values()), "candidates": list(candidates.values()), **({ROW_ERRORS: rows.errors} if rows.errors else {})}
 
 
 def _csv_row(line: int, row: dict[str, Any], queries: dict, candidates: dict, systems: dict) -> None:
@@ -211,34 +213,60 @@ def _object(value: Any, where: str, field: str) -> dict:
 
 
 def definition_check(defn: dict[str, Any], media_dir: Path | None) -> dict[str, Any]:
-    """Check a definition completely and return it normalised (media resolved to absolute paths)."""
+    """Check a definition completely and return it normalised (media resolved to absolute paths).
+
+    Every entry (a system, query, candidate, unit or person) is checked on its own, so one call
+    reports all their problems; an entry that failed still counts as known, so that references to
+    it do not add a second, misleading problem.
+    """
     fmt = defn.get("format", FORMAT)
     if fmt != FORMAT:
         raise CampaignFileError("top level", "format", fmt, f"the only supported format is {FORMAT!r}")
-    camp = _campaign(_object(defn.get("campaign"), "top level", "campaign"))
-    systems = [_system(_object(s, f"systems[{i}]", "systems"), f"systems[{i}]") for i, s in enumerate(_list(defn, "systems", "top level"))]
-    _unique([s["name"] for s in systems], "systems", "name")
-    queries = [_item(_object(q, f"queries[{i}]", "queries"), _where(q, f"queries[{i}]"), media_dir, title=True)
-               for i, q in enumerate(_list(defn, "queries", "top level"))]
-    _unique([q["id"] for q in queries], "queries", "id")
-    candidates = [_candidate(_object(c, f"candidates[{i}]", "candidates"), i, media_dir, systems, queries)
-                  for i, c in enumerate(_list(defn, "candidates", "top level"))]
-    _unique([c["id"] for c in candidates], "candidates", "id")
-    units = _units(defn, camp["scheme"], queries, candidates)
-    people = {}
-    for role in ("graders", "organizers"):
-        names = _list(defn, role, "top level")
-        for i, name in enumerate(names):
-            _username_check(name, f"{role}[{i}]")
-        people[role] = [n.strip() for n in names]
+    found = Collector()
+    pending = defn.get(ROW_ERRORS)
+    found.errors = [e for e in pending if isinstance(e, CampaignFileError)] if isinstance(pending, list) else []
+    camp = found.run(lambda: _campaign(_object(defn.get("campaign"), "top level", "campaign")))
+    systems = _entries(found, defn, "systems", lambda s, i: _system(s, f"systems[{i}]"))
+    queries = _entries(found, defn, "queries", lambda q, i: _item(q, _where(q, f"queries[{i}]"), media_dir, title=True))
+    known = {"system": _ids(defn, "systems", "name"), "query id": _ids(defn, "queries", "id")}
+    candidates = _entries(found, defn, "candidates", lambda c, i: _candidate(c, i, media_dir, known))
+    # With a broken campaign entry, a valid scheme named in it still guides the checks of the units.
+    raw = defn.get("campaign")
+    scheme = camp["scheme"] if camp else raw.get("scheme") if isinstance(raw, dict) else None
+    known["candidate id"] = _ids(defn, "candidates", "id")
+    units = found.run(_units, defn, scheme, candidates, known, found) or []
+    people = {role: [n.strip() for n in _entries(found, defn, role, lambda n, i, r=role: _username_check(n, f"{r}[{i}]"))]
+              for role in ("graders", "organizers")}
     assign = defn.get("assign", True)
     if not isinstance(assign, bool):
-        raise CampaignFileError("top level", "assign", assign, "must be true or false")
+        found.add(CampaignFileError("top level", "assign", assign, "must be true or false"))
+    found.in_line_order()  # a CSV's problems in the order of its lines (JSON entries keep their order)
+    found.raise_any()
     return {"campaign": camp, "systems": systems, "queries": queries, "candidates": candidates, "units": units,
             **people, "assign": assign}
 
 
-def _username_check(name: Any, where: str) -> None:
+def _entries(found: Collector, defn: dict[str, Any], key: str, check: Callable[[Any, int], Any]) -> list:
+    """The checked entries of the list `defn[key]`; each entry's problem is noted and the entry left out.
+    Entries of the object lists must be objects; ids that repeat are reported at each repetition."""
+    entries = found.run(_list, defn, key, "top level") or []
+    objects = key in ("systems", "queries", "candidates", "units")
+    out = [found.run(lambda e=e, i=i: check(_object(e, f"{key}[{i}]", key) if objects else e, i))
+           for i, e in enumerate(entries)]
+    if objects:
+        id_key = "name" if key == "systems" else "id"
+        _unique(found, [(i, o[id_key]) for i, o in enumerate(out) if o is not None], key, id_key)
+    return [o for o in out if o is not None]
+
+
+def _ids(defn: dict[str, Any], key: str, id_key: str) -> set[str]:
+    """The ids an entry list declares, whether or not the entries passed their checks."""
+    entries = defn.get(key)
+    return {e[id_key].strip() for e in entries if isinstance(e, dict) and isinstance(e.get(id_key), str)} \
+        if isinstance(entries, list) else set()
+
+
+def _username_check(name: Any, where: str) -> str:
     if not isinstance(name, str) or not name.strip():
         raise CampaignFileError(where, "username", name, "must be a non-empty username")
     _text(name, where, "username", max_length=MAX_LENGTH["username"])
@@ -246,6 +274,7 @@ def _username_check(name: Any, where: str) -> None:
         _username(name.strip())
     except ValidationError:
         raise CampaignFileError(where, "username", name, "a username holds letters, digits and @ . + - _ only") from None
+    return name
 
 
 def _campaign(c: dict[str, Any]) -> dict[str, Any]:
@@ -319,11 +348,10 @@ def _media(name: str, where: str, media_dir: Path | None) -> Path | None:
     return path
 
 
-def _candidate(c: dict[str, Any], i: int, media_dir: Path | None, systems: list, queries: list) -> dict[str, Any]:
+def _candidate(c: dict[str, Any], i: int, media_dir: Path | None, known: dict[str, set[str]]) -> dict[str, Any]:
     where = _where(c, f"candidates[{i}]")
     out = _item(c, where, media_dir)
-    system_names = {s["name"] for s in systems}
-    query_ids = {q["id"] for q in queries}
+    system_names, query_ids = known["system"], known["query id"]
     out["provenance"] = []
     for j, p in enumerate(_list(c, "provenance", where)):
         pw = f"{where}.provenance[{j}]" if where.startswith("candidates") else where
@@ -338,18 +366,17 @@ def _candidate(c: dict[str, Any], i: int, media_dir: Path | None, systems: list,
     return out
 
 
-def _unique(values: list[str], where: str, field: str) -> None:
+def _unique(found: Collector, values: list[tuple[int, str]], where: str, field: str) -> None:
+    """Note every entry whose id an earlier entry already has."""
     seen: set[str] = set()
-    for i, v in enumerate(values):
+    for i, v in values:
         if v in seen:
-            raise CampaignFileError(f"{where}[{i}]", field, v, "duplicate id")
+            found.add(CampaignFileError(f"{where}[{i}]", field, v, "duplicate id"))
         seen.add(v)
 
 
-def _units(defn: dict[str, Any], scheme: str, queries: list, candidates: list) -> list[dict[str, Any]]:
+def _units(defn: dict[str, Any], scheme: Any, candidates: list, known: dict[str, set[str]], found: Collector) -> list[dict[str, Any]]:
     """Explicit units, or one per query–candidate pair (one per candidate when there are no queries)."""
-    query_ids = {q["id"] for q in queries}
-    cand_ids = {c["id"] for c in candidates}
     if "units" not in defn:
         if scheme == Scheme.PAIRWISE:
             raise CampaignFileError("top level", "units", None, "a pairwise campaign lists its units (pairs of candidates)")
@@ -359,21 +386,19 @@ def _units(defn: dict[str, Any], scheme: str, queries: list, candidates: list) -
             if u["query"] is None:
                 u["id"] = u["candidate"]
             if len(u["id"]) > MAX_LENGTH["unit"]:
-                raise CampaignFileError("units", "id", u["id"], f"query id and candidate id together are longer "
-                                        f"than a unit id may be ({MAX_LENGTH['unit']} characters)")
+                found.add(CampaignFileError("units", "id", u["id"], f"query id and candidate id together are longer "
+                                            f"than a unit id may be ({MAX_LENGTH['unit']} characters)"))
         return units
-    units = []
-    for i, u in enumerate(_list(defn, "units", "top level")):
-        where = f"units[{i}]"
-        u = _object(u, where, "units")
-        unit = {"id": _str(u, "id", where, required=True, max_length=MAX_LENGTH["unit"]),
-                "query": _ref(u, "query", where, query_ids, what="query id"),
-                "candidate": _ref(u, "candidate", where, cand_ids, what="candidate id", optional=False),
-                "candidate_b": _ref(u, "candidate_b", where, cand_ids, what="candidate id")}
-        if unit["candidate_b"] == unit["candidate"]:
-            raise CampaignFileError(where, "candidate_b", unit["candidate_b"], "a pair needs two different candidates")
-        if scheme == Scheme.PAIRWISE and unit["candidate_b"] is None:
-            raise CampaignFileError(where, "candidate_b", None, "a pairwise unit needs candidate_b")
-        units.append(unit)
-    _unique([u["id"] for u in units], "units", "id")
-    return units
+    return _entries(found, defn, "units", lambda u, i: _unit(u, f"units[{i}]", scheme, known))
+
+
+def _unit(u: dict[str, Any], where: str, scheme: Any, known: dict[str, set[str]]) -> dict[str, Any]:
+    unit = {"id": _str(u, "id", where, required=True, max_length=MAX_LENGTH["unit"]),
+            "query": _ref(u, "query", where, known["query id"], what="query id"),
+            "candidate": _ref(u, "candidate", where, known["candidate id"], what="candidate id", optional=False),
+            "candidate_b": _ref(u, "candidate_b", where, known["candidate id"], what="candidate id")}
+    if unit["candidate_b"] == unit["candidate"]:
+        raise CampaignFileError(where, "candidate_b", unit["candidate_b"], "a pair needs two different candidates")
+    if scheme == Scheme.PAIRWISE and unit["candidate_b"] is None:
+        raise CampaignFileError(where, "candidate_b", None, "a pairwise unit needs candidate_b")
+    return unit

@@ -126,8 +126,7 @@ def campaign_upload_stage(*, user: AbstractBaseUser, definition_file: Any | None
         try:
             preview = campaign_preview(definition=definition, media_dir=media_dir, token=token)
         except CampaignFileError as exc:  # name the zip, not a folder of this server
-            exc.message = exc.message.replace(str(media_dir.resolve()), "the media zip")
-            exc.args = (exc.message,)
+            exc.reword(lambda text: text.replace(str(media_dir.resolve()), "the media zip"))
             raise
         preview.media_files = n_media
         (folder / "definition.json").write_text(json.dumps(definition), encoding="utf-8")

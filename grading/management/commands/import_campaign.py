@@ -7,14 +7,20 @@ from typing import Any
 from django.core.management.base import BaseCommand, CommandError, CommandParser
 
 from grading.errors import InvalidValue
-from grading.services.campaign_files import definition_from_csv, definition_from_json, read_text_file
+from grading.services.campaign_files import (
+    CampaignFileErrors,
+    definition_from_csv,
+    definition_from_json,
+    read_text_file,
+)
 from grading.services.campaign_io import campaign_import
 
 
 class Command(BaseCommand):
     help = (
         "Import a campaign from a JSON definition, or from a CSV of items plus options. "
-        "All or nothing: a malformed file stores nothing and the error names the row, field and value."
+        "All or nothing: a malformed file stores nothing, and every problem found is listed, one per line, "
+        "naming the row, field and value."
     )
 
     def add_arguments(self, parser: CommandParser) -> None:
@@ -39,6 +45,10 @@ class Command(BaseCommand):
         try:
             definition = definition_from_json(path) if path.suffix.lower() == ".json" else definition_from_csv(path, self._csv_campaign(opts))
             campaign = campaign_import(definition=definition, media_dir=media)
+        except CampaignFileErrors as exc:  # every problem on a line of its own, each naming the file
+            lines = [f"{path}: {line}" for line in exc.lines()]
+            raise CommandError("\n".join([*lines, f"{len(exc.errors) + exc.not_shown} problems. Nothing was imported."]),
+                               returncode=2) from None
         except InvalidValue as exc:
             raise CommandError(f"{path}: {exc.message}. Nothing was imported.", returncode=2) from None
         self.stdout.write(self.style.SUCCESS(

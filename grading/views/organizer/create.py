@@ -11,17 +11,30 @@ from django.views.decorators.http import require_POST
 from grading.errors import GradingError
 from grading.forms import CampaignFileForm, CampaignItemsForm
 from grading.services import campaign_upload
+from grading.services.campaign_files import CampaignFileError
 from grading.services.organizer import can_create_campaigns
 from grading.views.organizer import error_list
 
 
 def _render(request: HttpRequest, *, file_form: CampaignFileForm | None = None, items_form: CampaignItemsForm | None = None,
-            errors: list[str] | None = None, errors_for: str = "", preview: campaign_upload.Preview | None = None,
+            error: GradingError | None = None, errors_for: str = "", preview: campaign_upload.Preview | None = None,
             status: int = 200) -> HttpResponse:
+    """The page; with `error`, or a form that did not validate, every problem is listed next to the form
+    it came from (the form's action points the browser at that list, which takes the focus)."""
+    invalid = next((f for f in (file_form, items_form) if f is not None and f.is_bound and f.errors), None)
+    errors = error_list(error) if error else _field_problems(invalid) if invalid else []
+    not_shown = getattr(error, "not_shown", 0)
     return render(request, "grading/organizer/new.html", {
         "file_form": file_form or CampaignFileForm(), "items_form": items_form or CampaignItemsForm(),
-        "errors": errors or [], "errors_for": errors_for, "preview": preview,
+        "errors": errors, "not_shown": not_shown, "problem_count": len(errors) + not_shown,
+        "located": isinstance(error, CampaignFileError), "errors_for": errors_for,
+        "preview": preview,
     }, status=status)
+
+
+def _field_problems(form: CampaignFileForm | CampaignItemsForm) -> list[str]:
+    return [f"{form[name].label}: {message}" if name in form.fields else message
+            for name, messages in form.errors.items() for message in messages]
 
 
 @login_required
@@ -48,8 +61,7 @@ def campaign_new(request: HttpRequest) -> HttpResponse:
     try:
         preview = campaign_upload.campaign_upload_stage(user=request.user, **stage)
     except GradingError as exc:
-        return _render(request, **forms, errors=[*error_list(exc), "Nothing was stored."],
-                       errors_for="file" if source == "file" else "form", status=400)
+        return _render(request, **forms, error=exc, errors_for="file" if source == "file" else "form", status=400)
     return _render(request, **forms, preview=preview)
 
 
@@ -67,7 +79,7 @@ def campaign_new_confirm(request: HttpRequest) -> HttpResponse:
     try:
         campaign = campaign_upload.campaign_upload_confirm(user=request.user, token=token)
     except GradingError as exc:
-        return _render(request, errors=[*error_list(exc), "Nothing was stored."], errors_for="file", status=400)
+        return _render(request, error=exc, errors_for="file", status=400)
     messages.success(request, f"Created {campaign.name}: {campaign.units.count()} units, "
                               f"{campaign.assignments.count()} assignments. Add graders, then open it.")
     return redirect("grading:campaign", campaign_id=campaign.pk)
