@@ -92,9 +92,10 @@ def test_an_event_the_server_refuses_outright_is_dropped_and_shown_as_not_saved(
     log_in(page, grader)
     page.goto(f"/campaigns/{campaign.pk}/grade/1/")
     page.evaluate(f"window.evalutronPage.record('comment', {{unit: {first.pk}}}, {{text: 'x'.repeat(3000)}})")
-    indicator = card(page, first).locator(".saved")
-    page.wait_for_function(f"() => document.querySelector(\".card[data-unit='{first.pk}'] .saved\").dataset.state === 'error'")
-    assert "Not saved" in indicator.inner_text() and "at most 2500" in indicator.inner_text()
+    indicator = card(page, first).locator(".comment-state")  # a comment's state shows beside the comment
+    page.wait_for_function(
+        f"() => document.querySelector(\".card[data-unit='{first.pk}'] .comment-state\").dataset.state === 'error'")
+    assert "Not saved" in indicator.text_content() and "at most 2500" in indicator.text_content()
     card(page, second).locator(".choice[data-value='SS']").click()
     all_saved(page)
     assert GradingEvent.objects.filter(type="broad_set", unit=second).count() == 1

@@ -55,7 +55,8 @@ def campaign(transactional_db):
     campaign = make_campaign(n_queries=3, n_candidates=5, graders=3, organizer=organizer)
     judge_broad_fine(campaign, seed=2)
     runs.runs_execute_due(campaign_id=campaign.pk)  # the automatic run the judgments queued (embedded runner)
-    run = AnalysisRun.objects.create(campaign=campaign, parameters=runs.parameters_clean({"n_boot": 100}), seed=1)
+    run = AnalysisRun.objects.create(campaign=campaign, parameters=runs.parameters_clean({"n_boot": 100}), seed=1,
+                                     number=runs.run_number_next(campaign_id=campaign.pk))
     run_execute(run_id=run.pk)
     return campaign, organizer
 
@@ -82,7 +83,8 @@ def test_the_report_renders_every_section_and_plot_without_console_errors(browse
 
 def test_the_progress_bar_follows_a_run_and_the_page_shows_its_result(browser, live_server, campaign):
     campaign, organizer = campaign
-    queued = AnalysisRun.objects.create(campaign=campaign, parameters=runs.parameters_clean({"n_boot": 50}), seed=2)
+    queued = AnalysisRun.objects.create(campaign=campaign, parameters=runs.parameters_clean({"n_boot": 50}), seed=2,
+                                        number=runs.run_number_next(campaign_id=campaign.pk))
     page, errors = _page_as(browser, live_server, organizer)
     page.goto(f"{live_server.url}/reports/campaigns/{campaign.pk}/")
     assert page.locator("#run-progress").is_visible()

@@ -29,7 +29,7 @@ def test_the_organizer_reads_the_summary_and_the_systems_of_the_demo(browser, li
     campaign, organizer = demo
     page, errors = _page_as(browser, live_server, organizer)
     page.goto(f"{live_server.url}/")
-    page.locator("tr", has_text=campaign.name).get_by_role("link", name="Report").click()
+    page.locator("ul.campaigns > li", has_text=campaign.name).get_by_role("link", name="Report").click()
     summary = page.locator("#section-summary")
     assert summary.get_by_role("heading", name="Can I trust these judgments?").is_visible()
     text = summary.inner_text()
