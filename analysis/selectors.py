@@ -47,9 +47,11 @@ def _frame(qs: QuerySet, columns: list[str], *, types: Mapping[str, pgcopy.Colum
 
 
 def judgments_frame(*, campaign_id: int) -> pd.DataFrame:
-    """One row per (unit, grader) judgment that is not skipped, sorted by unit then grader."""
+    """One row per (unit, grader) judgment that is not skipped, sorted by unit then grader. Judgments
+    of hidden gold units are left out (see ``gold_judgments_frame``)."""
     qs = (
         Judgment.objects.filter(campaign_id=campaign_id, skipped=False)
+        .filter(unit__gold__isnull=True)  # hidden gold units count toward neither truth nor agreement (§5.6)
         .order_by()
         .values_list("unit_id", "grader_id", "unit__query_id", "broad", Cast("fine", FloatField()), "score",
                      "label", "verdict")
@@ -345,3 +347,14 @@ def unit_result(*, run: AnalysisRun | None, unit: Unit) -> UnitResult | None:
 def unit_provenance(*, unit: Unit) -> list[Any]:
     """Which systems returned the unit's candidate, for which query, at which rank."""
     return list(unit.candidate.provenance.select_related("system", "query").order_by("system__name"))
+
+
+# --- hidden units (docs/design.md §5.6): graders' answers on gold units ------------------------------
+
+def gold_judgments_frame(*, campaign_id: int, field: str) -> pd.DataFrame:
+    """One row per judgment of a gold unit that gives a value: grader, unit, value (the grader's, in
+    the judgment column ``field``: broad, score, label or verdict) and gold (the organizer's, as text)."""
+    rows = (Judgment.objects.filter(campaign_id=campaign_id, skipped=False, unit__gold__isnull=False,
+                                    **{f"{field}__isnull": False})
+            .order_by("unit_id", "grader_id").values_list("grader_id", "unit_id", field, "unit__gold__value"))
+    return pd.DataFrame(list(rows), columns=["grader", "unit", "value", "gold"])

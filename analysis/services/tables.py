@@ -159,6 +159,9 @@ def report_tables(run: AnalysisRun, *, show_names: bool) -> dict[str, Table]:
     from analysis.services.model_tables import model_tables  # model-based truth (§5.6)
 
     tables.update(model_tables(result, names))
+    from analysis.services.hidden_units import hidden_units_tables  # gold and repeats (§5.6)
+
+    tables.update(hidden_units_tables(result, names))
     return tables
 
 

@@ -1,5 +1,5 @@
 """The grading data model (docs/design.md §2)."""
-from grading.models.allocation import Adjudication, CampaignAllocation, UnitAllocation
+from grading.models.allocation import Adjudication, CampaignAllocation, GoldAnswer, UnitAllocation
 from grading.models.campaigns import Campaign, CampaignRole, GuidelinesVersion
 from grading.models.items import Candidate, CandidateProvenance, Query, System, SystemOutput, Unit
 from grading.models.judgments import Assignment, GradingEvent, Judgment, Ordering
@@ -12,6 +12,7 @@ __all__ = [
     "CampaignRole",
     "Candidate",
     "CandidateProvenance",
+    "GoldAnswer",
     "GradingEvent",
     "GuidelinesVersion",
     "Judgment",

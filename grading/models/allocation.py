@@ -87,3 +87,18 @@ class Adjudication(models.Model):
 
     def __str__(self) -> str:
         return f"unit {self.unit_id} adjudicated {self.value}"
+
+
+class GoldAnswer(models.Model):
+    """A hidden gold unit (docs/design.md §5.6, "Hidden units"): the organizer's known answer for a unit
+    that graders are served like any other. Their judgments of it measure each grader's accuracy and
+    count toward neither ground truth nor agreement."""
+
+    unit = models.OneToOneField(Unit, primary_key=True, on_delete=models.CASCADE, related_name="gold")
+    campaign = models.ForeignKey(Campaign, on_delete=models.CASCADE, related_name="gold_answers")
+    value = models.CharField(max_length=100)
+    organizer = models.ForeignKey(settings.AUTH_USER_MODEL, on_delete=models.PROTECT, related_name="+")
+    updated_at = models.DateTimeField(auto_now=True)
+
+    def __str__(self) -> str:
+        return f"unit {self.unit_id} gold {self.value}"
