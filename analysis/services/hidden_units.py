@@ -54,7 +54,8 @@ def _per_grader(grader: pd.Series, answer: pd.Series, reference: pd.Series, *, n
 
 
 def hidden_units_section(*, campaign_id: int, scheme: str, pseudonyms: dict[int, str]) -> dict[str, Any]:
-    """``gold``: per-grader scores on gold units; empty when the campaign has none, or no value scheme."""
+    """``gold``: per-grader scores on gold units; ``repeats``: per-grader test–retest agreement. Each is
+    left out when there is nothing to show."""
     field = VALUE_FIELD.get(scheme)
     if field is None:
         return {}
@@ -65,7 +66,30 @@ def hidden_units_section(*, campaign_id: int, scheme: str, pseudonyms: dict[int,
         scores = gold_scores(gold, numeric=numeric)
         out["gold"] = {"measure": "mae" if numeric else "accuracy", "units": int(gold["unit"].nunique()),
                        "graders": _records(scores, pseudonyms)}
+    repeats = _repeats(campaign_id, scheme, pseudonyms)
+    if repeats:
+        out["repeats"] = repeats
     return out
+
+
+# Per scheme: the answer compared as a category, and the one compared as a number (None: not asked).
+REPEAT_FIELDS = {Scheme.BROAD_FINE: ("broad", "fine"), Scheme.NUMERIC: (None, "score"),
+                 Scheme.CATEGORICAL: ("label", None), Scheme.PAIRWISE: ("verdict", None)}
+
+
+def _repeats(campaign_id: int, scheme: str, pseudonyms: dict[int, str]) -> dict[str, Any]:
+    categorical, numeric = REPEAT_FIELDS.get(scheme, (None, None))
+    fields = [f for f in (categorical, numeric) if f]
+    if not fields:
+        return {}
+    pairs = selectors.repeat_pairs_frame(campaign_id=campaign_id, fields=fields)
+    if pairs.empty:
+        return {}
+    parts = [repeat_scores(pairs.rename(columns={f"first_{f}": "first", f"again_{f}": "again"}), numeric=f == numeric)
+             for f in fields]
+    scores = parts[0] if len(parts) == 1 else parts[0].merge(parts[1].drop(columns="n"), on="grader")
+    return {"categorical": categorical is not None, "numeric": numeric is not None,
+            "graders": _records(scores, pseudonyms)}
 
 
 def _records(scores: pd.DataFrame, pseudonyms: dict[int, str]) -> list[dict[str, Any]]:
