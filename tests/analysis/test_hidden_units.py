@@ -52,3 +52,37 @@ def test_gold_judgments_leave_agreement_and_truth_and_are_scored_per_grader(judg
     assert unit.pk not in {u.unit_id for u in run.unit_results.all()}
     table = report_tables(run, show_names=False)["gold"]
     assert len(table.rows) == 3 and {r["score"] for r in table.rows} <= {0.0, 1.0}
+
+
+@pytest.mark.django_db
+def test_the_report_page_shows_gold_and_repeat_figures(client, organizer):
+    from grading.models import Assignment
+    from tests.factories import make_campaign, record
+    from tests.grading.api_helpers import graders_of
+
+    campaign = make_campaign(n_queries=0, n_candidates=16, graders=1, organizer=organizer)
+    campaign.policy_params = {"repeat_share": 0.1}
+    campaign.save(update_fields=["policy_params"])
+    grader = graders_of(campaign)[0]
+    gold_set(organizer=organizer, campaign=campaign, unit_external_id="u0-15", value="SS")
+    for a in Assignment.objects.filter(grader=grader).order_by("position", "pk")[:12]:  # the last is gold
+        record(grader, campaign, "broad_set", {"value": "VS"}, unit=a.unit_id)
+        record(grader, campaign, "fine_set", {"value": 9.0}, unit=a.unit_id)
+    repeat = Assignment.objects.get(repeat=True)
+    record(grader, campaign, "broad_set", {"value": "VS"}, unit=repeat.unit_id)
+    record(grader, campaign, "fine_set", {"value": 8.0}, unit=repeat.unit_id)
+    gold_unit = Unit.objects.get(campaign=campaign, external_id="u0-15")
+    record(grader, campaign, "broad_set", {"value": "VS"}, unit=gold_unit)
+    record(grader, campaign, "fine_set", {"value": 9.0}, unit=gold_unit)
+    run = AnalysisRun.objects.create(campaign=campaign, parameters=runs.parameters_clean({"n_boot": 20}), seed=1)
+    run_execute(run_id=run.pk)
+    run.refresh_from_db()
+    hidden = run.result["hidden_units"]
+    assert [(g["n"], g["accuracy"]) for g in hidden["gold"]["graders"]] == [(1, 0.0)]
+    assert [(g["n"], g["identical"], g["mean_abs_diff"]) for g in hidden["repeats"]["graders"]] == [(1, 1.0, 1.0)]
+    client.force_login(organizer)
+    html = client.get(f"/reports/campaigns/{campaign.pk}/").content.decode()
+    assert 'id="section-hidden-units"' in html and 'id="table-gold"' in html and 'id="table-repeats"' in html
+    assert "Same answer again" in html and "Mean absolute difference" in html and "Accuracy" in html
+    csv_text = client.get(f"/reports/campaigns/{campaign.pk}/tables/repeats.csv").content.decode()
+    assert csv_text.splitlines()[0] == "who,n,identical,mean_abs_diff" and len(csv_text.splitlines()) == 2
