@@ -239,7 +239,11 @@ def _replay(existing: GradingEvent, *, grader: AbstractBaseUser, data: EventInpu
         )
     judgment = None
     if existing.unit_id is not None:
-        judgment = (judgments or {}).get(existing.unit_id) or Judgment.objects.filter(grader=grader, unit_id=existing.unit_id).first()
+        # An event of a hidden repeat is answered with the repeat's answer, as when it was stored (§5.6).
+        judgment = (RepeatAnswer.objects.filter(grader=grader, unit_id=existing.unit_id,
+                                                assignment__created_at__lte=existing.server_ts).first()
+                    or (judgments or {}).get(existing.unit_id)
+                    or Judgment.objects.filter(grader=grader, unit_id=existing.unit_id).first())
     return EventOutcome(event=existing, replayed=True, judgment=judgment)
 
 

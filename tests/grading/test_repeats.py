@@ -134,3 +134,16 @@ def test_the_grading_page_of_a_repeat_shows_an_unrated_card_and_no_hint(client):
     card = html.split(f'data-unit="{repeat.unit_id}"')
     assert len(card) == 2 and card[1].startswith(' data-status="open"')
     assert "Not rated yet" in card[1].split("</li>")[0] and "repeat" not in html.lower()
+
+
+def test_a_replayed_repeat_event_is_answered_with_the_repeat_answer():
+    from uuid import uuid4
+
+    campaign, grader = _campaign()
+    _work_in_order(grader, campaign, MIN_GAP + 1)
+    repeat = Assignment.objects.get(repeat=True)
+    event_id = uuid4()
+    first = record(grader, campaign, "broad_set", {"value": "NS"}, unit=repeat.unit_id, event_id=event_id)
+    again = record(grader, campaign, "broad_set", {"value": "NS"}, unit=repeat.unit_id, event_id=event_id)
+    assert again.replayed and first.as_dict()["judgment"] == again.as_dict()["judgment"]
+    assert again.as_dict()["judgment"]["broad"] == "NS"
