@@ -13,7 +13,7 @@ from typing import Any
 import pandas as pd
 from django.conf import settings
 from django.contrib.auth.models import AbstractBaseUser
-from django.db.models import Count, FloatField, Max, Min, Q, QuerySet
+from django.db.models import Count, Exists, FloatField, Max, Min, OuterRef, Q, QuerySet, Subquery
 from django.db.models.fields.json import KT
 from django.db.models.functions import Cast
 
@@ -28,6 +28,7 @@ from grading.models import (
     Judgment,
     Ordering,
     Query,
+    RepeatAnswer,
     SystemOutput,
     Unit,
 )
@@ -47,9 +48,11 @@ def _frame(qs: QuerySet, columns: list[str], *, types: Mapping[str, pgcopy.Colum
 
 
 def judgments_frame(*, campaign_id: int) -> pd.DataFrame:
-    """One row per (unit, grader) judgment that is not skipped, sorted by unit then grader."""
+    """One row per (unit, grader) judgment that is not skipped, sorted by unit then grader. Judgments
+    of hidden gold units are left out (see ``gold_judgments_frame``)."""
     qs = (
         Judgment.objects.filter(campaign_id=campaign_id, skipped=False)
+        .filter(unit__gold__isnull=True)  # hidden gold units count toward neither truth nor agreement (§5.6)
         .order_by()
         .values_list("unit_id", "grader_id", "unit__query_id", "broad", Cast("fine", FloatField()), "score",
                      "label", "verdict")
@@ -64,6 +67,12 @@ def judgments_frame(*, campaign_id: int) -> pd.DataFrame:
     return frame.sort_values(["unit", "grader"], kind="stable", ignore_index=True)
 
 
+# Events of a grader on a unit once it was given back to them as a hidden repeat: from then on the
+# events service records that unit's answers in the repeat (grading.services.events, §5.6).
+_repeat_since = Assignment.objects.filter(grader=OuterRef("grader"), unit=OuterRef("unit"), repeat=True,
+                                          created_at__lte=OuterRef("server_ts"))
+
+
 def unit_events_frame(*, campaign_id: int) -> pd.DataFrame:
     """Every event about a unit: grader, unit, type, ts (client time, UTC), session_seq, server_ts,
     value (payload.value as text) — one query serves both stability and engagement.
@@ -74,6 +83,7 @@ def unit_events_frame(*, campaign_id: int) -> pd.DataFrame:
     qs = (
         GradingEvent.objects.filter(campaign_id=campaign_id, unit__isnull=False)
         .exclude(type=EventType.ADJUDICATED)  # an organizer's verdict, not a grader's work
+        .exclude(Exists(_repeat_since))  # a hidden repeat's answer is no change of the judgment (§5.6)
         .order_by()
         .values_list("grader_id", "unit_id", "type", "client_ts", "seq", "server_ts", KT("payload__value"),
                      KT("payload__action"), KT("payload__visible"))
@@ -345,3 +355,27 @@ def unit_result(*, run: AnalysisRun | None, unit: Unit) -> UnitResult | None:
 def unit_provenance(*, unit: Unit) -> list[Any]:
     """Which systems returned the unit's candidate, for which query, at which rank."""
     return list(unit.candidate.provenance.select_related("system", "query").order_by("system__name"))
+
+
+# --- hidden units (docs/design.md §5.6): graders' answers on gold units ------------------------------
+
+def gold_judgments_frame(*, campaign_id: int, field: str) -> pd.DataFrame:
+    """One row per judgment of a gold unit that gives a value: grader, unit, value (the grader's, in
+    the judgment column ``field``: broad, score, label or verdict) and gold (the organizer's, as text)."""
+    rows = (Judgment.objects.filter(campaign_id=campaign_id, skipped=False, unit__gold__isnull=False,
+                                    **{f"{field}__isnull": False})
+            .order_by("unit_id", "grader_id").values_list("grader_id", "unit_id", field, "unit__gold__value"))
+    return pd.DataFrame(list(rows), columns=["grader", "unit", "value", "gold"])
+
+
+def repeat_pairs_frame(*, campaign_id: int, fields: list[str]) -> pd.DataFrame:
+    """One row per answered hidden repeat: grader, unit, and for each of ``fields`` (judgment columns)
+    ``first_<field>`` (the grader's judgment) and ``again_<field>`` (the repeat's answer). Rows where
+    either answer lacks one of the fields are left out."""
+    judgment = Judgment.objects.filter(grader=OuterRef("grader"), unit=OuterRef("unit"))
+    qs = (RepeatAnswer.objects.filter(campaign_id=campaign_id, skipped=False)
+          .annotate(**{f"first_{f}": Subquery(judgment.values(f)[:1]) for f in fields})
+          .order_by("grader_id", "unit_id")
+          .values_list("grader_id", "unit_id", *fields, *(f"first_{f}" for f in fields)))
+    columns = ["grader", "unit", *(f"again_{f}" for f in fields), *(f"first_{f}" for f in fields)]
+    return pd.DataFrame(list(qs), columns=columns).dropna().reset_index(drop=True)

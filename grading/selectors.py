@@ -17,6 +17,7 @@ from grading.models import (
     Judgment,
     Ordering,
     Query,
+    RepeatAnswer,
     Unit,
 )
 from grading.models.choices import AssignmentStatus, Role, Scheme
@@ -117,13 +118,15 @@ class GradingPage:
 def grading_pages(*, grader: AbstractBaseUser, campaign: Campaign) -> list[GradingPage]:
     """The grader's assignments grouped into pages, in the grader's own shuffled order."""
     pages: list[GradingPage] = []
-    by_query: dict[int, GradingPage] = {}
+    by_query: dict[tuple[int, bool], GradingPage] = {}
     for a in assignment_list_for_grader(grader=grader, campaign=campaign):
         query = a.query or (a.unit.query if a.unit_id else None)
         if query is not None:
-            page = by_query.get(query.pk)
+            # A hidden repeat comes back later on a page of its own, never beside the first judgment (§5.6).
+            key = (query.pk, a.repeat)
+            page = by_query.get(key)
             if page is None:
-                page = by_query[query.pk] = GradingPage(number=len(pages) + 1, query=query, assignments=[])
+                page = by_query[key] = GradingPage(number=len(pages) + 1, query=query, assignments=[])
                 pages.append(page)
         elif pages and pages[-1].query is None and len(pages[-1].assignments) < UNITS_PER_PAGE:
             page = pages[-1]
@@ -145,6 +148,8 @@ def grading_page_get(*, grader: AbstractBaseUser, campaign: Campaign, number: in
     else:
         unit_ids = [a.unit_id for a in page.assignments]
         page.judgments = {j.unit_id: j for j in Judgment.objects.filter(grader=grader, unit_id__in=unit_ids)}
+        repeats = repeat_answers_of(assignments=page.assignments)
+        page.judgments.update({a.unit_id: repeats[a.pk] for a in page.assignments if a.pk in repeats})
     return page, len(pages)
 
 
@@ -215,3 +220,13 @@ def campaign_get_for_organizer(*, user: AbstractBaseUser, campaign_id: Any) -> C
     if not user.is_staff and Role.ORGANIZER not in roles_of(user=user, campaign=campaign):
         raise NotOrganizer(f"you do not organize campaign {campaign.pk}.", field="campaign", value=campaign.pk)
     return campaign
+
+
+def repeat_answers_of(*, assignments: list[Assignment]) -> dict[int, Any]:
+    """For the hidden repeats among `assignments`, by assignment id: the repeat's own answer (shaped
+    like a Judgment), or None while unanswered, so that a repeat never shows the first judgment (§5.6)."""
+    repeats = [a.pk for a in assignments if a.repeat]
+    if not repeats:
+        return {}
+    answers = {r.pk: r for r in RepeatAnswer.objects.filter(pk__in=repeats)}
+    return {pk: answers.get(pk) for pk in repeats}

@@ -3,6 +3,7 @@ from django.urls import path
 from grading.views import adjudication, grader
 from grading.views.organizer import campaign as org_campaign
 from grading.views.organizer import create as org_create
+from grading.views.organizer import gold as org_gold
 from grading.views.organizer import members as org_members
 from grading.views.organizer import progress as org_progress
 
@@ -26,4 +27,5 @@ urlpatterns = [
     path("organize/campaigns/<int:campaign_id>/progress/", org_progress.progress, name="progress"),
     path("organize/campaigns/<int:campaign_id>/progress.json", org_progress.progress_json, name="progress-json"),
     path("campaigns/<int:campaign_id>/adjudicate/", adjudication.adjudicate, name="adjudicate"),
+    path("organize/campaigns/<int:campaign_id>/gold/", org_gold.gold, name="gold"),
 ]

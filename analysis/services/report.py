@@ -110,6 +110,10 @@ def report_compute(*, campaign_id: int, parameters: dict[str, Any], seed: int,
     from analysis.services.accounting import accounting  # adaptive allocation's accounting (§5.6)
 
     result["accounting"] = accounting(campaign_id=campaign_id, model=result["model"])
+    from analysis.services.hidden_units import hidden_units_section  # gold and repeats (§5.6)
+
+    result["hidden_units"] = hidden_units_section(campaign_id=campaign_id, scheme=data.scheme,
+                                                  pseudonyms=data.pseudonyms)
     progress.stage("queries", 85)
     result["queries"] = behaviour.queries(data.judgments, data.spec, units, data.query_labels)
     if data.scheme == Scheme.ORDERING:

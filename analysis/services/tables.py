@@ -158,6 +158,9 @@ def report_tables(run: AnalysisRun, *, show_names: bool) -> dict[str, Table]:
     tables.update(system_tables(result))
     tables.update(instrument_tables(result))
     tables.update(model_tables(result, names))
+    from analysis.services.hidden_units import hidden_units_tables  # gold and repeats (§5.6)
+
+    tables.update(hidden_units_tables(result, names))
     return tables
 
 

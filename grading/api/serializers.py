@@ -157,7 +157,8 @@ class AssignmentOut(serializers.ModelSerializer):
 
     @extend_schema_field(JudgmentOut(allow_null=True))
     def get_judgment(self, obj: Assignment) -> dict[str, Any] | None:
-        judgment = self.context.get("judgments", {}).get(obj.unit_id)
+        repeats = self.context.get("repeats", {})  # a hidden repeat shows its own answer, never the first (§5.6)
+        judgment = repeats.get(obj.pk) if obj.pk in repeats else self.context.get("judgments", {}).get(obj.unit_id)
         return judgment_summary(judgment) if judgment else None
 
 

@@ -147,7 +147,9 @@ class AssignmentListView(GradingAPIView, GenericAPIView):
         campaign = selectors.campaign_get_for_grader(grader=request.user, campaign_id=request.query_params.get("campaign"))
         page = self.paginate_queryset(selectors.assignment_list_for_grader(grader=request.user, campaign=campaign))
         judgments = selectors.judgments_by_unit(grader=request.user, campaign=campaign)
-        return self.get_paginated_response(s.AssignmentOut(page, many=True, context={"judgments": judgments}).data)
+        repeats = selectors.repeat_answers_of(assignments=page)
+        return self.get_paginated_response(s.AssignmentOut(page, many=True, context={"judgments": judgments,
+                                                                                     "repeats": repeats}).data)
 
 
 class NextAssignmentView(GradingAPIView):
@@ -161,7 +163,8 @@ class NextAssignmentView(GradingAPIView):
             return Response(status=status.HTTP_204_NO_CONTENT)
         assignment = selectors.assignment_list_for_grader(grader=request.user, campaign=campaign).get(pk=assignment.pk)
         judgments = selectors.judgments_by_unit(grader=request.user, campaign=campaign, unit_ids=[assignment.unit_id])
-        return Response(s.AssignmentOut(assignment, context={"judgments": judgments}).data)
+        repeats = selectors.repeat_answers_of(assignments=[assignment])
+        return Response(s.AssignmentOut(assignment, context={"judgments": judgments, "repeats": repeats}).data)
 
 
 class JudgmentListView(GradingAPIView, GenericAPIView):

@@ -1,5 +1,11 @@
 """The grading data model (docs/design.md §2)."""
-from grading.models.allocation import Adjudication, CampaignAllocation, UnitAllocation
+from grading.models.allocation import (
+    Adjudication,
+    CampaignAllocation,
+    GoldAnswer,
+    RepeatAnswer,
+    UnitAllocation,
+)
 from grading.models.campaigns import Campaign, CampaignRole, GuidelinesVersion
 from grading.models.items import Candidate, CandidateProvenance, Query, System, SystemOutput, Unit
 from grading.models.judgments import Assignment, GradingEvent, Judgment, Ordering
@@ -12,11 +18,13 @@ __all__ = [
     "CampaignRole",
     "Candidate",
     "CandidateProvenance",
+    "GoldAnswer",
     "GradingEvent",
     "GuidelinesVersion",
     "Judgment",
     "Ordering",
     "Query",
+    "RepeatAnswer",
     "System",
     "SystemOutput",
     "Unit",

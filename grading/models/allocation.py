@@ -90,3 +90,47 @@ class Adjudication(models.Model):
 
     def __str__(self) -> str:
         return f"unit {self.unit_id} adjudicated {self.value}"
+
+
+class GoldAnswer(models.Model):
+    """A hidden gold unit (docs/design.md §5.6, "Hidden units"): the organizer's known answer for a unit
+    that graders are served like any other. Their judgments of it measure each grader's accuracy and
+    count toward neither ground truth nor agreement."""
+
+    unit = models.OneToOneField(Unit, primary_key=True, on_delete=models.CASCADE, related_name="gold")
+    campaign = models.ForeignKey(Campaign, on_delete=models.CASCADE, related_name="gold_answers")
+    value = models.CharField(max_length=100)
+    organizer = models.ForeignKey(settings.AUTH_USER_MODEL, on_delete=models.PROTECT, related_name="+")
+    updated_at = models.DateTimeField(auto_now=True)
+
+    def __str__(self) -> str:
+        return f"unit {self.unit_id} gold {self.value}"
+
+
+class RepeatAnswer(models.Model):
+    """A grader's answer on a hidden repeat (docs/design.md §5.6, "Hidden units"): the second judgment
+    of a unit they already judged, kept apart from their Judgment (which it never changes) and from
+    ground truth and agreement. Its events are ordinary GradingEvents; the fields mirror Judgment's."""
+
+    assignment = models.OneToOneField("grading.Assignment", primary_key=True, on_delete=models.CASCADE,
+                                      related_name="repeat_answer")
+    campaign = models.ForeignKey(Campaign, on_delete=models.CASCADE, related_name="repeat_answers")
+    grader = models.ForeignKey(settings.AUTH_USER_MODEL, on_delete=models.CASCADE, related_name="+")
+    unit = models.ForeignKey(Unit, on_delete=models.CASCADE, related_name="repeat_answers")
+    broad = models.CharField(max_length=2, null=True, blank=True)
+    fine = models.DecimalField(max_digits=3, decimal_places=1, null=True, blank=True)
+    score = models.FloatField(null=True, blank=True)
+    label = models.CharField(max_length=100, null=True, blank=True)
+    verdict = models.CharField(max_length=5, null=True, blank=True)
+    comment = models.TextField(blank=True)
+    skipped = models.BooleanField(default=False)
+    guidelines_version = models.PositiveIntegerField(default=0)
+    last_event = models.ForeignKey(GradingEvent, null=True, blank=True, on_delete=models.PROTECT, related_name="+")
+    applied = models.JSONField(default=dict, blank=True)
+    updated_at = models.DateTimeField(auto_now=True)
+
+    class Meta:
+        indexes = [models.Index(fields=["campaign", "grader"])]
+
+    def __str__(self) -> str:
+        return f"repeat of unit {self.unit_id} by {self.grader_id}"

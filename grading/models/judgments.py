@@ -28,6 +28,9 @@ class Assignment(models.Model):
     completed_at = models.DateTimeField(null=True, blank=True)
     # Adaptive assignments: why the unit was given one more grader (a NeedReason value).
     allocation_reason = models.CharField(max_length=20, blank=True, default="")
+    # A hidden repeat (docs/design.md §5.6): the grader judges a unit they already judged once more;
+    # the answer is kept in a RepeatAnswer, never in the Judgment. Never shown to the grader.
+    repeat = models.BooleanField(default=False)
 
     class Meta:
         ordering = ["campaign_id", "grader_id", "position", "id"]
@@ -36,7 +39,10 @@ class Assignment(models.Model):
                    models.Index(fields=["campaign", "lease_expires_at"], name="assignment_adaptive_open",
                                 condition=Q(source="adaptive", status="open"))]
         constraints = [
-            models.UniqueConstraint(fields=["grader", "unit"], condition=Q(unit__isnull=False), name="assignment_grader_unit_unique"),
+            models.UniqueConstraint(fields=["grader", "unit"], condition=Q(unit__isnull=False, repeat=False),
+                                    name="assignment_grader_unit_unique"),
+            models.UniqueConstraint(fields=["grader", "unit"], condition=Q(unit__isnull=False, repeat=True),
+                                    name="assignment_grader_unit_repeat_unique"),
             models.UniqueConstraint(
                 fields=["grader", "query"], condition=Q(unit__isnull=True), name="assignment_grader_query_unique"
             ),

@@ -25,16 +25,12 @@ def can_adjudicate(*, user: AbstractBaseUser, campaign_id: int) -> bool:
     return bool(user.is_staff or CampaignRole.objects.filter(campaign_id=campaign_id, user=user, role=Role.ORGANIZER).exists())
 
 
-@transaction.atomic
-def adjudication_record(*, organizer: AbstractBaseUser, unit: Unit, value: Any, note: str = "",
-                        event_id: UUID | None = None) -> Adjudication:
-    """Validate and store an organizer's value for a unit (the same checks as a grader's value)."""
+def unit_value_checked(*, unit: Unit, value: Any, purpose: str) -> Any:
+    """An organizer's value for a unit (adjudicated or gold), checked like a grader's value."""
     campaign = unit.campaign
-    if not can_adjudicate(user=organizer, campaign_id=campaign.pk):
-        raise NotAllowed(f"only organizers of campaign {campaign.pk} adjudicate its units.", field="unit", value=unit.pk)
     kind = VALUE_KIND.get(campaign.scheme)
     if kind is None:
-        raise InvalidValue(f"{campaign.get_scheme_display()} campaigns have no per-unit value to adjudicate.",
+        raise InvalidValue(f"{campaign.get_scheme_display()} campaigns have no per-unit value to {purpose}.",
                            field="unit", value=unit.pk)
     if campaign.scheme == Scheme.NUMERIC and isinstance(value, str):
         try:
@@ -42,9 +38,19 @@ def adjudication_record(*, organizer: AbstractBaseUser, unit: Unit, value: Any, 
         except ValueError:
             raise InvalidValue(f"value must be a number, got {value!r}.", field="value", value=value) from None
     try:
-        parsed = payloads.parse(campaign, kind, {"value": value}, query=None)
+        return payloads.parse(campaign, kind, {"value": value}, query=None)
     except InvalidValue as exc:  # the same checks as a grader's value, named as this form's field
         raise InvalidValue(exc.message.replace("payload.value", "value"), field="value", value=value) from None
+
+
+@transaction.atomic
+def adjudication_record(*, organizer: AbstractBaseUser, unit: Unit, value: Any, note: str = "",
+                        event_id: UUID | None = None) -> Adjudication:
+    """Validate and store an organizer's value for a unit (the same checks as a grader's value)."""
+    campaign = unit.campaign
+    if not can_adjudicate(user=organizer, campaign_id=campaign.pk):
+        raise NotAllowed(f"only organizers of campaign {campaign.pk} adjudicate its units.", field="unit", value=unit.pk)
+    parsed = unit_value_checked(unit=unit, value=value, purpose="adjudicate")
     note = (note or "").strip()
     if len(note) > MAX_NOTE:
         raise InvalidValue(f"note is longer than {MAX_NOTE} characters.", field="note", value=len(note))

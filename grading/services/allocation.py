@@ -107,7 +107,7 @@ def _reclaim_expired(grader: AbstractBaseUser, campaign: Campaign, now) -> Assig
     slot = (
         Assignment.objects.select_for_update(skip_locked=True, of=("self",))
         .filter(campaign=campaign, source=AssignmentSource.ADAPTIVE, status=AssignmentStatus.OPEN,
-                lease_expires_at__lt=now, unit__isnull=False)
+                lease_expires_at__lt=now, unit__isnull=False, repeat=False)
         .exclude(grader=grader).exclude(Exists(mine)).exclude(Exists(judged))
         .order_by("lease_expires_at", "pk").first()
     )

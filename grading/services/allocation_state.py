@@ -141,6 +141,7 @@ def _tallies(unit_ids: list[int], campaign: Campaign, *, whole_campaign: bool = 
     judgments = Judgment.objects.filter(campaign=campaign) if whole_campaign else Judgment.objects.filter(unit_id__in=unit_ids)
     assignments = Assignment.objects.filter(campaign=campaign, unit__isnull=False) if whole_campaign \
         else Assignment.objects.filter(unit_id__in=unit_ids)
+    assignments = assignments.filter(repeat=False)  # a hidden repeat is no extra grader of the unit (§5.6)
     if field is not None:
         for unit_id, grader_id, value in judgments.filter(**{f"{field}__isnull": False}).values_list("unit_id", "grader_id", field):
             tallies[unit_id].judged.append((grader_id, value))

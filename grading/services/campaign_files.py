@@ -309,6 +309,9 @@ def _campaign(c: dict[str, Any]) -> dict[str, Any]:
         raise CampaignFileError(where, "max_overlap", out["max_overlap"], "must be at least initial_overlap")
     out["budget"] = _int(c, "budget", where, None, minimum=1)
     out["policy_params"] = _json_object(c, "policy_params", where)
+    share = out["policy_params"].get("repeat_share", 0)  # hidden repeats (§5.6)
+    if isinstance(share, bool) or not isinstance(share, int | float) or not 0 <= share <= 0.5:
+        raise CampaignFileError(where, "policy_params.repeat_share", share, "must be a number from 0 to 0.5")
     return out
 
 

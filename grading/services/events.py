@@ -21,9 +21,9 @@ from django.utils import timezone
 
 from grading.errors import EventConflict, GradingError, InvalidValue
 from grading.hooks import judgments_changed
-from grading.models import Assignment, Campaign, GradingEvent, Judgment, Ordering
+from grading.models import Assignment, Campaign, GradingEvent, Judgment, Ordering, RepeatAnswer
 from grading.models.choices import AssignmentStatus, EventType
-from grading.services import allocation_state, payloads
+from grading.services import allocation_state, payloads, repeats
 from grading.services.event_context import EventContext
 from grading.services.event_input import EventInput, client_ts_checked
 
@@ -142,6 +142,7 @@ def _record_batch(grader: AbstractBaseUser, items: list[EventInput], *, look_up_
     allocation_state.units_changed(unit_ids=[*batch.new_judgments, *batch.changed_judgments,
                                              *(a.unit_id for a in batch.assignments.values())])
     for campaign_id in batch.campaigns:
+        repeats.repeat_add_due(grader=grader, campaign=context.campaigns[campaign_id])  # hidden repeats (§5.6)
         transaction.on_commit(partial(judgments_changed, campaign_id))  # reports read events too (stability)
     return results
 
@@ -185,9 +186,12 @@ class _Batch:
         self.assignments: dict[int, Assignment] = {}
         self.orderings: list[tuple[EventOutcome, Campaign, list[str]]] = []
         self.campaigns: set[int] = set()
+        self.repeat_answers: dict[int, RepeatAnswer] = {}  # by assignment id (hidden repeats, §5.6)
 
     def write(self) -> None:
         GradingEvent.objects.bulk_create(self.events)
+        for answer in self.repeat_answers.values():  # few: a small share of a grader's work
+            answer.save()
         Judgment.objects.bulk_create(list(self.new_judgments.values()))
         _update(Judgment, list(self.changed_judgments.values()), JUDGMENT_COLUMNS)
         _update(Assignment, list(self.assignments.values()), ["status", "completed_at"])
@@ -235,7 +239,11 @@ def _replay(existing: GradingEvent, *, grader: AbstractBaseUser, data: EventInpu
         )
     judgment = None
     if existing.unit_id is not None:
-        judgment = (judgments or {}).get(existing.unit_id) or Judgment.objects.filter(grader=grader, unit_id=existing.unit_id).first()
+        # An event of a hidden repeat is answered with the repeat's answer, as when it was stored (§5.6).
+        judgment = (RepeatAnswer.objects.filter(grader=grader, unit_id=existing.unit_id,
+                                                assignment__created_at__lte=existing.server_ts).first()
+                    or (judgments or {}).get(existing.unit_id)
+                    or Judgment.objects.filter(grader=grader, unit_id=existing.unit_id).first())
     return EventOutcome(event=existing, replayed=True, judgment=judgment)
 
 
@@ -275,13 +283,16 @@ def _supersedes(stamp: list[Any], previous: list[Any] | None) -> bool:
 
 def _apply_judgment(context: EventContext, batch: _Batch, event: GradingEvent, campaign: Campaign,
                     assignment: Assignment, kind: str, value: Any) -> Judgment:
-    judgment = context.judgments.get(event.unit_id)
-    if judgment is None:
-        judgment = Judgment(campaign=campaign, grader_id=event.grader_id, unit_id=event.unit_id, applied={})
-        context.judgments[event.unit_id] = judgment
-        batch.new_judgments[event.unit_id] = judgment
-    elif event.unit_id not in batch.new_judgments:
-        batch.changed_judgments[event.unit_id] = judgment
+    if assignment.repeat:  # a hidden repeat: its own answer, never the grader's Judgment (§5.6)
+        judgment = _repeat_answer(batch, event, campaign, assignment)
+    else:
+        judgment = context.judgments.get(event.unit_id)
+        if judgment is None:
+            judgment = Judgment(campaign=campaign, grader_id=event.grader_id, unit_id=event.unit_id, applied={})
+            context.judgments[event.unit_id] = judgment
+            batch.new_judgments[event.unit_id] = judgment
+        elif event.unit_id not in batch.new_judgments:
+            batch.changed_judgments[event.unit_id] = judgment
     field_name = payloads.JUDGMENT_FIELD[kind]
     stamp = _stamp(event)
     if _supersedes(stamp, judgment.applied.get(field_name)):
@@ -300,6 +311,16 @@ def _apply_judgment(context: EventContext, batch: _Batch, event: GradingEvent, c
         status = AssignmentStatus.OPEN
     _set_assignment_status(batch, assignment, status)
     return judgment
+
+
+def _repeat_answer(batch: _Batch, event: GradingEvent, campaign: Campaign, assignment: Assignment) -> RepeatAnswer:
+    """The answer of a repeat assignment (it has the Judgment's value fields), from this batch or stored."""
+    answer = batch.repeat_answers.get(assignment.pk)
+    if answer is None:
+        answer = RepeatAnswer.objects.filter(pk=assignment.pk).first() or RepeatAnswer(
+            assignment=assignment, campaign=campaign, grader_id=event.grader_id, unit_id=event.unit_id, applied={})
+        batch.repeat_answers[assignment.pk] = answer
+    return answer
 
 
 def _set_assignment_status(batch: _Batch, assignment: Assignment, status: str) -> None:

@@ -69,6 +69,8 @@ def break_it(definition: dict, case: str) -> dict:
         d["candidates"][1]["media"] = "media/missing.wav"
     elif case == "wrong type":
         d["campaign"]["initial_overlap"] = "two"
+    elif case == "repeat share too large":
+        d["campaign"]["policy_params"] = {"repeat_share": 0.9}
     elif case == "unknown system":
         d["candidates"][2]["provenance"][0]["system"] = "system-z"
     return d
@@ -81,6 +83,7 @@ def break_it(definition: dict, case: str) -> dict:
     ("unknown media file", "candidates[1], field 'media', value 'media/missing.wav': no such file"),
     ("wrong type", "campaign, field 'initial_overlap', value 'two'"),
     ("unknown system", "candidates[2].provenance[0], field 'system', value 'system-z'"),
+    ("repeat share too large", "campaign, field 'policy_params.repeat_share', value 0.9: must be a number from 0 to 0.5"),
 ])
 def test_a_malformed_file_names_row_field_and_value_and_stores_nothing(example, case, message):
     good = json.loads((example / "campaign.json").read_text())

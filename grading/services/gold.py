@@ -1,0 +1,47 @@
+"""Gold units (docs/design.md §5.6, "Hidden units"): units whose answer the organizer sets. Graders
+are served them like any other unit and never told; their judgments of them measure each grader's
+accuracy (or absolute error) and are left out of ground truth and agreement."""
+from __future__ import annotations
+
+from typing import Any
+
+from django.contrib.auth.models import AbstractBaseUser
+from django.db import transaction
+
+from grading.errors import NotAllowed, NotFound
+from grading.models import Campaign, GoldAnswer, Unit
+from grading.services.adjudication import can_adjudicate, unit_value_checked
+
+
+def _unit_of(campaign: Campaign, external_id: str) -> Unit:
+    external_id = (external_id or "").strip()
+    unit = Unit.objects.filter(campaign=campaign, external_id=external_id).select_related("campaign").first()
+    if unit is None:
+        raise NotFound(f"campaign {campaign.pk} has no unit with id {external_id!r}.", field="unit", value=external_id)
+    return unit
+
+
+def _check_organizer(organizer: AbstractBaseUser, campaign: Campaign) -> None:
+    if not can_adjudicate(user=organizer, campaign_id=campaign.pk):
+        raise NotAllowed(f"only organizers of campaign {campaign.pk} set its gold units.", field="campaign",
+                         value=campaign.pk)
+
+
+@transaction.atomic
+def gold_set(*, organizer: AbstractBaseUser, campaign: Campaign, unit_external_id: str, value: Any) -> GoldAnswer:
+    """Make a unit gold with the organizer's answer (or change its answer). The value is checked like
+    a grader's: a BROAD category, a label, a verdict, or a number on the campaign's scale."""
+    _check_organizer(organizer, campaign)
+    unit = _unit_of(campaign, unit_external_id)
+    parsed = unit_value_checked(unit=unit, value=value, purpose="set as gold")
+    gold, _ = GoldAnswer.objects.update_or_create(
+        unit=unit, defaults={"campaign": campaign, "value": str(parsed), "organizer": organizer})
+    return gold
+
+
+@transaction.atomic
+def gold_remove(*, organizer: AbstractBaseUser, campaign: Campaign, unit_external_id: str) -> None:
+    """Make a gold unit ordinary again: its judgments count toward ground truth and agreement."""
+    _check_organizer(organizer, campaign)
+    unit = _unit_of(campaign, unit_external_id)
+    GoldAnswer.objects.filter(unit=unit).delete()

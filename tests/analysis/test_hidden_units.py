@@ -1,0 +1,88 @@
+"""Hidden units in the analysis: gold judgments stay out of agreement and truth, and each grader's
+accuracy on gold (and test–retest agreement on repeats) is reported."""
+from __future__ import annotations
+
+import pandas as pd
+import pytest
+
+from analysis import selectors
+from analysis.models import AnalysisRun
+from analysis.services import runs
+from analysis.services.execute import run_execute
+from analysis.services.hidden_units import gold_scores, repeat_scores
+from analysis.services.tables import report_tables
+from grading.models import Judgment, Unit
+from grading.services.gold import gold_set
+
+
+def test_gold_scores_on_a_hand_made_case():
+    frame = pd.DataFrame({"grader": [2, 1, 1, 2], "value": ["NS", "VS", "SS", "VS"], "gold": ["VS", "VS", "VS", "VS"]})
+    scores = gold_scores(frame, numeric=False)
+    assert scores.to_dict("records") == [{"grader": 1, "n": 2, "accuracy": 0.5}, {"grader": 2, "n": 2, "accuracy": 0.5}]
+    numeric = pd.DataFrame({"grader": [1, 1, 3], "value": [7.0, 5.0, 2.5], "gold": ["8.0", "5.0", "4.0"]})
+    assert gold_scores(numeric, numeric=True).to_dict("records") == [
+        {"grader": 1, "n": 2, "mae": 0.5}, {"grader": 3, "n": 1, "mae": 1.5}]
+
+
+def test_repeat_scores_on_a_hand_made_case():
+    frame = pd.DataFrame({"grader": [1, 1, 1, 2], "first": ["VS", "SS", "NS", "SS"], "again": ["VS", "VS", "NS", "SS"]})
+    scores = repeat_scores(frame, numeric=False)
+    assert len(scores) == 2
+    assert scores.iloc[0]["n"] == 3 and scores.iloc[0]["identical"] == pytest.approx(2 / 3)
+    assert scores.iloc[1]["n"] == 1 and scores.iloc[1]["identical"] == 1.0
+    numeric = pd.DataFrame({"grader": [4, 4], "first": [3.0, 6.5], "again": [4.0, 6.0]})
+    assert repeat_scores(numeric, numeric=True).to_dict("records") == [{"grader": 4, "n": 2, "mean_abs_diff": 0.75}]
+
+
+@pytest.mark.django_db
+def test_gold_judgments_leave_agreement_and_truth_and_are_scored_per_grader(judged_campaign, organizer):
+    unit = Unit.objects.filter(campaign=judged_campaign).order_by("pk").first()
+    gold_set(organizer=organizer, campaign=judged_campaign, unit_external_id=unit.external_id, value="VS")
+    frame = selectors.judgments_frame(campaign_id=judged_campaign.pk)
+    assert len(frame) == 42 and unit.pk not in set(frame["unit"])
+    run = AnalysisRun.objects.create(campaign=judged_campaign, parameters=runs.parameters_clean({"n_boot": 20}), seed=3)
+    run_execute(run_id=run.pk)
+    run.refresh_from_db()
+    gold = run.result["hidden_units"]["gold"]
+    judged = dict(Judgment.objects.filter(unit=unit).values_list("grader_id", "broad"))
+    assert gold["measure"] == "accuracy" and gold["units"] == 1 and len(gold["graders"]) == 3 == len(judged)
+    for g in gold["graders"]:
+        assert g["n"] == 1 and g["accuracy"] == (1.0 if judged[g["grader"]] == "VS" else 0.0)
+    assert run.result["agreement"]["units_rated"] == 14
+    assert unit.pk not in {u.unit_id for u in run.unit_results.all()}
+    table = report_tables(run, show_names=False)["gold"]
+    assert len(table.rows) == 3 and {r["score"] for r in table.rows} <= {0.0, 1.0}
+
+
+@pytest.mark.django_db
+def test_the_report_page_shows_gold_and_repeat_figures(client, organizer):
+    from grading.models import Assignment
+    from tests.factories import make_campaign, record
+    from tests.grading.api_helpers import graders_of
+
+    campaign = make_campaign(n_queries=0, n_candidates=16, graders=1, organizer=organizer)
+    campaign.policy_params = {"repeat_share": 0.1}
+    campaign.save(update_fields=["policy_params"])
+    grader = graders_of(campaign)[0]
+    gold_set(organizer=organizer, campaign=campaign, unit_external_id="u0-15", value="SS")
+    for a in Assignment.objects.filter(grader=grader).order_by("position", "pk")[:12]:  # the last is gold
+        record(grader, campaign, "broad_set", {"value": "VS"}, unit=a.unit_id)
+        record(grader, campaign, "fine_set", {"value": 9.0}, unit=a.unit_id)
+    repeat = Assignment.objects.get(repeat=True)
+    record(grader, campaign, "broad_set", {"value": "VS"}, unit=repeat.unit_id)
+    record(grader, campaign, "fine_set", {"value": 8.0}, unit=repeat.unit_id)
+    gold_unit = Unit.objects.get(campaign=campaign, external_id="u0-15")
+    record(grader, campaign, "broad_set", {"value": "VS"}, unit=gold_unit)
+    record(grader, campaign, "fine_set", {"value": 9.0}, unit=gold_unit)
+    run = AnalysisRun.objects.create(campaign=campaign, parameters=runs.parameters_clean({"n_boot": 20}), seed=1)
+    run_execute(run_id=run.pk)
+    run.refresh_from_db()
+    hidden = run.result["hidden_units"]
+    assert [(g["n"], g["accuracy"]) for g in hidden["gold"]["graders"]] == [(1, 0.0)]
+    assert [(g["n"], g["identical"], g["mean_abs_diff"]) for g in hidden["repeats"]["graders"]] == [(1, 1.0, 1.0)]
+    client.force_login(organizer)
+    html = client.get(f"/reports/campaigns/{campaign.pk}/").content.decode()
+    assert 'id="section-hidden-units"' in html and 'id="table-gold"' in html and 'id="table-repeats"' in html
+    assert "Same answer again" in html and "Mean absolute difference" in html and "Accuracy" in html
+    csv_text = client.get(f"/reports/campaigns/{campaign.pk}/tables/repeats.csv").content.decode()
+    assert csv_text.splitlines()[0] == "who,n,identical,mean_abs_diff" and len(csv_text.splitlines()) == 2
