@@ -8,7 +8,7 @@ from django.db import migrations, models
 class Migration(migrations.Migration):
 
     dependencies = [
-        ('grading', '0007_event_types_all'),
+        ('grading', '0008_allocation_settings_key'),
         migrations.swappable_dependency(settings.AUTH_USER_MODEL),
     ]
 

@@ -8,7 +8,7 @@ from django.db import migrations, models
 class Migration(migrations.Migration):
 
     dependencies = [
-        ('grading', '0008_gold_answers'),
+        ('grading', '0009_gold_answers'),
         migrations.swappable_dependency(settings.AUTH_USER_MODEL),
     ]
 
