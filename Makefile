@@ -55,6 +55,7 @@ test-fast: $(STAMP)
 
 lint: $(STAMP)
 	$(BIN)/ruff check .
+	$(BIN)/ruff format --check .
 
 # Library benchmarks run anywhere; the ingest and analysis benchmarks need PostgreSQL (DATABASE_URL
 # or their --database-url) and are run with `make bench-services`.

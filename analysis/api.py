@@ -1,4 +1,5 @@
 """REST API for analyses and exports. Views validate, call one service or selector, serialize."""
+
 from __future__ import annotations
 
 from typing import Any
@@ -30,8 +31,26 @@ UPLOAD_MAX_BYTES = 20 * 1024 * 1024
 class AnalysisRunSerializer(serializers.ModelSerializer):
     class Meta:
         model = AnalysisRun
-        fields = ["id", "number", "campaign", "kind", "trigger", "status", "progress", "stage", "error", "parameters", "seed",
-                  "attempts", "created_at", "not_before", "started_at", "heartbeat_at", "finished_at", "timings"]
+        fields = [
+            "id",
+            "number",
+            "campaign",
+            "kind",
+            "trigger",
+            "status",
+            "progress",
+            "stage",
+            "error",
+            "parameters",
+            "seed",
+            "attempts",
+            "created_at",
+            "not_before",
+            "started_at",
+            "heartbeat_at",
+            "finished_at",
+            "timings",
+        ]
         read_only_fields = fields
 
 
@@ -75,20 +94,29 @@ class CampaignAnalysesView(APIView):
         given = AnalysisRunInput(data=request.data)
         given.is_valid(raise_exception=True)
         try:
-            run = runs.run_create(campaign_id=campaign.pk, trigger=RunTrigger.API, user=request.user,
-                                  parameters=given.validated_data.get("parameters"),
-                                  seed=given.validated_data.get("seed"))
+            run = runs.run_create(
+                campaign_id=campaign.pk,
+                trigger=RunTrigger.API,
+                user=request.user,
+                parameters=given.validated_data.get("parameters"),
+                seed=given.validated_data.get("seed"),
+            )
         except ValueError as exc:
             raise ValidationError({"parameters": [str(exc)]}) from None
         run.refresh_from_db()
-        return Response(AnalysisRunSerializer(run).data, status=status.HTTP_202_ACCEPTED,
-                        headers={"Location": f"/api/analyses/{run.pk}/"})
+        return Response(
+            AnalysisRunSerializer(run).data,
+            status=status.HTTP_202_ACCEPTED,
+            headers={"Location": f"/api/analyses/{run.pk}/"},
+        )
 
 
 class AnalysisRunView(APIView):
     @extend_schema(
         parameters=[OpenApiParameter("result", OpenApiTypes.BOOL, description="include the result JSON")],
-        responses=AnalysisRunSerializer, summary="One analysis run: status, progress, stage, error (poll this)")
+        responses=AnalysisRunSerializer,
+        summary="One analysis run: status, progress, stage, error (poll this)",
+    )
     def get(self, request: Request, run_id: int) -> Response:
         run = get_object_or_404(AnalysisRun, pk=run_id)
         _campaign_for_reports(request, run.campaign_id)
@@ -119,46 +147,59 @@ class SystemOrderingsOutput(serializers.Serializer):
     analysis = AnalysisRunSerializer()
 
 
-def _upload_rows(request: Request, *, read_csv: Any = system_orderings_rows_from_csv,
-                 keys: str = "query, system, rank, item") -> tuple[list[Any], Any]:
+def _upload_rows(
+    request: Request, *, read_csv: Any = system_orderings_rows_from_csv, keys: str = "query, system, rank, item"
+) -> tuple[list[Any], Any]:
     """The uploaded rows and how to name row i: a multipart ``file`` (read by ``read_csv``), or JSON
     ``{"rows": [...]}`` or ``[...]`` (objects with ``keys``)."""
     upload = request.FILES.get("file")
     if upload is not None:
         if upload.size > UPLOAD_MAX_BYTES:
-            raise InvalidValue(f"the file is larger than {UPLOAD_MAX_BYTES // 2**20} MB", field="file",
-                               value=upload.name)
+            raise InvalidValue(
+                f"the file is larger than {UPLOAD_MAX_BYTES // 2**20} MB", field="file", value=upload.name
+            )
         return read_csv(upload.read()), csv_line
     data = request.data
     problem = surrogate_problem(data)
     if problem:
-        raise InvalidValue(f"{problem[0]} holds text that is not valid Unicode: {problem[1]}", field=problem[0],
-                           value=problem[1])
+        raise InvalidValue(
+            f"{problem[0]} holds text that is not valid Unicode: {problem[1]}", field=problem[0], value=problem[1]
+        )
     rows = data.get("rows") if isinstance(data, dict) else data
     if not isinstance(rows, list):
-        raise InvalidValue(f"send a CSV as the multipart field `file`, or JSON {{\"rows\": [{{{keys}}}, ...]}}",
-                           field="rows", value=type(rows).__name__)
+        raise InvalidValue(
+            f'send a CSV as the multipart field `file`, or JSON {{"rows": [{{{keys}}}, ...]}}',
+            field="rows",
+            value=type(rows).__name__,
+        )
     return rows, json_row
 
 
 class SystemOrderingsView(APIView):
     parser_classes = [MultiPartParser, JSONParser]
 
-    @extend_schema(request={"multipart/form-data": SystemOrderingsInput, "application/json": SystemOrderingsInput},
-                   responses={201: SystemOrderingsOutput},
-                   summary="Upload systems' orderings of an ordering campaign; an analysis run then scores them")
+    @extend_schema(
+        request={"multipart/form-data": SystemOrderingsInput, "application/json": SystemOrderingsInput},
+        responses={201: SystemOrderingsOutput},
+        summary="Upload systems' orderings of an ordering campaign; an analysis run then scores them",
+    )
     def post(self, request: Request, campaign_id: int) -> Response:
         campaign = _campaign_for_reports(request, campaign_id)
         try:
             rows, where = _upload_rows(request)
-            summary, run = system_orderings_upload(campaign=campaign, rows=rows, trigger=RunTrigger.API,
-                                                   user=request.user, where=where)
+            summary, run = system_orderings_upload(
+                campaign=campaign, rows=rows, trigger=RunTrigger.API, user=request.user, where=where
+            )
         except InvalidValue as exc:
-            return Response({**exc.as_dict(), "detail": f"{exc.message}. Nothing was imported."},
-                            status=status.HTTP_400_BAD_REQUEST)
+            return Response(
+                {**exc.as_dict(), "detail": f"{exc.message}. Nothing was imported."}, status=status.HTTP_400_BAD_REQUEST
+            )
         run.refresh_from_db()
-        return Response({**summary.as_dict(), "analysis": AnalysisRunSerializer(run).data},
-                        status=status.HTTP_201_CREATED, headers={"Location": f"/api/analyses/{run.pk}/"})
+        return Response(
+            {**summary.as_dict(), "analysis": AnalysisRunSerializer(run).data},
+            status=status.HTTP_201_CREATED,
+            headers={"Location": f"/api/analyses/{run.pk}/"},
+        )
 
 
 class _AnyFormat(BaseContentNegotiation):
@@ -183,25 +224,33 @@ class GroundTruthView(APIView):
     content_negotiation_class = _AnyFormat
 
     @extend_schema(
-        parameters=[OpenApiParameter("format", str, enum=list(export.FORMATS)),
-                    OpenApiParameter("min_judgments", int), OpenApiParameter("max_confusability", float),
-                    OpenApiParameter("measure", str, enum=list(export.MEASURES))],
-        responses={(200, "text/csv"): OpenApiTypes.BINARY}, summary="Ground truth of the latest analysis (admins)")
+        parameters=[
+            OpenApiParameter("format", str, enum=list(export.FORMATS)),
+            OpenApiParameter("min_judgments", int),
+            OpenApiParameter("max_confusability", float),
+            OpenApiParameter("measure", str, enum=list(export.MEASURES)),
+        ],
+        responses={(200, "text/csv"): OpenApiTypes.BINARY},
+        summary="Ground truth of the latest analysis (admins)",
+    )
     def get(self, request: Request, campaign_id: int) -> HttpResponse:
         campaign = _campaign_for_export(request, campaign_id)
         fmt = request.query_params.get("format", "csv")
         if fmt not in export.FORMATS:
             raise ValidationError({"format": [f"must be one of {', '.join(export.FORMATS)}; got {fmt!r}"]})
         try:
-            filters = export.Filters(min_judgments=int(_float_param(request, "min_judgments") or 1),
-                                     max_confusability=_float_param(request, "max_confusability"),
-                                     measure=request.query_params.get("measure", "std"))
+            filters = export.Filters(
+                min_judgments=int(_float_param(request, "min_judgments") or 1),
+                max_confusability=_float_param(request, "max_confusability"),
+                measure=request.query_params.get("measure", "std"),
+            )
         except ValueError as exc:
             raise ValidationError({"filters": [str(exc)]}) from None
         run = selectors.run_latest_good(campaign_id=campaign.pk)
         if run is None:
-            return HttpResponse("No analysis has succeeded for this campaign yet: run one first.", status=409,
-                                content_type="text/plain")
+            return HttpResponse(
+                "No analysis has succeeded for this campaign yet: run one first.", status=409, content_type="text/plain"
+            )
         body = export.ground_truth_bytes(run, filters, fmt)
         response = HttpResponse(body, content_type=export.FORMATS[fmt])
         response["Content-Disposition"] = f'attachment; filename="{campaign.slug}-ground-truth.{fmt}"'
@@ -211,8 +260,11 @@ class GroundTruthView(APIView):
 class EventLogView(APIView):
     content_negotiation_class = _AnyFormat
 
-    @extend_schema(parameters=[OpenApiParameter("format", str, enum=list(export.EVENT_FORMATS))],
-                   responses={(200, "text/csv"): OpenApiTypes.BINARY}, summary="Raw event log, streamed (admins)")
+    @extend_schema(
+        parameters=[OpenApiParameter("format", str, enum=list(export.EVENT_FORMATS))],
+        responses={(200, "text/csv"): OpenApiTypes.BINARY},
+        summary="Raw event log, streamed (admins)",
+    )
     def get(self, request: Request, campaign_id: int) -> StreamingHttpResponse:
         campaign = _campaign_for_export(request, campaign_id)
         fmt = request.query_params.get("format", "csv")

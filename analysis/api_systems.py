@@ -1,4 +1,5 @@
 """REST API: systems' per-unit scores for rating campaigns (evaluated by the next analysis run)."""
+
 from __future__ import annotations
 
 from drf_spectacular.utils import extend_schema
@@ -24,8 +25,9 @@ class SystemScoreRow(serializers.Serializer):
 
 
 class SystemScoresInput(serializers.Serializer):
-    file = serializers.FileField(required=False, help_text="CSV with the header unit,system,score or "
-                                                           "query,candidate,system,score")
+    file = serializers.FileField(
+        required=False, help_text="CSV with the header unit,system,score or query,candidate,system,score"
+    )
     rows = SystemScoreRow(many=True, required=False, help_text="JSON alternative to the file")
 
 
@@ -41,18 +43,25 @@ class SystemScoresOutput(serializers.Serializer):
 class SystemScoresView(APIView):
     parser_classes = [MultiPartParser, JSONParser]
 
-    @extend_schema(request={"multipart/form-data": SystemScoresInput, "application/json": SystemScoresInput},
-                   responses={201: SystemScoresOutput},
-                   summary="Upload systems' per-unit scores of a rating campaign; an analysis run then evaluates them")
+    @extend_schema(
+        request={"multipart/form-data": SystemScoresInput, "application/json": SystemScoresInput},
+        responses={201: SystemScoresOutput},
+        summary="Upload systems' per-unit scores of a rating campaign; an analysis run then evaluates them",
+    )
     def post(self, request: Request, campaign_id: int) -> Response:
         campaign = _campaign_for_reports(request, campaign_id)
         try:
             rows, where = _upload_rows(request, read_csv=system_scores_rows_from_csv, keys="unit, system, score")
-            summary, run = system_scores_upload(campaign=campaign, rows=rows, trigger=RunTrigger.API,
-                                                user=request.user, where=where)
+            summary, run = system_scores_upload(
+                campaign=campaign, rows=rows, trigger=RunTrigger.API, user=request.user, where=where
+            )
         except InvalidValue as exc:
-            return Response({**exc.as_dict(), "detail": f"{exc.message}. Nothing was imported."},
-                            status=status.HTTP_400_BAD_REQUEST)
+            return Response(
+                {**exc.as_dict(), "detail": f"{exc.message}. Nothing was imported."}, status=status.HTTP_400_BAD_REQUEST
+            )
         run.refresh_from_db()
-        return Response({**summary.as_dict(), "analysis": AnalysisRunSerializer(run).data},
-                        status=status.HTTP_201_CREATED, headers={"Location": f"/api/analyses/{run.pk}/"})
+        return Response(
+            {**summary.as_dict(), "analysis": AnalysisRunSerializer(run).data},
+            status=status.HTTP_201_CREATED,
+            headers={"Location": f"/api/analyses/{run.pk}/"},
+        )

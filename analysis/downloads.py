@@ -2,6 +2,7 @@
 
 Whoever does not organize the campaign gets 404 (a grader of it 403), as on the organizer pages.
 """
+
 from __future__ import annotations
 
 from django.contrib import messages
@@ -37,8 +38,11 @@ def download(request: HttpRequest, campaign_id: int, what: str, fmt: str) -> Htt
             messages.info(request, "The ground truth comes from an analysis: run one first, then download it.")
             return redirect("analysis:report", campaign_id=campaign.pk)
         filters = export.Filters()
-        body = {"csv": streams.ground_truth_csv, "json": streams.ground_truth_json,
-                "parquet": streams.ground_truth_parquet}[fmt](run, filters)
+        body = {
+            "csv": streams.ground_truth_csv,
+            "json": streams.ground_truth_json,
+            "parquet": streams.ground_truth_parquet,
+        }[fmt](run, filters)
     elif what == "judgments":
         body = streams.judgments_csv(campaign)
     elif what == "events":

@@ -5,6 +5,7 @@ It starts with the process's first request (so management commands and tests sta
 never works inside a request: pages and the progress poll only read. Off with
 ANALYSIS_EMBEDDED_THREAD=false; `python manage.py run_due_analyses` does one pass by hand.
 """
+
 from __future__ import annotations
 
 import logging

@@ -10,6 +10,7 @@ were computed together. Formats:
 - JSON: ``{"metadata": {...}, "units": [{...}, ...]}``.
 - Parquet: the table, with the metadata as JSON under the schema metadata key ``evalutron``.
 """
+
 from __future__ import annotations
 
 import codecs
@@ -39,8 +40,19 @@ COLUMNS = ["unit", "unit_id", "query", "candidate", "n", "mean", "median", "majo
 BROAD_COLUMNS = ["n_ns", "n_ss", "n_vs"]
 BROAD_LABELS = ["NS", "SS", "VS"]
 MODEL_COLUMNS = ["model_label", "model_probability", "model_score", "model_se"]
-EVENT_COLUMNS = ["id", "server_ts", "client_ts", "grader", "unit", "query", "type", "payload", "session_id", "seq",
-                 "guidelines_version"]
+EVENT_COLUMNS = [
+    "id",
+    "server_ts",
+    "client_ts",
+    "grader",
+    "unit",
+    "query",
+    "type",
+    "payload",
+    "session_id",
+    "seq",
+    "guidelines_version",
+]
 EVENT_CHUNK = 5_000
 
 
@@ -68,8 +80,22 @@ def _ground_truth_qs(run: AnalysisRun, filters: Filters) -> Any:
     return qs
 
 
-_GT_FIELDS = ["unit__external_id", "unit_id", "unit__query__external_id", "unit__candidate__public_id", "n", "mean",
-              "median", "majority", "dif", "std", "entropy", *BROAD_COLUMNS, "distribution", *MODEL_COLUMNS]
+_GT_FIELDS = [
+    "unit__external_id",
+    "unit_id",
+    "unit__query__external_id",
+    "unit__candidate__public_id",
+    "n",
+    "mean",
+    "median",
+    "majority",
+    "dif",
+    "std",
+    "entropy",
+    *BROAD_COLUMNS,
+    "distribution",
+    *MODEL_COLUMNS,
+]
 _GT_COLUMNS = [*COLUMNS, *BROAD_COLUMNS, "distribution", *MODEL_COLUMNS]
 
 
@@ -90,13 +116,15 @@ def _shape_of(run: AnalysisRun, qs: Any) -> _Shape:
     from grading.models import Adjudication
 
     broad = qs.filter(n_ns__isnull=False).exists()
-    return _Shape(broad=broad, distribution=not broad and qs.filter(distribution__isnull=False).exists(),
-                  model_label=qs.filter(model_label__isnull=False).exists(),
-                  model_score=qs.filter(model_score__isnull=False).exists(),
-                  categories=tuple(value_spec(run.campaign).categories),
-                  # as they stand at export time (adjudicated units are few)
-                  adjudicated=dict(Adjudication.objects.filter(campaign_id=run.campaign_id)
-                                   .values_list("unit_id", "value")))
+    return _Shape(
+        broad=broad,
+        distribution=not broad and qs.filter(distribution__isnull=False).exists(),
+        model_label=qs.filter(model_label__isnull=False).exists(),
+        model_score=qs.filter(model_score__isnull=False).exists(),
+        categories=tuple(value_spec(run.campaign).categories),
+        # as they stand at export time (adjudicated units are few)
+        adjudicated=dict(Adjudication.objects.filter(campaign_id=run.campaign_id).values_list("unit_id", "value")),
+    )
 
 
 def ground_truth_frame(run: AnalysisRun, filters: Filters) -> pd.DataFrame:
@@ -148,8 +176,10 @@ def _majority_broad(frame: pd.DataFrame) -> list[str | None]:
 def _model_columns(frame: pd.DataFrame, shape: _Shape) -> pd.DataFrame:
     """The model-based label (as the category's name) with its posterior probability, and the model
     score with its standard error; a pair the campaign's scheme has no model for is left out."""
-    for pair, present in ((["model_label", "model_probability"], shape.model_label),
-                          (["model_score", "model_se"], shape.model_score)):
+    for pair, present in (
+        (["model_label", "model_probability"], shape.model_label),
+        (["model_score", "model_se"], shape.model_score),
+    ):
         if not present:
             frame = frame.drop(columns=pair)
             continue
@@ -183,7 +213,8 @@ INT_COLUMNS = ("unit_id", "n", *BROAD_COLUMNS)
 def _unit_frame(qs: Any, columns: list[str]) -> pd.DataFrame:
     """The query's rows as a DataFrame, through COPY on PostgreSQL (floats to the last bit)."""
     types: dict[str, pgcopy.ColumnType] = {
-        c: "text" if c in TEXT_COLUMNS else "int" if c in INT_COLUMNS else "float" for c in columns}
+        c: "text" if c in TEXT_COLUMNS else "int" if c in INT_COLUMNS else "float" for c in columns
+    }
     return pgcopy.query_frame(qs, columns, types)
 
 
@@ -193,13 +224,20 @@ def ground_truth_metadata(run: AnalysisRun, filters: Filters, *, exported: int) 
     kappas = {level["name"]: level["kappa"] for level in agreement.get("levels", [])}
     campaign = run.campaign
     return {
-        "campaign": campaign.name, "campaign_slug": campaign.slug, "campaign_id": campaign.pk,
-        "scheme": campaign.scheme, "guidelines_version": campaign.guidelines_version,
-        "analysis_run": run.pk, "analysis_finished_at": run.finished_at.isoformat() if run.finished_at else None,
-        "seed": run.seed, "n_boot": (run.parameters or {}).get("n_boot"),
-        "fleiss_kappa": kappas, "krippendorff_alpha": agreement.get("alpha"),
+        "campaign": campaign.name,
+        "campaign_slug": campaign.slug,
+        "campaign_id": campaign.pk,
+        "scheme": campaign.scheme,
+        "guidelines_version": campaign.guidelines_version,
+        "analysis_run": run.pk,
+        "analysis_finished_at": run.finished_at.isoformat() if run.finished_at else None,
+        "seed": run.seed,
+        "n_boot": (run.parameters or {}).get("n_boot"),
+        "fleiss_kappa": kappas,
+        "krippendorff_alpha": agreement.get("alpha"),
         "confusability": (result.get("confusability") or {}).get("summary"),
-        "filters": asdict(filters), "units_exported": exported,
+        "filters": asdict(filters),
+        "units_exported": exported,
         "units_in_run": UnitResult.objects.filter(run=run).count(),
         "exported_at": datetime.now(UTC).isoformat(),
     }
@@ -282,10 +320,27 @@ def read_parquet_metadata(source: Any) -> dict[str, Any]:
 
 # --- the raw event log, streamed ----------------------------------------------------------------------
 
+
 def _event_rows(campaign_id: int) -> Iterator[tuple]:
-    qs = (GradingEvent.objects.filter(campaign_id=campaign_id).order_by("server_ts", "seq", "id")
-          .values_list(*["id", "server_ts", "client_ts", "grader_id", "unit_id", "query_id", "type", "payload",
-                         "session_id", "seq", "guidelines_version"]))
+    qs = (
+        GradingEvent.objects.filter(campaign_id=campaign_id)
+        .order_by("server_ts", "seq", "id")
+        .values_list(
+            *[
+                "id",
+                "server_ts",
+                "client_ts",
+                "grader_id",
+                "unit_id",
+                "query_id",
+                "type",
+                "payload",
+                "session_id",
+                "seq",
+                "guidelines_version",
+            ]
+        )
+    )
     return qs.iterator(chunk_size=EVENT_CHUNK)
 
 
@@ -328,9 +383,11 @@ def events_stream(campaign_id: int, fmt: str) -> Iterator[str]:
 def _events_csv_copy(campaign_id: int) -> Iterator[str]:
     """PostgreSQL: the database writes the CSV (COPY … TO STDOUT), blocks pass straight through."""
     table = GradingEvent._meta.db_table
-    sql = (f"SELECT id, to_json(server_ts) #>> '{{}}', to_json(client_ts) #>> '{{}}', grader_id, unit_id, "
-           f"query_id, type, payload::text, session_id, seq, guidelines_version FROM {table} "
-           f"WHERE campaign_id = %s ORDER BY server_ts, seq, id")
+    sql = (
+        f"SELECT id, to_json(server_ts) #>> '{{}}', to_json(client_ts) #>> '{{}}', grader_id, unit_id, "
+        f"query_id, type, payload::text, session_id, seq, guidelines_version FROM {table} "
+        f"WHERE campaign_id = %s ORDER BY server_ts, seq, id"
+    )
     yield ",".join(EVENT_COLUMNS) + "\r\n"
     decoder = codecs.getincrementaldecoder("utf-8")()  # a block may end inside a character
     for block in pgcopy.copy_out(sql, [campaign_id]):

@@ -1,5 +1,6 @@
 """The latest analysis of several campaigns at a glance (the home page), in two queries whatever
 the number of campaigns: the latest succeeded run's agreement, and the latest run's status."""
+
 from __future__ import annotations
 
 from typing import Any
@@ -17,14 +18,22 @@ def runs_headline(*, campaign_ids: list[int]) -> dict[int, dict[str, Any]]:
     if not campaign_ids:
         return {}
     runs = AnalysisRun.objects.filter(campaign=OuterRef("pk"))
-    rows = Campaign.objects.filter(pk__in=campaign_ids).annotate(
-        good_id=Subquery(runs.filter(status=RunStatus.SUCCEEDED).order_by("-finished_at", "-id").values("id")[:1]),
-        last_id=Subquery(runs.order_by("-created_at", "-id").values("id")[:1]),
-    ).values_list("pk", "good_id", "last_id")
+    rows = (
+        Campaign.objects.filter(pk__in=campaign_ids)
+        .annotate(
+            good_id=Subquery(runs.filter(status=RunStatus.SUCCEEDED).order_by("-finished_at", "-id").values("id")[:1]),
+            last_id=Subquery(runs.order_by("-created_at", "-id").values("id")[:1]),
+        )
+        .values_list("pk", "good_id", "last_id")
+    )
     ids = {pk: (good, last) for pk, good, last in rows}
     wanted = {i for pair in ids.values() for i in pair if i}
-    found = {r["id"]: r for r in AnalysisRun.objects.filter(pk__in=wanted).values(
-        "id", "number", "status", "error", "finished_at", "result__agreement")}
+    found = {
+        r["id"]: r
+        for r in AnalysisRun.objects.filter(pk__in=wanted).values(
+            "id", "number", "status", "error", "finished_at", "result__agreement"
+        )
+    }
     out: dict[int, dict[str, Any]] = {}
     for pk, (good, last) in ids.items():
         last_run = found.get(last) or {}
@@ -45,8 +54,17 @@ def _headline(run: dict[str, Any]) -> dict[str, Any]:
         est, name = agreement["alpha"], "Krippendorff's α"
     else:
         first = (levels[0].get("kappa") if levels else agreement.get("alpha")) or {}
-        return {"undefined": True, "run": run.get("number") or run["id"],
-                "reason": first.get("reason") or "too few units with two or more judgments"}
-    return {"statistic": name, "value": est["value"], "ci_low": est.get("ci_low"), "ci_high": est.get("ci_high"),
-            "label": landis_koch(est["value"]), "run": run.get("number") or run["id"],
-            "confidence": agreement.get("confidence", 0.95)}
+        return {
+            "undefined": True,
+            "run": run.get("number") or run["id"],
+            "reason": first.get("reason") or "too few units with two or more judgments",
+        }
+    return {
+        "statistic": name,
+        "value": est["value"],
+        "ci_low": est.get("ci_low"),
+        "ci_high": est.get("ci_high"),
+        "label": landis_koch(est["value"]),
+        "run": run.get("number") or run["id"],
+        "confidence": agreement.get("confidence", 0.95),
+    }

@@ -39,7 +39,9 @@ class AnalysisRun(models.Model):
     timings = models.JSONField(default=dict, blank=True)
     attempts = models.PositiveSmallIntegerField(default=0)
     task_id = models.CharField(max_length=64, blank=True)
-    created_by = models.ForeignKey(settings.AUTH_USER_MODEL, null=True, blank=True, on_delete=models.SET_NULL, related_name="+")
+    created_by = models.ForeignKey(
+        settings.AUTH_USER_MODEL, null=True, blank=True, on_delete=models.SET_NULL, related_name="+"
+    )
     created_at = models.DateTimeField(auto_now_add=True)
     not_before = models.DateTimeField(null=True, blank=True, help_text="Debounced runs start no earlier than this.")
     started_at = models.DateTimeField(null=True, blank=True)

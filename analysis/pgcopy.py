@@ -10,6 +10,7 @@
 A COPY CSV writes NULL as an unquoted empty field and an empty string as ``""``; the reader keeps
 the two apart.
 """
+
 from __future__ import annotations
 
 import tempfile
@@ -31,22 +32,24 @@ def available() -> bool:
 
 def copy_out(sql: str, params: Sequence[Any] = ()) -> Iterator[bytes]:
     """The CSV blocks of ``COPY (sql) TO STDOUT`` (PostgreSQL only)."""
-    with connection.cursor() as cursor, cursor.cursor.copy(f"COPY ({sql}) TO STDOUT WITH (FORMAT csv)",
-                                                           params) as stream:
+    with (
+        connection.cursor() as cursor,
+        cursor.cursor.copy(f"COPY ({sql}) TO STDOUT WITH (FORMAT csv)", params) as stream,
+    ):
         for block in stream:
             yield bytes(block)
 
 
 def copy_in(table: str, columns: Sequence[str], rows: Iterable[Sequence[Any]]) -> None:
     """Write ``rows`` (one value per column, None for NULL) with ``COPY table (columns) FROM STDIN``."""
-    with connection.cursor() as cursor, cursor.cursor.copy(
-            f"COPY {table} ({', '.join(columns)}) FROM STDIN") as copy:
+    with connection.cursor() as cursor, cursor.cursor.copy(f"COPY {table} ({', '.join(columns)}) FROM STDIN") as copy:
         for row in rows:
             copy.write_row(row)
 
 
-def query_frame(qs: QuerySet, columns: Sequence[str], types: Mapping[str, ColumnType], *,
-                use_copy: bool = True) -> pd.DataFrame:
+def query_frame(
+    qs: QuerySet, columns: Sequence[str], types: Mapping[str, ColumnType], *, use_copy: bool = True
+) -> pd.DataFrame:
     """The rows of a values_list query as a DataFrame with ``columns``.
 
     ``types`` gives each column's kind: "int" (int64; float64 with NaN when a value is NULL), "float"
@@ -87,10 +90,16 @@ def _frame_by_copy(qs: QuerySet, columns: list[str], types: Mapping[str, ColumnT
         if buffer.tell() == 0:
             return _frame_by_orm(qs.none(), columns, types)
         buffer.seek(0)
-        table = pa_csv.read_csv(buffer, read_options=pa_csv.ReadOptions(column_names=columns),
-                                convert_options=pa_csv.ConvertOptions(
-                                    column_types={c: arrow[types.get(c, "text")] for c in columns},
-                                    null_values=[""], strings_can_be_null=True, quoted_strings_can_be_null=False))
+        table = pa_csv.read_csv(
+            buffer,
+            read_options=pa_csv.ReadOptions(column_names=columns),
+            convert_options=pa_csv.ConvertOptions(
+                column_types={c: arrow[types.get(c, "text")] for c in columns},
+                null_values=[""],
+                strings_can_be_null=True,
+                quoted_strings_can_be_null=False,
+            ),
+        )
     frame = table.to_pandas()
     for column in columns:
         if types.get(column, "text") == "text":

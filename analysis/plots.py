@@ -3,6 +3,7 @@
 Every plot is an ``<svg role="img">`` with a ``<title>`` and a ``<desc>`` (the alt text, which says
 what the plot shows in words), sized by its viewBox so it scales with the page.
 """
+
 from __future__ import annotations
 
 import itertools
@@ -44,8 +45,17 @@ class _Scale:
     without it the ticks are the round numbers inside the data's range.
     """
 
-    def __init__(self, lo: float, hi: float, out_lo: float, out_hi: float, *, nice: bool = False,
-                 integer: bool = False, n: int = 5) -> None:
+    def __init__(
+        self,
+        lo: float,
+        hi: float,
+        out_lo: float,
+        out_hi: float,
+        *,
+        nice: bool = False,
+        integer: bool = False,
+        n: int = 5,
+    ) -> None:
         if not (math.isfinite(lo) and math.isfinite(hi)) or hi <= lo:
             lo, hi = (lo - 0.5, lo + 0.5) if math.isfinite(lo) else (0.0, 1.0)
         self.step = nice_step(hi - lo, n, integer=integer)
@@ -78,26 +88,36 @@ def _fmt(v: float) -> str:
 
 def _frame(title: str, alt: str, body: list[str], *, css: str = "plot") -> SafeString:
     n = next(_ids)
-    head = (f'<svg class="{css}" viewBox="0 0 {W} {H}" role="img" aria-labelledby="plot{n}-t plot{n}-d" '
-            f'xmlns="http://www.w3.org/2000/svg"><title id="plot{n}-t">{escape(title)}</title>'
-            f'<desc id="plot{n}-d">{escape(alt)}</desc>'
-            f'<text x="{W / 2}" y="16" text-anchor="middle" class="plot-title">{escape(title)}</text>')
+    head = (
+        f'<svg class="{css}" viewBox="0 0 {W} {H}" role="img" aria-labelledby="plot{n}-t plot{n}-d" '
+        f'xmlns="http://www.w3.org/2000/svg"><title id="plot{n}-t">{escape(title)}</title>'
+        f'<desc id="plot{n}-d">{escape(alt)}</desc>'
+        f'<text x="{W / 2}" y="16" text-anchor="middle" class="plot-title">{escape(title)}</text>'
+    )
     if not body:  # say so on the plot too, not only in the alt text
         body = [f'<text x="{W / 2}" y="{H / 2}" text-anchor="middle" class="label">Nothing to plot yet.</text>']
     return mark_safe(head + "".join(body) + "</svg>")  # noqa: S308 - every text was escaped above
 
 
 def _axes(x: _Scale, y: _Scale, xlabel: str, ylabel: str, *, x_ticks: bool = True) -> list[str]:
-    out = [f'<line x1="{LEFT}" y1="{H - BOTTOM}" x2="{W - RIGHT}" y2="{H - BOTTOM}" class="axis"/>',
-           f'<line x1="{LEFT}" y1="{TOP}" x2="{LEFT}" y2="{H - BOTTOM}" class="axis"/>']
+    out = [
+        f'<line x1="{LEFT}" y1="{H - BOTTOM}" x2="{W - RIGHT}" y2="{H - BOTTOM}" class="axis"/>',
+        f'<line x1="{LEFT}" y1="{TOP}" x2="{LEFT}" y2="{H - BOTTOM}" class="axis"/>',
+    ]
     for t in y.ticks():
         out.append(f'<text x="{LEFT - 6}" y="{y(t) + 4:.1f}" text-anchor="end" class="tick">{y.label(t)}</text>')
     if x_ticks:
         for t in x.ticks():
-            out.append(f'<text x="{x(t):.1f}" y="{H - BOTTOM + 16}" text-anchor="middle" class="tick">{x.label(t)}</text>')
-    out.append(f'<text x="{(LEFT + W - RIGHT) / 2}" y="{H - 8}" text-anchor="middle" class="label">{escape(xlabel)}</text>')
-    out.append(f'<text transform="translate(14 {(TOP + H - BOTTOM) / 2}) rotate(-90)" text-anchor="middle" '
-               f'class="label">{escape(ylabel)}</text>')
+            out.append(
+                f'<text x="{x(t):.1f}" y="{H - BOTTOM + 16}" text-anchor="middle" class="tick">{x.label(t)}</text>'
+            )
+    out.append(
+        f'<text x="{(LEFT + W - RIGHT) / 2}" y="{H - 8}" text-anchor="middle" class="label">{escape(xlabel)}</text>'
+    )
+    out.append(
+        f'<text transform="translate(14 {(TOP + H - BOTTOM) / 2}) rotate(-90)" text-anchor="middle" '
+        f'class="label">{escape(ylabel)}</text>'
+    )
     return out
 
 
@@ -106,17 +126,28 @@ def histogram(edges: Sequence[float], counts: Sequence[int], *, title: str, xlab
         return _frame(title, f"{title}: no data.", [])
     x = _Scale(edges[0], edges[-1], LEFT, W - RIGHT)
     y = _Scale(0, max(max(counts), 1), H - BOTTOM, TOP, nice=True, integer=True)
-    bars = [f'<rect x="{x(a):.1f}" y="{y(c):.1f}" width="{max(0.5, x(b) - x(a) - 1):.1f}" '
-            f'height="{y(0) - y(c):.1f}" class="bar"><title>{_fmt(a)}–{_fmt(b)}: {c}</title></rect>'
-            for a, b, c in zip(edges[:-1], edges[1:], counts, strict=True)]
+    bars = [
+        f'<rect x="{x(a):.1f}" y="{y(c):.1f}" width="{max(0.5, x(b) - x(a) - 1):.1f}" '
+        f'height="{y(0) - y(c):.1f}" class="bar"><title>{_fmt(a)}–{_fmt(b)}: {c}</title></rect>'
+        for a, b, c in zip(edges[:-1], edges[1:], counts, strict=True)
+    ]
     peak = max(range(len(counts)), key=lambda i: counts[i])
-    alt = (f"Histogram of {xlabel} over {sum(counts)} units, from {_fmt(edges[0])} to {_fmt(edges[-1])}; "
-           f"the most common range is {_fmt(edges[peak])}–{_fmt(edges[peak + 1])} ({counts[peak]} units).")
+    alt = (
+        f"Histogram of {xlabel} over {sum(counts)} units, from {_fmt(edges[0])} to {_fmt(edges[-1])}; "
+        f"the most common range is {_fmt(edges[peak])}–{_fmt(edges[peak + 1])} ({counts[peak]} units)."
+    )
     return _frame(title, alt, _axes(x, y, xlabel, "units") + bars)
 
 
-def bars(labels: Sequence[str], values: Sequence[float], *, title: str, ylabel: str,
-         series: Sequence[str] | None = None, groups: Sequence[Sequence[float]] | None = None) -> SafeString:
+def bars(
+    labels: Sequence[str],
+    values: Sequence[float],
+    *,
+    title: str,
+    ylabel: str,
+    series: Sequence[str] | None = None,
+    groups: Sequence[Sequence[float]] | None = None,
+) -> SafeString:
     """Vertical bars, one per label; with ``groups`` (one value list per series) grouped bars."""
     groups = [list(values)] if groups is None else [list(g) for g in groups]
     series = list(series or [ylabel])
@@ -129,23 +160,32 @@ def bars(labels: Sequence[str], values: Sequence[float], *, title: str, ylabel: 
     width = slot * 0.8 / len(groups)
     out = _axes(_Scale(0, 1, LEFT, W - RIGHT), y, "", ylabel, x_ticks=False)
     for i, label in enumerate(labels):
-        out.append(f'<text x="{LEFT + slot * (i + 0.5):.1f}" y="{H - BOTTOM + 16}" text-anchor="middle" '
-                   f'class="tick">{escape(str(label))[:14]}</text>')
+        out.append(
+            f'<text x="{LEFT + slot * (i + 0.5):.1f}" y="{H - BOTTOM + 16}" text-anchor="middle" '
+            f'class="tick">{escape(str(label))[:14]}</text>'
+        )
         for j, group in enumerate(groups):
             v = group[i]
             if v is None or not math.isfinite(v):
                 continue
             x0 = LEFT + slot * i + slot * 0.1 + j * width
             top, bottom = sorted((y(v), y(0)))
-            out.append(f'<rect x="{x0:.1f}" y="{top:.1f}" width="{width:.1f}" height="{max(bottom - top, 0.5):.1f}" '
-                       f'fill="{COLORS[j % len(COLORS)]}"><title>{escape(str(label))} {escape(series[j])}: '
-                       f'{_fmt(v)}</title></rect>')
+            out.append(
+                f'<rect x="{x0:.1f}" y="{top:.1f}" width="{width:.1f}" height="{max(bottom - top, 0.5):.1f}" '
+                f'fill="{COLORS[j % len(COLORS)]}"><title>{escape(str(label))} {escape(series[j])}: '
+                f"{_fmt(v)}</title></rect>"
+            )
     if len(groups) > 1:
         out += _legend(series)
     legend = ", ".join(series) if len(series) > 1 else ylabel
-    alt = f"Bar chart of {legend} for {len(labels)} items: " + "; ".join(
-        f"{label} {', '.join(_fmt(g[i]) for g in groups if g[i] is not None and math.isfinite(g[i]))}"
-        for i, label in enumerate(labels[:12])) + ("…" if len(labels) > 12 else ".")
+    alt = (
+        f"Bar chart of {legend} for {len(labels)} items: "
+        + "; ".join(
+            f"{label} {', '.join(_fmt(g[i]) for g in groups if g[i] is not None and math.isfinite(g[i]))}"
+            for i, label in enumerate(labels[:12])
+        )
+        + ("…" if len(labels) > 12 else ".")
+    )
     return _frame(title, alt, out)
 
 
@@ -155,14 +195,22 @@ def _legend(series: Sequence[str]) -> list[str]:
     x = (W - sum(widths)) / 2
     out = ['<g class="legend" aria-hidden="true">']
     for j, (name, width) in enumerate(zip(series, widths, strict=True)):
-        out.append(f'<rect x="{x:.1f}" y="{H - 18}" width="11" height="11" fill="{COLORS[j % len(COLORS)]}"/>'
-                   f'<text x="{x + 15:.1f}" y="{H - 8}" class="tick">{escape(str(name))}</text>')
+        out.append(
+            f'<rect x="{x:.1f}" y="{H - 18}" width="11" height="11" fill="{COLORS[j % len(COLORS)]}"/>'
+            f'<text x="{x + 15:.1f}" y="{H - 8}" class="tick">{escape(str(name))}</text>'
+        )
         x += width
     return [*out, "</g>"]
 
 
-def intervals(rows: Sequence[tuple[str, float | None, float | None, float | None]], *, title: str,
-              xlabel: str, domain: tuple[float, float] = (-0.2, 1.0), confidence: float = 0.95) -> SafeString:
+def intervals(
+    rows: Sequence[tuple[str, float | None, float | None, float | None]],
+    *,
+    title: str,
+    xlabel: str,
+    domain: tuple[float, float] = (-0.2, 1.0),
+    confidence: float = 0.95,
+) -> SafeString:
     """A forest plot: one estimate per row with its interval, on ``domain`` (default for kappa, alpha)."""
     rows = [r for r in rows if r[1] is not None]
     if not rows:
@@ -176,12 +224,19 @@ def intervals(rows: Sequence[tuple[str, float | None, float | None, float | None
         cy = TOP + step * (i + 0.5)
         out.append(f'<text x="{LEFT + 84}" y="{cy + 4:.1f}" text-anchor="end" class="tick">{escape(name)}</text>')
         if lo is not None and hi is not None:
-            out.append(f'<line x1="{x(max(lo, domain[0])):.1f}" y1="{cy:.1f}" x2="{x(hi):.1f}" y2="{cy:.1f}" class="ci"/>')
+            out.append(
+                f'<line x1="{x(max(lo, domain[0])):.1f}" y1="{cy:.1f}" x2="{x(hi):.1f}" y2="{cy:.1f}" class="ci"/>'
+            )
         out.append(f'<circle cx="{x(max(value, domain[0])):.1f}" cy="{cy:.1f}" r="5" class="point"/>')
     out.append(f'<text x="{(LEFT + W) / 2}" y="{H - 8}" text-anchor="middle" class="label">{escape(xlabel)}</text>')
-    alt = f"Estimates with {confidence:.0%} intervals: " + "; ".join(
-        f"{n} {_fmt(v)}" + (f" ({_fmt(lo)} to {_fmt(hi)})" if lo is not None and hi is not None else "")
-        for n, v, lo, hi in rows) + "."
+    alt = (
+        f"Estimates with {confidence:.0%} intervals: "
+        + "; ".join(
+            f"{n} {_fmt(v)}" + (f" ({_fmt(lo)} to {_fmt(hi)})" if lo is not None and hi is not None else "")
+            for n, v, lo, hi in rows
+        )
+        + "."
+    )
     return _frame(title, alt, out)
 
 
@@ -197,9 +252,12 @@ def crescent(data: dict, *, title: str, xlabel: str) -> SafeString:
     dots = [f'<circle cx="{x(m):.1f}" cy="{y(s):.1f}" r="3" class="dot"/>' for m, s in points]
     mid = [s for m, s in points if x.lo + (x.hi - x.lo) / 3 <= m <= x.hi - (x.hi - x.lo) / 3]
     edge = [s for m, s in points if not x.lo + (x.hi - x.lo) / 3 <= m <= x.hi - (x.hi - x.lo) / 3]
-    alt = (f"Scatter of {len(points)} units, standard deviation of their judgments against their mean. "
-           + (f"Units in the middle third of the scale average std {_fmt(sum(mid) / len(mid))}, units near "
-              f"the ends {_fmt(sum(edge) / len(edge))}." if mid and edge else ""))
+    alt = f"Scatter of {len(points)} units, standard deviation of their judgments against their mean. " + (
+        f"Units in the middle third of the scale average std {_fmt(sum(mid) / len(mid))}, units near "
+        f"the ends {_fmt(sum(edge) / len(edge))}."
+        if mid and edge
+        else ""
+    )
     return _frame(title, alt, _axes(x, y, xlabel, "std of judgments") + dots)
 
 
@@ -213,10 +271,14 @@ def _crescent_grid(data: dict, *, title: str, xlabel: str) -> SafeString:
         for j, c in enumerate(row):
             if c:
                 shade = 0.15 + 0.85 * math.log1p(c) / math.log1p(top)
-                cells.append(f'<rect x="{x(xe[i]):.1f}" y="{y(ye[j + 1]):.1f}" width="{x(xe[i + 1]) - x(xe[i]):.1f}" '
-                             f'height="{y(ye[j]) - y(ye[j + 1]):.1f}" fill="#3465a4" fill-opacity="{shade:.2f}"/>')
-    alt = (f"Density of {data.get('n', 0)} units by the mean (horizontal) and standard deviation (vertical) of "
-           "their judgments; darker cells hold more units.")
+                cells.append(
+                    f'<rect x="{x(xe[i]):.1f}" y="{y(ye[j + 1]):.1f}" width="{x(xe[i + 1]) - x(xe[i]):.1f}" '
+                    f'height="{y(ye[j]) - y(ye[j + 1]):.1f}" fill="#3465a4" fill-opacity="{shade:.2f}"/>'
+                )
+    alt = (
+        f"Density of {data.get('n', 0)} units by the mean (horizontal) and standard deviation (vertical) of "
+        "their judgments; darker cells hold more units."
+    )
     return _frame(title, alt, _axes(x, y, xlabel, "std of judgments") + cells)
 
 
@@ -231,14 +293,22 @@ def boxes(rows: Sequence[dict], *, title: str, ylabel: str) -> SafeString:
     for i, r in enumerate(rows):
         cx, half = LEFT + slot * (i + 0.5), slot * 0.2
         q1, q3 = r.get("q1", r["median"]), r.get("q3", r["median"])
-        out += [f'<line x1="{cx:.1f}" y1="{y(r["min"]):.1f}" x2="{cx:.1f}" y2="{y(r["max"]):.1f}" class="whisker"/>',
-                f'<rect x="{cx - half:.1f}" y="{y(q3):.1f}" width="{2 * half:.1f}" height="{max(y(q1) - y(q3), 1):.1f}" '
-                f'class="box"/>',
-                f'<line x1="{cx - half:.1f}" y1="{y(r["median"]):.1f}" x2="{cx + half:.1f}" y2="{y(r["median"]):.1f}" '
-                f'class="median"/>',
-                f'<text x="{cx:.1f}" y="{H - BOTTOM + 16}" text-anchor="middle" class="tick">{escape(str(r["name"]))} '
-                f'(n={r["n"]})</text>']
-    alt = f"Box plots of {ylabel}: " + "; ".join(
-        f"{r['name']} median {_fmt(r['median'])}, quartiles {_fmt(r.get('q1', r['median']))}–"
-        f"{_fmt(r.get('q3', r['median']))}, range {_fmt(r['min'])}–{_fmt(r['max'])}" for r in rows) + "."
+        out += [
+            f'<line x1="{cx:.1f}" y1="{y(r["min"]):.1f}" x2="{cx:.1f}" y2="{y(r["max"]):.1f}" class="whisker"/>',
+            f'<rect x="{cx - half:.1f}" y="{y(q3):.1f}" width="{2 * half:.1f}" height="{max(y(q1) - y(q3), 1):.1f}" '
+            f'class="box"/>',
+            f'<line x1="{cx - half:.1f}" y1="{y(r["median"]):.1f}" x2="{cx + half:.1f}" y2="{y(r["median"]):.1f}" '
+            f'class="median"/>',
+            f'<text x="{cx:.1f}" y="{H - BOTTOM + 16}" text-anchor="middle" class="tick">{escape(str(r["name"]))} '
+            f"(n={r['n']})</text>",
+        ]
+    alt = (
+        f"Box plots of {ylabel}: "
+        + "; ".join(
+            f"{r['name']} median {_fmt(r['median'])}, quartiles {_fmt(r.get('q1', r['median']))}–"
+            f"{_fmt(r.get('q3', r['median']))}, range {_fmt(r['min'])}–{_fmt(r['max'])}"
+            for r in rows
+        )
+        + "."
+    )
     return _frame(title, alt, out)

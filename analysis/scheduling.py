@@ -1,4 +1,5 @@
 """The narrow entry point grading calls (through grading.hooks) after new judgments are committed."""
+
 from __future__ import annotations
 
 import time
@@ -20,9 +21,14 @@ def schedule_auto_run(*, campaign_id: int) -> None:
     if _QUEUED_UNTIL.get(campaign_id, 0.0) > time.monotonic():
         return
     run = run_schedule_auto(campaign_id=campaign_id)
-    not_before = run.not_before if run is not None else (
-        AnalysisRun.objects.filter(campaign_id=campaign_id, trigger=RunTrigger.AUTO, status=RunStatus.QUEUED)
-        .values_list("not_before", flat=True).first()
+    not_before = (
+        run.not_before
+        if run is not None
+        else (
+            AnalysisRun.objects.filter(campaign_id=campaign_id, trigger=RunTrigger.AUTO, status=RunStatus.QUEUED)
+            .values_list("not_before", flat=True)
+            .first()
+        )
     )
     if not_before is not None:
         ahead = (not_before - timezone.now()).total_seconds() - _MARGIN_SECONDS

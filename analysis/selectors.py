@@ -4,6 +4,7 @@ Loading uses ``values_list`` (never model instances), through COPY on PostgreSQL
 elsewhere (analysis.pgcopy), so a million judgments become a DataFrame without a million Python
 objects alive at once.
 """
+
 from __future__ import annotations
 
 from collections import Counter
@@ -37,12 +38,18 @@ from grading.models.choices import AssignmentStatus, EventType, Role, Scheme
 CHUNK = 50_000
 VALUE_EVENTS = (EventType.BROAD_SET, EventType.FINE_SET, EventType.SCORE_SET, EventType.LABEL_SET)
 JUDGMENT_COLUMNS = ["unit", "grader", "query", "broad", "fine", "score", "label", "verdict"]
-JUDGMENT_TYPES: dict[str, pgcopy.ColumnType] = {"unit": "int", "grader": "int", "query": "int", "fine": "float",
-                                                "score": "float"}
+JUDGMENT_TYPES: dict[str, pgcopy.ColumnType] = {
+    "unit": "int",
+    "grader": "int",
+    "query": "int",
+    "fine": "float",
+    "score": "float",
+}
 
 
-def _frame(qs: QuerySet, columns: list[str], *, types: Mapping[str, pgcopy.ColumnType] | None = None,
-           copy: bool = True) -> pd.DataFrame:
+def _frame(
+    qs: QuerySet, columns: list[str], *, types: Mapping[str, pgcopy.ColumnType] | None = None, copy: bool = True
+) -> pd.DataFrame:
     """A values_list query as a DataFrame, through COPY on PostgreSQL (see analysis.pgcopy)."""
     return pgcopy.query_frame(qs, columns, types or {}, use_copy=copy)
 
@@ -54,8 +61,9 @@ def judgments_frame(*, campaign_id: int) -> pd.DataFrame:
         Judgment.objects.filter(campaign_id=campaign_id, skipped=False)
         .filter(unit__gold__isnull=True)  # hidden gold units count toward neither truth nor agreement (§5.6)
         .order_by()
-        .values_list("unit_id", "grader_id", "unit__query_id", "broad", Cast("fine", FloatField()), "score",
-                     "label", "verdict")
+        .values_list(
+            "unit_id", "grader_id", "unit__query_id", "broad", Cast("fine", FloatField()), "score", "label", "verdict"
+        )
     )
     frame = _frame(qs, JUDGMENT_COLUMNS, types=JUDGMENT_TYPES)
     for column in ("fine", "score"):
@@ -69,8 +77,9 @@ def judgments_frame(*, campaign_id: int) -> pd.DataFrame:
 
 # Events of a grader on a unit once it was given back to them as a hidden repeat: from then on the
 # events service records that unit's answers in the repeat (grading.services.events, §5.6).
-_repeat_since = Assignment.objects.filter(grader=OuterRef("grader"), unit=OuterRef("unit"), repeat=True,
-                                          created_at__lte=OuterRef("server_ts"))
+_repeat_since = Assignment.objects.filter(
+    grader=OuterRef("grader"), unit=OuterRef("unit"), repeat=True, created_at__lte=OuterRef("server_ts")
+)
 
 
 def unit_events_frame(*, campaign_id: int) -> pd.DataFrame:
@@ -85,11 +94,23 @@ def unit_events_frame(*, campaign_id: int) -> pd.DataFrame:
         .exclude(type=EventType.ADJUDICATED)  # an organizer's verdict, not a grader's work
         .exclude(Exists(_repeat_since))  # a hidden repeat's answer is no change of the judgment (§5.6)
         .order_by()
-        .values_list("grader_id", "unit_id", "type", "client_ts", "seq", "server_ts", KT("payload__value"),
-                     KT("payload__action"), KT("payload__visible"))
+        .values_list(
+            "grader_id",
+            "unit_id",
+            "type",
+            "client_ts",
+            "seq",
+            "server_ts",
+            KT("payload__value"),
+            KT("payload__action"),
+            KT("payload__visible"),
+        )
     )
-    frame = _frame(qs, ["grader", "unit", "type", "ts", "session_seq", "server_ts", "value", "action", "visible"],
-                   types={"grader": "int", "unit": "int", "session_seq": "int"})
+    frame = _frame(
+        qs,
+        ["grader", "unit", "type", "ts", "session_seq", "server_ts", "value", "action", "visible"],
+        types={"grader": "int", "unit": "int", "session_seq": "int"},
+    )
     frame["server_ts"] = pd.to_datetime(frame["server_ts"], utc=True, format="ISO8601")
     ts = plausible_client_ts(frame["ts"], frame["server_ts"])
     frame["ts"] = ts
@@ -128,15 +149,21 @@ def value_events(unit_events: pd.DataFrame) -> pd.DataFrame:
 
 def orderings_frame(*, campaign_id: int) -> pd.DataFrame:
     """One row per submitted ordering: query, grader, items (candidate public ids, first = most)."""
-    qs = Ordering.objects.filter(campaign_id=campaign_id).order_by("query_id", "grader_id").values_list(
-        "query_id", "grader_id", "items")
+    qs = (
+        Ordering.objects.filter(campaign_id=campaign_id)
+        .order_by("query_id", "grader_id")
+        .values_list("query_id", "grader_id", "items")
+    )
     return _frame(qs, ["query", "grader", "items"], types={"query": "int", "grader": "int"}, copy=False)
 
 
 def system_orderings_frame(*, campaign_id: int) -> pd.DataFrame:
     """One row per system and query: query (id), system (name), ordering (candidate public ids)."""
-    qs = SystemOutput.objects.filter(system__campaign_id=campaign_id, unit__isnull=True).order_by(
-        "query_id", "system__name").values_list("query_id", "system__name", "ordering")
+    qs = (
+        SystemOutput.objects.filter(system__campaign_id=campaign_id, unit__isnull=True)
+        .order_by("query_id", "system__name")
+        .values_list("query_id", "system__name", "ordering")
+    )
     return _frame(qs, ["query", "system", "ordering"], types={"query": "int"}, copy=False)
 
 
@@ -149,17 +176,21 @@ def candidate_labels(*, campaign_id: int) -> dict[str, str]:
     texts = [_shorten(" ".join(text.split())) for _, _, text in rows]
     shared = {t for t, n in Counter(texts).items() if n > 1}
     # Two candidates with the same text are told apart by their external ids.
-    return {public: (f"{text} ({ext})" if text in shared else text) if text else ext
-            for (public, ext, _), text in zip(rows, texts, strict=True)}
+    return {
+        public: (f"{text} ({ext})" if text in shared else text) if text else ext
+        for (public, ext, _), text in zip(rows, texts, strict=True)
+    }
 
 
 def _shorten(text: str) -> str:
-    return text if len(text) <= ITEM_LABEL_MAX else text[:ITEM_LABEL_MAX - 1].rstrip() + "…"
+    return text if len(text) <= ITEM_LABEL_MAX else text[: ITEM_LABEL_MAX - 1].rstrip() + "…"
 
 
 def query_labels(*, campaign_id: int) -> dict[int, str]:
-    return {pk: title or ext for pk, ext, title in
-            Query.objects.filter(campaign_id=campaign_id).values_list("pk", "external_id", "title")}
+    return {
+        pk: title or ext
+        for pk, ext, title in Query.objects.filter(campaign_id=campaign_id).values_list("pk", "external_id", "title")
+    }
 
 
 def unit_labels(*, unit_ids: list[int]) -> dict[int, dict[str, Any]]:
@@ -170,11 +201,22 @@ def unit_labels(*, unit_ids: list[int]) -> dict[int, dict[str, Any]]:
 def comment_list(*, campaign_id: int, limit: int = 500) -> list[dict[str, Any]]:
     """Graders' comments on units (the current text of each), by unit: unit id and external id,
     grader id, text, last change."""
-    rows = (Judgment.objects.filter(campaign_id=campaign_id).exclude(comment="")
-            .order_by("unit__external_id", "grader_id")
-            .values("unit_id", "unit__external_id", "grader_id", "comment", "updated_at")[:limit])
-    return [{"unit": r["unit_id"], "external_id": r["unit__external_id"], "grader": r["grader_id"], "text": r["comment"],
-             "when": r["updated_at"]} for r in rows]
+    rows = (
+        Judgment.objects.filter(campaign_id=campaign_id)
+        .exclude(comment="")
+        .order_by("unit__external_id", "grader_id")
+        .values("unit_id", "unit__external_id", "grader_id", "comment", "updated_at")[:limit]
+    )
+    return [
+        {
+            "unit": r["unit_id"],
+            "external_id": r["unit__external_id"],
+            "grader": r["grader_id"],
+            "text": r["comment"],
+            "when": r["updated_at"],
+        }
+        for r in rows
+    ]
 
 
 def grader_pseudonyms(*, campaign_id: int) -> dict[int, str]:
@@ -187,31 +229,50 @@ def campaign_overview(*, campaign_id: int) -> dict[str, Any]:
     """The Evalutron 6000 summary table: counts and the time span of the event log."""
     campaign = Campaign.objects.get(pk=campaign_id)
     assignments = Assignment.objects.filter(campaign_id=campaign_id).aggregate(
-        total=Count("pk"), done=Count("pk", filter=Q(status=AssignmentStatus.DONE)),
+        total=Count("pk"),
+        done=Count("pk", filter=Q(status=AssignmentStatus.DONE)),
         open=Count("pk", filter=Q(status=AssignmentStatus.OPEN)),
         skipped=Count("pk", filter=Q(status=AssignmentStatus.SKIPPED)),
     )
     skips = GradingEvent.objects.filter(campaign_id=campaign_id, type=EventType.SKIP).count()
-    events = GradingEvent.objects.filter(campaign_id=campaign_id).order_by().aggregate(
-        n=Count("pk"), first=Min("server_ts"), last=Max("server_ts"))
-    judgments = Judgment.objects.filter(campaign_id=campaign_id, skipped=False).order_by().aggregate(
-        n=Count("pk"), graders=Count("grader_id", distinct=True), units=Count("unit_id", distinct=True))
+    events = (
+        GradingEvent.objects.filter(campaign_id=campaign_id)
+        .order_by()
+        .aggregate(n=Count("pk"), first=Min("server_ts"), last=Max("server_ts"))
+    )
+    judgments = (
+        Judgment.objects.filter(campaign_id=campaign_id, skipped=False)
+        .order_by()
+        .aggregate(n=Count("pk"), graders=Count("grader_id", distinct=True), units=Count("unit_id", distinct=True))
+    )
     span = (events["last"] - events["first"]).total_seconds() if events["first"] else None
-    orderings = Ordering.objects.filter(campaign_id=campaign_id).order_by().aggregate(
-        n=Count("pk"), graders=Count("grader_id", distinct=True), queries=Count("query_id", distinct=True))
+    orderings = (
+        Ordering.objects.filter(campaign_id=campaign_id)
+        .order_by()
+        .aggregate(n=Count("pk"), graders=Count("grader_id", distinct=True), queries=Count("query_id", distinct=True))
+    )
     if campaign.scheme == Scheme.ORDERING:  # graders order queries: they make orderings, not judgments
         judgments.update(graders=orderings["graders"])
     out = {
-        "campaign": campaign.name, "scheme": campaign.scheme, "status": campaign.status,
+        "campaign": campaign.name,
+        "scheme": campaign.scheme,
+        "status": campaign.status,
         "guidelines_version": campaign.guidelines_version,
-        "units": campaign.units.count(), "queries": campaign.queries.count(),
+        "units": campaign.units.count(),
+        "queries": campaign.queries.count(),
         "graders": CampaignRole.objects.filter(campaign_id=campaign_id, role=Role.GRADER).count(),
-        "active_graders": judgments["graders"], "judgments": judgments["n"], "units_judged": judgments["units"],
-        "orderings": orderings["n"], **({"queries_ordered": orderings["queries"]}
-                                        if campaign.scheme == Scheme.ORDERING else {}),
-        "events": events["n"], "assignments": assignments["total"], "assignments_done": assignments["done"],
-        "assignments_open": assignments["open"], "assignments_skipped": assignments["skipped"],
-        "skips": skips, "judgments_skipped_now": Judgment.objects.filter(campaign_id=campaign_id, skipped=True).count(),
+        "active_graders": judgments["graders"],
+        "judgments": judgments["n"],
+        "units_judged": judgments["units"],
+        "orderings": orderings["n"],
+        **({"queries_ordered": orderings["queries"]} if campaign.scheme == Scheme.ORDERING else {}),
+        "events": events["n"],
+        "assignments": assignments["total"],
+        "assignments_done": assignments["done"],
+        "assignments_open": assignments["open"],
+        "assignments_skipped": assignments["skipped"],
+        "skips": skips,
+        "judgments_skipped_now": Judgment.objects.filter(campaign_id=campaign_id, skipped=True).count(),
         "first_event": events["first"].isoformat() if events["first"] else None,
         "last_event": events["last"].isoformat() if events["last"] else None,
         "span_seconds": span,
@@ -223,18 +284,25 @@ def campaign_overview(*, campaign_id: int) -> dict[str, Any]:
 
 # --- runs ---------------------------------------------------------------------------------------
 
+
 def run_latest(*, campaign_id: int) -> AnalysisRun | None:
     return AnalysisRun.objects.filter(campaign_id=campaign_id).order_by("-created_at", "-id").first()
 
 
 def run_latest_good(*, campaign_id: int) -> AnalysisRun | None:
-    return (AnalysisRun.objects.filter(campaign_id=campaign_id, status=RunStatus.SUCCEEDED)
-            .order_by("-finished_at", "-id").first())
+    return (
+        AnalysisRun.objects.filter(campaign_id=campaign_id, status=RunStatus.SUCCEEDED)
+        .order_by("-finished_at", "-id")
+        .first()
+    )
 
 
 def run_active(*, campaign_id: int) -> AnalysisRun | None:
-    return (AnalysisRun.objects.filter(campaign_id=campaign_id, status__in=[RunStatus.QUEUED, RunStatus.RUNNING])
-            .order_by("-created_at", "-id").first())
+    return (
+        AnalysisRun.objects.filter(campaign_id=campaign_id, status__in=[RunStatus.QUEUED, RunStatus.RUNNING])
+        .order_by("-created_at", "-id")
+        .first()
+    )
 
 
 def unit_results(*, run_id: int) -> QuerySet[UnitResult]:
@@ -251,6 +319,7 @@ def unit_results_extremes(*, run_id: int, measure: str = "std", limit: int = 10)
 
 
 # --- permissions ----------------------------------------------------------------------------------
+
 
 def user_can_view_reports(*, user: AbstractBaseUser, campaign_id: int) -> bool:
     """Organizers of the campaign and staff. Graders never see reports."""
@@ -276,6 +345,7 @@ def user_can_export(*, user: AbstractBaseUser) -> bool:
 
 # --- systems in rating campaigns (docs/design.md §5.7) --------------------------------------------
 
+
 def provenance_frame(*, campaign_id: int) -> pd.DataFrame:
     """Which system returned which unit's candidate for the unit's query: columns system (name),
     query (id), unit (id). Provenance without a query, or naming a query the candidate is not
@@ -283,25 +353,31 @@ def provenance_frame(*, campaign_id: int) -> pd.DataFrame:
     from grading.models import CandidateProvenance
 
     pairs = Unit.objects.filter(campaign_id=campaign_id, query__isnull=False).values_list(
-        "query_id", "candidate_id", "pk")
+        "query_id", "candidate_id", "pk"
+    )
     unit_of = {(q, c): u for q, c, u in pairs}
     rows = CandidateProvenance.objects.filter(system__campaign_id=campaign_id, query__isnull=False).values_list(
-        "system__name", "query_id", "candidate_id")
+        "system__name", "query_id", "candidate_id"
+    )
     kept = [(s, q, unit_of[(q, c)]) for s, q, c in rows if (q, c) in unit_of]
     return pd.DataFrame(kept, columns=["system", "query", "unit"])
 
 
 def system_unit_scores_frame(*, campaign_id: int) -> pd.DataFrame:
     """Uploaded per-unit system scores: columns system (name), unit (id), score."""
-    qs = SystemOutput.objects.filter(system__campaign_id=campaign_id, unit__isnull=False).order_by(
-        "system__name", "unit_id").values_list("system__name", "unit_id", "score")
+    qs = (
+        SystemOutput.objects.filter(system__campaign_id=campaign_id, unit__isnull=False)
+        .order_by("system__name", "unit_id")
+        .values_list("system__name", "unit_id", "score")
+    )
     return _frame(qs, ["system", "unit", "score"], copy=False)
 
 
 def unit_results_frame(*, run_id: int) -> pd.DataFrame:
     """A run's per-unit aggregates and confusability, indexed by unit."""
     rows = UnitResult.objects.filter(run_id=run_id).values_list(
-        "unit_id", "n", "mean", "median", "majority", "dif", "std", "entropy")
+        "unit_id", "n", "mean", "median", "majority", "dif", "std", "entropy"
+    )
     frame = pd.DataFrame(list(rows), columns=["unit", "n", "mean", "median", "majority", "dif", "std", "entropy"])
     return frame.set_index("unit").astype(float)
 
@@ -309,7 +385,8 @@ def unit_results_frame(*, run_id: int) -> pd.DataFrame:
 def unit_keys_frame(*, campaign_id: int) -> pd.DataFrame:
     """Each unit's id, external id and the external ids of its candidate(s) (candidate_b: pairwise)."""
     rows = Unit.objects.filter(campaign_id=campaign_id).values_list(
-        "pk", "external_id", "candidate__external_id", "candidate_b__external_id")
+        "pk", "external_id", "candidate__external_id", "candidate_b__external_id"
+    )
     return pd.DataFrame(list(rows), columns=["unit", "external_id", "candidate", "candidate_b"])
 
 
@@ -333,8 +410,11 @@ UNIT_PAGE_MAX_EVENTS = 500
 
 
 def unit_for_page(*, campaign_id: int, unit_id: int) -> Unit | None:
-    return (Unit.objects.select_related("campaign", "query", "candidate", "candidate_b")
-            .filter(pk=unit_id, campaign_id=campaign_id).first())
+    return (
+        Unit.objects.select_related("campaign", "query", "candidate", "candidate_b")
+        .filter(pk=unit_id, campaign_id=campaign_id)
+        .first()
+    )
 
 
 def unit_judgments(*, unit: Unit) -> list[Judgment]:
@@ -344,8 +424,11 @@ def unit_judgments(*, unit: Unit) -> list[Judgment]:
 
 def unit_event_rows(*, unit: Unit, limit: int = UNIT_PAGE_MAX_EVENTS) -> list[dict[str, Any]]:
     """The unit's first ``limit`` events in arrival order, as dicts (no payload objects built twice)."""
-    return list(GradingEvent.objects.filter(unit=unit).order_by("server_ts", "seq")
-                .values("grader_id", "type", "payload", "client_ts", "server_ts", "session_id", "seq")[:limit])
+    return list(
+        GradingEvent.objects.filter(unit=unit)
+        .order_by("server_ts", "seq")
+        .values("grader_id", "type", "payload", "client_ts", "server_ts", "session_id", "seq")[:limit]
+    )
 
 
 def unit_result(*, run: AnalysisRun | None, unit: Unit) -> UnitResult | None:
@@ -359,12 +442,17 @@ def unit_provenance(*, unit: Unit) -> list[Any]:
 
 # --- hidden units (docs/design.md §5.6): graders' answers on gold units ------------------------------
 
+
 def gold_judgments_frame(*, campaign_id: int, field: str) -> pd.DataFrame:
     """One row per judgment of a gold unit that gives a value: grader, unit, value (the grader's, in
     the judgment column ``field``: broad, score, label or verdict) and gold (the organizer's, as text)."""
-    rows = (Judgment.objects.filter(campaign_id=campaign_id, skipped=False, unit__gold__isnull=False,
-                                    **{f"{field}__isnull": False})
-            .order_by("unit_id", "grader_id").values_list("grader_id", "unit_id", field, "unit__gold__value"))
+    rows = (
+        Judgment.objects.filter(
+            campaign_id=campaign_id, skipped=False, unit__gold__isnull=False, **{f"{field}__isnull": False}
+        )
+        .order_by("unit_id", "grader_id")
+        .values_list("grader_id", "unit_id", field, "unit__gold__value")
+    )
     return pd.DataFrame(list(rows), columns=["grader", "unit", "value", "gold"])
 
 
@@ -373,9 +461,11 @@ def repeat_pairs_frame(*, campaign_id: int, fields: list[str]) -> pd.DataFrame:
     ``first_<field>`` (the grader's judgment) and ``again_<field>`` (the repeat's answer). Rows where
     either answer lacks one of the fields are left out."""
     judgment = Judgment.objects.filter(grader=OuterRef("grader"), unit=OuterRef("unit"))
-    qs = (RepeatAnswer.objects.filter(campaign_id=campaign_id, skipped=False)
-          .annotate(**{f"first_{f}": Subquery(judgment.values(f)[:1]) for f in fields})
-          .order_by("grader_id", "unit_id")
-          .values_list("grader_id", "unit_id", *fields, *(f"first_{f}" for f in fields)))
+    qs = (
+        RepeatAnswer.objects.filter(campaign_id=campaign_id, skipped=False)
+        .annotate(**{f"first_{f}": Subquery(judgment.values(f)[:1]) for f in fields})
+        .order_by("grader_id", "unit_id")
+        .values_list("grader_id", "unit_id", *fields, *(f"first_{f}" for f in fields))
+    )
     columns = ["grader", "unit", *(f"again_{f}" for f in fields), *(f"first_{f}" for f in fields)]
     return pd.DataFrame(list(qs), columns=columns).dropna().reset_index(drop=True)

@@ -5,6 +5,7 @@ Parquet), and for ordering campaigns the ordering ground truth.
 CSV and JSON are generators of text; Parquet is written row group by row group into a temporary
 file, which the response then streams.
 """
+
 from __future__ import annotations
 
 import csv
@@ -24,8 +25,22 @@ from grading.models import Campaign, CampaignRole, Judgment, Ordering
 from grading.models.choices import Role
 
 CHUNK = 20_000
-JUDGMENT_COLUMNS = ["unit", "query", "candidate", "candidate_b", "grader", "broad", "fine", "score", "label", "verdict",
-                    "skipped", "comment", "guidelines_version", "updated_at"]
+JUDGMENT_COLUMNS = [
+    "unit",
+    "query",
+    "candidate",
+    "candidate_b",
+    "grader",
+    "broad",
+    "fine",
+    "score",
+    "label",
+    "verdict",
+    "skipped",
+    "comment",
+    "guidelines_version",
+    "updated_at",
+]
 ORDERING_COLUMNS = ["query", "grader", "kendall_tau", "ordering"]
 
 
@@ -40,6 +55,7 @@ def _csv_text(rows: list[list[Any]]) -> str:
 
 
 # --- ground truth ----------------------------------------------------------------------------------
+
 
 def ground_truth_csv(run: AnalysisRun, filters: export.Filters) -> Iterator[str]:
     """The same text as ``export.ground_truth_bytes(..., "csv")``, a chunk at a time."""
@@ -89,8 +105,9 @@ def ground_truth_parquet(run: AnalysisRun, filters: export.Filters) -> IO[bytes]
     writer = None
     for frame in export.ground_truth_chunks(run, filters, size=CHUNK):
         if writer is None:
-            schema = pa.schema([(c, _arrow_type(c)) for c in frame.columns],
-                               metadata={b"evalutron": json.dumps(meta).encode()})
+            schema = pa.schema(
+                [(c, _arrow_type(c)) for c in frame.columns], metadata={b"evalutron": json.dumps(meta).encode()}
+            )
             writer = pq.ParquetWriter(out, schema)
         writer.write_table(pa.Table.from_pandas(frame, schema=schema, preserve_index=False))
     writer.close()
@@ -100,22 +117,49 @@ def ground_truth_parquet(run: AnalysisRun, filters: export.Filters) -> IO[bytes]
 
 # --- judgments and events ----------------------------------------------------------------------------
 
+
 def judgments_csv(campaign: Campaign) -> Iterator[str]:
     """One row per grader and unit: the current value of each judgment (graders by pseudonym)."""
     names = _pseudonyms(campaign)
     yield ",".join(JUDGMENT_COLUMNS) + "\n"
-    rows = (Judgment.objects.filter(campaign=campaign).order_by("unit_id", "grader_id")
-            .values_list("unit__external_id", "unit__query__external_id", "unit__candidate__external_id",
-                         "unit__candidate_b__external_id", "grader_id", "broad", "fine", "score", "label", "verdict",
-                         "skipped", "comment", "guidelines_version", "updated_at")
-            .iterator(chunk_size=CHUNK))
+    rows = (
+        Judgment.objects.filter(campaign=campaign)
+        .order_by("unit_id", "grader_id")
+        .values_list(
+            "unit__external_id",
+            "unit__query__external_id",
+            "unit__candidate__external_id",
+            "unit__candidate_b__external_id",
+            "grader_id",
+            "broad",
+            "fine",
+            "score",
+            "label",
+            "verdict",
+            "skipped",
+            "comment",
+            "guidelines_version",
+            "updated_at",
+        )
+        .iterator(chunk_size=CHUNK)
+    )
     while batch := list(islice(rows, CHUNK)):
         yield _csv_text([[*r[:4], names.get(r[4]) or f"#{r[4]}", *r[5:13], r[13].isoformat()] for r in batch])
 
 
-EVENT_ARROW = [("id", "string"), ("server_ts", "timestamp"), ("client_ts", "timestamp"), ("grader", "int64"),
-               ("unit", "int64"), ("query", "int64"), ("type", "string"), ("payload", "string"),
-               ("session_id", "string"), ("seq", "int64"), ("guidelines_version", "int64")]
+EVENT_ARROW = [
+    ("id", "string"),
+    ("server_ts", "timestamp"),
+    ("client_ts", "timestamp"),
+    ("grader", "int64"),
+    ("unit", "int64"),
+    ("query", "int64"),
+    ("type", "string"),
+    ("payload", "string"),
+    ("session_id", "string"),
+    ("seq", "int64"),
+    ("guidelines_version", "int64"),
+]
 
 
 def events_parquet(campaign: Campaign) -> IO[bytes]:
@@ -140,6 +184,7 @@ def events_parquet(campaign: Campaign) -> IO[bytes]:
 
 # --- ordering ground truth -----------------------------------------------------------------------------
 
+
 def ordering_ground_truth_csv(campaign: Campaign) -> Iterator[str]:
     """Per query: a row with the consensus ordering (sum of ranks, docs/design.md §5.4), then one row
     per grader with their ordering and Kendall's τ against the consensus. Items by external id."""
@@ -147,8 +192,12 @@ def ordering_ground_truth_csv(campaign: Campaign) -> Iterator[str]:
     external = dict(campaign.candidates.values_list("public_id", "external_id"))
     yield ",".join(ORDERING_COLUMNS) + "\n"
     current, group = None, []
-    rows = (Ordering.objects.filter(campaign=campaign).order_by("query__position", "query_id", "grader_id")
-            .values_list("query__external_id", "grader_id", "items").iterator(chunk_size=CHUNK))
+    rows = (
+        Ordering.objects.filter(campaign=campaign)
+        .order_by("query__position", "query_id", "grader_id")
+        .values_list("query__external_id", "grader_id", "items")
+        .iterator(chunk_size=CHUNK)
+    )
     for query, grader, items in [*rows, (None, None, None)]:
         if query != current and group:
             yield _csv_text(_ordering_rows(current, group, names, external))

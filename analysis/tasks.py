@@ -1,4 +1,5 @@
 """Celery tasks: thin wrappers that take ids and call a service (analysis.services)."""
+
 from __future__ import annotations
 
 from typing import Any
@@ -16,9 +17,16 @@ TIME_LIMIT = int(getattr(settings, "ANALYSIS_TIME_LIMIT_SECONDS", 1800))
 
 
 @shared_task(
-    bind=True, name="analysis.run", acks_late=True, reject_on_worker_lost=True,
-    soft_time_limit=TIME_LIMIT, time_limit=TIME_LIMIT + 60,
-    autoretry_for=(Transient,), retry_backoff=5, retry_backoff_max=120, max_retries=3,
+    bind=True,
+    name="analysis.run",
+    acks_late=True,
+    reject_on_worker_lost=True,
+    soft_time_limit=TIME_LIMIT,
+    time_limit=TIME_LIMIT + 60,
+    autoretry_for=(Transient,),
+    retry_backoff=5,
+    retry_backoff_max=120,
+    max_retries=3,
 )
 def analysis_run(self: Any, run_id: int) -> str:
     """Execute AnalysisRun ``run_id``. A redelivered message for a finished run does nothing."""
@@ -28,8 +36,11 @@ def analysis_run(self: Any, run_id: int) -> str:
     except SoftTimeLimitExceeded:
         run = AnalysisRun.objects.filter(pk=run_id).first()
         if run is not None:
-            run_fail(run_id=run_id, attempt=run.attempts,
-                          error=f"Stopped: the analysis took longer than the time limit of {TIME_LIMIT} s.")
+            run_fail(
+                run_id=run_id,
+                attempt=run.attempts,
+                error=f"Stopped: the analysis took longer than the time limit of {TIME_LIMIT} s.",
+            )
         return "failed"
     if status == "not_due" and not self.request.is_eager:
         # The message arrived before the debounce window closed (clock skew, early redelivery).
@@ -51,4 +62,3 @@ def analysis_sweep_stale_runs() -> dict[str, list[int]]:
     """Re-queue or fail runs whose worker died; resend queued runs whose message was lost."""
     outcome = runs.run_sweep_stale()
     return {"requeued": outcome.requeued, "failed": outcome.failed, "resent": outcome.resent}
-

@@ -1,4 +1,5 @@
 """One unit, as organizers see it: what was judged, by whom (pseudonyms), how, and its statistics."""
+
 from __future__ import annotations
 
 from typing import Any
@@ -38,13 +39,31 @@ def unit_detail(request: HttpRequest, campaign_id: int, unit_id: int) -> HttpRes
     events = selectors.unit_event_rows(unit=unit, limit=MAX_EVENTS)
     good = selectors.run_latest_good(campaign_id=campaign_id)
     context = {
-        "campaign": unit.campaign, "unit": unit, "stats": selectors.unit_result(run=good, unit=unit), "run": good,
+        "campaign": unit.campaign,
+        "unit": unit,
+        "stats": selectors.unit_result(run=good, unit=unit),
+        "run": good,
         "provenance": selectors.unit_provenance(unit=unit),
-        "judgments": [{"grader": _grader_name(pseudonyms, usernames, j.grader_id, admin=admin), "j": j} for j in judgments],
-        "events": [{**e, "grader": _grader_name(pseudonyms, usernames, e["grader_id"], admin=admin),
-                    "payload_text": _payload_text(e["payload"])} for e in events],
+        "judgments": [
+            {"grader": _grader_name(pseudonyms, usernames, j.grader_id, admin=admin), "j": j} for j in judgments
+        ],
+        "events": [
+            {
+                **e,
+                "grader": _grader_name(pseudonyms, usernames, e["grader_id"], admin=admin),
+                "payload_text": _payload_text(e["payload"]),
+            }
+            for e in events
+        ],
         "events_cut": len(events) == MAX_EVENTS,
-        "comments": [{"grader": _grader_name(pseudonyms, usernames, j.grader_id, admin=admin), "text": j.comment,
-                      "when": j.updated_at} for j in judgments if j.comment],
+        "comments": [
+            {
+                "grader": _grader_name(pseudonyms, usernames, j.grader_id, admin=admin),
+                "text": j.comment,
+                "when": j.updated_at,
+            }
+            for j in judgments
+            if j.comment
+        ],
     }
     return render(request, "analysis/unit.html", context)

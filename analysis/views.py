@@ -1,4 +1,5 @@
 """Report pages: the campaign report, starting a run, CSV downloads of every table."""
+
 from __future__ import annotations
 
 from typing import Any
@@ -46,21 +47,35 @@ def report(request: HttpRequest, campaign_id: int) -> HttpResponse:
     return _report(request, _campaign(request, campaign_id))
 
 
-def _report(request: HttpRequest, campaign: Campaign, *, upload_error: str = "", scores_error: str = "",
-            links_form: InstrumentLinksForm | None = None, status: int = 200) -> HttpResponse:
+def _report(
+    request: HttpRequest,
+    campaign: Campaign,
+    *,
+    upload_error: str = "",
+    scores_error: str = "",
+    links_form: InstrumentLinksForm | None = None,
+    status: int = 200,
+) -> HttpResponse:
     good = selectors.run_latest_good(campaign_id=campaign.pk)
     evaluation = SystemEvaluationForm(request.GET if "aggregate" in request.GET else None)
     if good is not None and evaluation.is_valid():
         good.result = systems_reevaluate(run=good, **evaluation.cleaned_data)  # shown, never stored
     context = {
-        "campaign": campaign, "good": good, "active": selectors.run_active(campaign_id=campaign.pk),
-        "latest": selectors.run_latest(campaign_id=campaign.pk), "is_admin": request.user.is_staff,
+        "campaign": campaign,
+        "good": good,
+        "active": selectors.run_active(campaign_id=campaign.pk),
+        "latest": selectors.run_latest(campaign_id=campaign.pk),
+        "is_admin": request.user.is_staff,
         "tables": report_tables(good, show_names=request.user.is_staff) if good else {},
         "plots": report_plots(good.result) if good else {},
-        "takes_system_orderings": campaign.scheme == Scheme.ORDERING, "upload_error": upload_error,
+        "takes_system_orderings": campaign.scheme == Scheme.ORDERING,
+        "upload_error": upload_error,
         "comments": _comments(campaign, admin=request.user.is_staff),
-        "takes_system_scores": campaign.scheme in RATING_SCHEMES, "scores_error": scores_error,
-        "glossary": glossary(), "terms": TERMS, "links_form": links_form or _links_form(request, campaign),
+        "takes_system_scores": campaign.scheme in RATING_SCHEMES,
+        "scores_error": scores_error,
+        "glossary": glossary(),
+        "terms": TERMS,
+        "links_form": links_form or _links_form(request, campaign),
         "summary": report_summary(good.result) if good else None,
         "evaluation": evaluation if evaluation.is_bound else SystemEvaluationForm(initial=_evaluation_initial(good)),
     }
@@ -69,9 +84,14 @@ def _report(request: HttpRequest, campaign: Campaign, *, upload_error: str = "",
 
 def _comments(campaign: Campaign, *, admin: bool) -> list[dict]:
     names = selectors.grader_pseudonyms(campaign_id=campaign.pk)
-    return [{**c, "grader": names.get(c["grader"], f"grader-{c['grader']}"),
-             "url": reverse("analysis:unit", args=[campaign.pk, c["unit"]])}
-            for c in selectors.comment_list(campaign_id=campaign.pk)]
+    return [
+        {
+            **c,
+            "grader": names.get(c["grader"], f"grader-{c['grader']}"),
+            "url": reverse("analysis:unit", args=[campaign.pk, c["unit"]]),
+        }
+        for c in selectors.comment_list(campaign_id=campaign.pk)
+    ]
 
 
 @login_required
@@ -111,13 +131,17 @@ def report_system_orderings(request: HttpRequest, campaign_id: int) -> HttpRespo
     upload = request.FILES.get("file")
     try:
         rows = system_orderings_rows_from_csv(_upload_bytes(upload, "query,system,rank,item"))
-        summary, run = system_orderings_upload(campaign=campaign, rows=rows, trigger=RunTrigger.MANUAL,
-                                               user=request.user)
+        summary, run = system_orderings_upload(
+            campaign=campaign, rows=rows, trigger=RunTrigger.MANUAL, user=request.user
+        )
     except InvalidValue as exc:
         name = upload.name if upload is not None else "the upload"
         return _report(request, campaign, upload_error=f"{name}: {exc.message}. Nothing was imported.", status=400)
-    messages.success(request, f"Imported {summary.orderings} orderings of {summary.queries} queries for "
-                              f"{', '.join(summary.systems)}; analysis #{run.number or run.pk} scores them.")
+    messages.success(
+        request,
+        f"Imported {summary.orderings} orderings of {summary.queries} queries for "
+        f"{', '.join(summary.systems)}; analysis #{run.number or run.pk} scores them.",
+    )
     return redirect("analysis:report", campaign_id=campaign.pk)
 
 
@@ -125,8 +149,11 @@ def _evaluation_initial(run: Any) -> dict[str, Any]:
     uploaded = ((run.result or {}).get("systems") or {}).get("uploaded") if run is not None else None
     if not uploaded:
         return {}
-    return {"aggregate": uploaded["aggregate"], "measure": uploaded["measure"],
-            "threshold": uploaded["threshold"] if uploaded.get("threshold_chosen") else None}
+    return {
+        "aggregate": uploaded["aggregate"],
+        "measure": uploaded["measure"],
+        "threshold": uploaded["threshold"] if uploaded.get("threshold_chosen") else None,
+    }
 
 
 @login_required
@@ -137,13 +164,15 @@ def report_system_scores(request: HttpRequest, campaign_id: int) -> HttpResponse
     upload = request.FILES.get("file")
     try:
         rows = system_scores_rows_from_csv(_upload_bytes(upload, "unit,system,score"))
-        summary, run = system_scores_upload(campaign=campaign, rows=rows,
-                                            trigger=RunTrigger.MANUAL, user=request.user)
+        summary, run = system_scores_upload(campaign=campaign, rows=rows, trigger=RunTrigger.MANUAL, user=request.user)
     except InvalidValue as exc:
         name = upload.name if upload is not None else "the upload"
         return _report(request, campaign, scores_error=f"{name}: {exc.message}. Nothing was imported.", status=400)
-    messages.success(request, f"Imported {summary.scores} scores of {summary.units} units for "
-                              f"{', '.join(summary.systems)}; analysis #{run.number} evaluates them.")
+    messages.success(
+        request,
+        f"Imported {summary.scores} scores of {summary.units} units for "
+        f"{', '.join(summary.systems)}; analysis #{run.number} evaluates them.",
+    )
     return redirect(reverse("analysis:report", args=[campaign.pk]) + "#section-systems")
 
 
@@ -161,8 +190,11 @@ def report_instrument_links(request: HttpRequest, campaign_id: int) -> HttpRespo
     form = _links_form(request, campaign, request.POST)
     if form.is_valid():
         try:
-            campaign_set_instrument_links(campaign=campaign, sibling=form.cleaned_data["sibling_campaign"],
-                                          pairwise=form.cleaned_data["pairwise_campaign"])
+            campaign_set_instrument_links(
+                campaign=campaign,
+                sibling=form.cleaned_data["sibling_campaign"],
+                pairwise=form.cleaned_data["pairwise_campaign"],
+            )
         except InvalidValue as exc:
             form.add_error(exc.field if exc.field in form.fields else None, exc.message)
     if not form.is_valid():

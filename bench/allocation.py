@@ -14,6 +14,7 @@ p99 ≤ 20 ms, ratio ≤ 1.5 (docs/design.md §5.6, "Cost of next").
 Needs PostgreSQL (--database-url, default postgres://postgres@127.0.0.1:5432/postgres: the server
 on which the scratch database is made and afterwards dropped).
 """
+
 from __future__ import annotations
 
 import argparse
@@ -37,7 +38,9 @@ def parse_args() -> argparse.Namespace:
     p.add_argument("--sizes", default="1000,10000,100000", help="campaign sizes in units (default 1000,10000,100000)")
     p.add_argument("--requests", type=int, default=400, help="timed requests per size (default 400)")
     p.add_argument("--policy", choices=["consensus", "uncertainty"], default="consensus")
-    p.add_argument("--database-url", default=os.environ.get("BENCH_DATABASE_URL", "postgres://postgres@127.0.0.1:5432/postgres"))
+    p.add_argument(
+        "--database-url", default=os.environ.get("BENCH_DATABASE_URL", "postgres://postgres@127.0.0.1:5432/postgres")
+    )
     args = p.parse_args()
     try:
         args.sizes = [int(s) for s in args.sizes.split(",")]
@@ -58,11 +61,18 @@ def admin_sql(server_url: str, sql: str) -> None:
 
 
 def setup_django(database_url: str) -> None:
-    os.environ.update({
-        "DATABASE_URL": database_url, "DEBUG": "false", "SECRET_KEY": "bench-" + "k" * 50,
-        "ALLOWED_HOSTS": "testserver", "SECURE_SSL_REDIRECT": "false", "LOG_LEVEL": "WARNING",
-        "DJANGO_SETTINGS_MODULE": "evalutron.settings", "DATA_DIR": str(ROOT / "var" / "bench"),
-    })
+    os.environ.update(
+        {
+            "DATABASE_URL": database_url,
+            "DEBUG": "false",
+            "SECRET_KEY": "bench-" + "k" * 50,
+            "ALLOWED_HOSTS": "testserver",
+            "SECURE_SSL_REDIRECT": "false",
+            "LOG_LEVEL": "WARNING",
+            "DJANGO_SETTINGS_MODULE": "evalutron.settings",
+            "DATA_DIR": str(ROOT / "var" / "bench"),
+        }
+    )
     import django
     from django.core.management import call_command
 
@@ -79,18 +89,31 @@ def build(n_units: int, policy: str, seed: int) -> tuple[object, list]:
     from grading.services.campaigns import campaign_create, role_grant
 
     rng = random.Random(seed)
-    campaign = campaign_create(name=f"bench {n_units}", slug=f"bench-{n_units}-{policy}", scheme="categorical",
-                               scheme_params={"labels": LABELS, "ordered": True}, status="open",
-                               initial_overlap=2, max_overlap=5, guidelines="bench")
+    campaign = campaign_create(
+        name=f"bench {n_units}",
+        slug=f"bench-{n_units}-{policy}",
+        scheme="categorical",
+        scheme_params={"labels": LABELS, "ordered": True},
+        status="open",
+        initial_overlap=2,
+        max_overlap=5,
+        guidelines="bench",
+    )
     campaign.policy = policy
     campaign.save(update_fields=["policy"])
-    graders = [get_user_model().objects.create_user(username=f"b{n_units}-{policy}-{g}", password=None) for g in range(N_GRADERS)]
+    graders = [
+        get_user_model().objects.create_user(username=f"b{n_units}-{policy}-{g}", password=None)
+        for g in range(N_GRADERS)
+    ]
     for g in graders:
         role_grant(campaign=campaign, user=g, role="grader")
-    cands = Candidate.objects.bulk_create([Candidate(campaign=campaign, external_id=f"c{i}", text="x") for i in range(n_units)],
-                                          batch_size=5000)
-    units = Unit.objects.bulk_create([Unit(campaign=campaign, external_id=f"u{i}", candidate=c, position=i)
-                                      for i, c in enumerate(cands)], batch_size=5000)
+    cands = Candidate.objects.bulk_create(
+        [Candidate(campaign=campaign, external_id=f"c{i}", text="x") for i in range(n_units)], batch_size=5000
+    )
+    units = Unit.objects.bulk_create(
+        [Unit(campaign=campaign, external_id=f"u{i}", candidate=c, position=i) for i, c in enumerate(cands)],
+        batch_size=5000,
+    )
     now = datetime.now(UTC)
     assignments, judgments = [], []
     for i, unit in enumerate(units):
@@ -98,7 +121,9 @@ def build(n_units: int, policy: str, seed: int) -> tuple[object, list]:
         first = rng.choice(LABELS)
         labels = [first, first if rng.random() > 1 / 3 else rng.choice([x for x in LABELS if x != first])]
         for g, label in zip(pair, labels, strict=True):
-            assignments.append(Assignment(campaign=campaign, grader=g, unit=unit, status="done", position=i, completed_at=now))
+            assignments.append(
+                Assignment(campaign=campaign, grader=g, unit=unit, status="done", position=i, completed_at=now)
+            )
             judgments.append(Judgment(campaign=campaign, grader=g, unit=unit, label=label, applied={}))
     Assignment.objects.bulk_create(assignments, batch_size=5000)
     Judgment.objects.bulk_create(judgments, batch_size=5000)
@@ -134,9 +159,17 @@ def run(campaign, graders: list, n_requests: int, seed: int) -> tuple[list[float
             reference.append(again)
         unit = response.json()["unit"]
         unit_id = unit["id"] if isinstance(unit, dict) else unit
-        event_record(grader=graders[g], data=EventInput(
-            id=uuid.uuid4(), campaign_id=campaign.pk, type="label_set", payload={"value": rng.choice(LABELS)},
-            unit_id=unit_id, client_ts=datetime.now(UTC)))
+        event_record(
+            grader=graders[g],
+            data=EventInput(
+                id=uuid.uuid4(),
+                campaign_id=campaign.pk,
+                type="label_set",
+                payload={"value": rng.choice(LABELS)},
+                unit_id=unit_id,
+                client_ts=datetime.now(UTC),
+            ),
+        )
     return times, reference
 
 
@@ -163,16 +196,25 @@ def main() -> None:
             campaign, graders = build(n, args.policy, seed=n)
             built = time.perf_counter() - t0
             times, reference = run(campaign, graders, args.requests, seed=n)
-            rows.append((n, percentile(times, 0.5) * 1000, percentile(times, 0.99) * 1000,
-                         percentile(reference, 0.5) * 1000, built))
+            rows.append(
+                (
+                    n,
+                    percentile(times, 0.5) * 1000,
+                    percentile(times, 0.99) * 1000,
+                    percentile(reference, 0.5) * 1000,
+                    built,
+                )
+            )
         print(f"policy {args.policy}, {N_GRADERS} graders, {args.requests} timed next-unit requests per size")
         print("(ref p50: the same request served the grader's own open assignment, in the same conditions)")
         print(f"{'units':>8} {'p50 ms':>8} {'p99 ms':>8} {'ref p50':>8} {'p50/ref':>8} {'build s':>8}")
         for n, p50, p99, ref, built in rows:
             print(f"{n:>8} {p50:>8.2f} {p99:>8.2f} {ref:>8.2f} {p50 / ref:>8.2f} {built:>8.1f}")
         small, large = rows[0], rows[-1]
-        print(f"ratio largest/smallest: p50 {large[1] / small[1]:.2f}, p99 {large[2] / small[2]:.2f}"
-              f"   (aims: p99 ≤ 20 ms, ratio ≤ 1.5)")
+        print(
+            f"ratio largest/smallest: p50 {large[1] / small[1]:.2f}, p99 {large[2] / small[2]:.2f}"
+            f"   (aims: p99 ≤ 20 ms, ratio ≤ 1.5)"
+        )
     finally:
         from django.db import connections
 

@@ -8,6 +8,7 @@ memory (max RSS) belongs to that step alone: the analysis run from database to s
 report page render, the streamed event-log CSV export and the ground-truth CSV export.
 Aims (issue 6): analysis < 60 s and < 2 GB; report < 300 ms; export ≥ 100,000 rows/s.
 """
+
 from __future__ import annotations
 
 import argparse
@@ -45,8 +46,9 @@ def _ensure_database() -> None:
     from django.conf import settings
 
     db = settings.DATABASES["default"]
-    with psycopg.connect(host=db["HOST"], port=db["PORT"] or 5432, user=db["USER"], dbname="postgres",
-                         autocommit=True) as conn:
+    with psycopg.connect(
+        host=db["HOST"], port=db["PORT"] or 5432, user=db["USER"], dbname="postgres", autocommit=True
+    ) as conn:
         if not conn.execute("SELECT 1 FROM pg_database WHERE datname = %s", [db["NAME"]]).fetchone():
             conn.execute(f'CREATE DATABASE "{db["NAME"]}"')
     from django.core.management import call_command
@@ -77,8 +79,15 @@ def build() -> int:
     with transaction.atomic():
         if existing:
             raise SystemExit(f"campaign {SLUG} exists but is incomplete: drop the bench database and rerun")
-        campaign = campaign_create(name="Bench 1M", slug=SLUG, scheme=Scheme.BROAD_FINE, status="open",
-                                   guidelines="Synthetic.", initial_overlap=5, max_overlap=5)
+        campaign = campaign_create(
+            name="Bench 1M",
+            slug=SLUG,
+            scheme=Scheme.BROAD_FINE,
+            status="open",
+            guidelines="Synthetic.",
+            initial_overlap=5,
+            max_overlap=5,
+        )
         graders = [make_user(f"bench-grader-{uuid.uuid4().hex[:6]}") for _ in range(N_GRADERS)]
         for g in graders:
             role_grant(campaign=campaign, user=g, role=Role.GRADER)
@@ -95,22 +104,46 @@ def _fill(cur, campaign_id: int, graders: list[int], rng) -> None:
     now = datetime.now(UTC)
     cur.execute("SELECT COALESCE(MAX(id), 0) FROM grading_query")
     q0 = cur.fetchone()[0]
-    _copy(cur, "grading_query", ["id", "campaign_id", "external_id", "title", "public_id", "position", "kind", "text",
-                                 "media_file", "media_url"],
-          ((q0 + i + 1, campaign_id, f"bq{i}", "", f"bq{campaign_id}x{i}", i, "text", f"query {i}", "", "")
-           for i in range(N_QUERIES)))
+    _copy(
+        cur,
+        "grading_query",
+        [
+            "id",
+            "campaign_id",
+            "external_id",
+            "title",
+            "public_id",
+            "position",
+            "kind",
+            "text",
+            "media_file",
+            "media_url",
+        ],
+        (
+            (q0 + i + 1, campaign_id, f"bq{i}", "", f"bq{campaign_id}x{i}", i, "text", f"query {i}", "", "")
+            for i in range(N_QUERIES)
+        ),
+    )
     cur.execute("SELECT COALESCE(MAX(id), 0) FROM grading_candidate")
     c0 = cur.fetchone()[0]
-    _copy(cur, "grading_candidate", ["id", "campaign_id", "external_id", "public_id", "kind", "text", "media_file",
-                                     "media_url"],
-          ((c0 + i + 1, campaign_id, f"bc{i}", f"bc{campaign_id}x{i}", "text", f"c{i}", "", "")
-           for i in range(N_UNITS)))
+    _copy(
+        cur,
+        "grading_candidate",
+        ["id", "campaign_id", "external_id", "public_id", "kind", "text", "media_file", "media_url"],
+        ((c0 + i + 1, campaign_id, f"bc{i}", f"bc{campaign_id}x{i}", "text", f"c{i}", "", "") for i in range(N_UNITS)),
+    )
     cur.execute("SELECT COALESCE(MAX(id), 0) FROM grading_unit")
     u0 = cur.fetchone()[0]
     per_query = N_UNITS // N_QUERIES
-    _copy(cur, "grading_unit", ["id", "campaign_id", "external_id", "query_id", "candidate_id", "position"],
-          ((u0 + i + 1, campaign_id, f"bu{i}", q0 + i // per_query + 1, c0 + i + 1, i % per_query)
-           for i in range(N_UNITS)))
+    _copy(
+        cur,
+        "grading_unit",
+        ["id", "campaign_id", "external_id", "query_id", "candidate_id", "position"],
+        (
+            (u0 + i + 1, campaign_id, f"bu{i}", q0 + i // per_query + 1, c0 + i + 1, i % per_query)
+            for i in range(N_UNITS)
+        ),
+    )
     truth = rng.integers(0, 3, N_UNITS)
     noise = rng.choice([-1, 0, 0, 0, 1], size=(N_UNITS, N_GRADERS))
     level = np.clip(truth[:, None] + noise, 0, 2)
@@ -120,21 +153,79 @@ def _fill(cur, campaign_id: int, graders: list[int], rng) -> None:
     def judgments():
         for i in range(N_UNITS):
             for j, g in enumerate(graders):
-                yield (campaign_id, g, u0 + i + 1, BROADS[level[i, j]], f"{fine[i, j]:.1f}", "", False, 1, "{}", now, now)
+                yield (
+                    campaign_id,
+                    g,
+                    u0 + i + 1,
+                    BROADS[level[i, j]],
+                    f"{fine[i, j]:.1f}",
+                    "",
+                    False,
+                    1,
+                    "{}",
+                    now,
+                    now,
+                )
 
     def events():
         for i in range(N_UNITS):
             for j, g in enumerate(graders):
                 t = start + timedelta(seconds=i * 5 + j)
-                for k, (kind, value) in enumerate((("broad_set", f'"{BROADS[level[i, j]]}"'),
-                                                   ("fine_set", f"{fine[i, j]:.1f}"))):
-                    yield (uuid.uuid4(), campaign_id, g, u0 + i + 1, None, kind, f'{{"value": {value}}}',
-                           t + timedelta(seconds=k * 3), now, "bench", k + 1, 1)
+                for k, (kind, value) in enumerate(
+                    (("broad_set", f'"{BROADS[level[i, j]]}"'), ("fine_set", f"{fine[i, j]:.1f}"))
+                ):
+                    yield (
+                        uuid.uuid4(),
+                        campaign_id,
+                        g,
+                        u0 + i + 1,
+                        None,
+                        kind,
+                        f'{{"value": {value}}}',
+                        t + timedelta(seconds=k * 3),
+                        now,
+                        "bench",
+                        k + 1,
+                        1,
+                    )
 
-    _copy(cur, "grading_judgment", ["campaign_id", "grader_id", "unit_id", "broad", "fine", "comment", "skipped",
-                                    "guidelines_version", "applied", "created_at", "updated_at"], judgments())
-    _copy(cur, "grading_gradingevent", ["id", "campaign_id", "grader_id", "unit_id", "query_id", "type", "payload",
-                                        "client_ts", "server_ts", "session_id", "seq", "guidelines_version"], events())
+    _copy(
+        cur,
+        "grading_judgment",
+        [
+            "campaign_id",
+            "grader_id",
+            "unit_id",
+            "broad",
+            "fine",
+            "comment",
+            "skipped",
+            "guidelines_version",
+            "applied",
+            "created_at",
+            "updated_at",
+        ],
+        judgments(),
+    )
+    _copy(
+        cur,
+        "grading_gradingevent",
+        [
+            "id",
+            "campaign_id",
+            "grader_id",
+            "unit_id",
+            "query_id",
+            "type",
+            "payload",
+            "client_ts",
+            "server_ts",
+            "session_id",
+            "seq",
+            "guidelines_version",
+        ],
+        events(),
+    )
     for table in ("grading_query", "grading_candidate", "grading_unit"):
         cur.execute(f"SELECT setval(pg_get_serial_sequence('{table}', 'id'), (SELECT MAX(id) FROM {table}))")
     cur.execute("ANALYZE")
@@ -155,8 +246,14 @@ def step_analysis(campaign_id: int) -> dict:
     status = run_execute(run_id=run.pk)
     seconds = time.perf_counter() - t0
     run.refresh_from_db()
-    return {"status": status, "seconds": round(seconds, 2), "max_rss_mb": round(_max_rss_mb(), 1),
-            "rss_before_mb": round(rss0, 1), "stages": run.timings, "error": run.error}
+    return {
+        "status": status,
+        "seconds": round(seconds, 2),
+        "max_rss_mb": round(_max_rss_mb(), 1),
+        "rss_before_mb": round(rss0, 1),
+        "stages": run.timings,
+        "error": run.error,
+    }
 
 
 def step_report(campaign_id: int) -> dict:
@@ -176,8 +273,11 @@ def step_report(campaign_id: int) -> dict:
         times.append(time.perf_counter() - t0)
         assert response.status_code == 200, response.status_code
     times.sort()
-    return {"median_ms": round(1000 * times[len(times) // 2], 1), "best_ms": round(1000 * times[0], 1),
-            "bytes": len(response.content)}
+    return {
+        "median_ms": round(1000 * times[len(times) // 2], 1),
+        "best_ms": round(1000 * times[0], 1),
+        "bytes": len(response.content),
+    }
 
 
 def step_events_export(campaign_id: int) -> dict:
@@ -188,8 +288,13 @@ def step_events_export(campaign_id: int) -> dict:
         rows += chunk.count("\n")
         size += len(chunk)
     seconds = time.perf_counter() - t0
-    return {"rows": rows - 1, "seconds": round(seconds, 2), "rows_per_s": round((rows - 1) / seconds),
-            "mb": round(size / 1e6, 1), "max_rss_mb": round(_max_rss_mb(), 1)}
+    return {
+        "rows": rows - 1,
+        "seconds": round(seconds, 2),
+        "rows_per_s": round((rows - 1) / seconds),
+        "mb": round(size / 1e6, 1),
+        "max_rss_mb": round(_max_rss_mb(), 1),
+    }
 
 
 def step_ground_truth(campaign_id: int) -> dict:
@@ -200,12 +305,20 @@ def step_ground_truth(campaign_id: int) -> dict:
     body = export.ground_truth_bytes(run, export.Filters(), "csv")
     seconds = time.perf_counter() - t0
     rows = body.count(b"\n") - body.count(b"\n# ") - 2
-    return {"rows": rows, "seconds": round(seconds, 2), "rows_per_s": round(rows / seconds),
-            "max_rss_mb": round(_max_rss_mb(), 1)}
+    return {
+        "rows": rows,
+        "seconds": round(seconds, 2),
+        "rows_per_s": round(rows / seconds),
+        "max_rss_mb": round(_max_rss_mb(), 1),
+    }
 
 
-STEPS = {"analysis": step_analysis, "report": step_report, "events_export": step_events_export,
-         "ground_truth_export": step_ground_truth}
+STEPS = {
+    "analysis": step_analysis,
+    "report": step_report,
+    "events_export": step_events_export,
+    "ground_truth_export": step_ground_truth,
+}
 
 
 def main() -> None:
@@ -221,8 +334,12 @@ def main() -> None:
     campaign_id = build()
     results = {}
     for step in STEPS:
-        out = subprocess.run([sys.executable, __file__, "--step", step, "--campaign", str(campaign_id)],
-                             capture_output=True, text=True, check=False)
+        out = subprocess.run(
+            [sys.executable, __file__, "--step", step, "--campaign", str(campaign_id)],
+            capture_output=True,
+            text=True,
+            check=False,
+        )
         if out.returncode:
             raise SystemExit(f"step {step} failed:\n{out.stderr[-3000:]}")
         results[step] = json.loads(out.stdout.strip().splitlines()[-1])

@@ -9,6 +9,7 @@ with N stored unit results and 2N judgments. For each download the peak of Pytho
 (tracemalloc) while the whole body is consumed is printed, with the ratio of the streamed peak to
 the in-memory export's peak. A flat download keeps about the same peak at both sizes.
 """
+
 from __future__ import annotations
 
 import argparse
@@ -23,7 +24,14 @@ ROOT = Path(__file__).resolve().parents[1]
 
 
 def setup(data_dir: str) -> None:
-    os.environ.update({"DEBUG": "true", "DATA_DIR": data_dir, "EVALUTRON_ENV_FILE": "", "DJANGO_SETTINGS_MODULE": "evalutron.settings"})
+    os.environ.update(
+        {
+            "DEBUG": "true",
+            "DATA_DIR": data_dir,
+            "EVALUTRON_ENV_FILE": "",
+            "DJANGO_SETTINGS_MODULE": "evalutron.settings",
+        }
+    )
     os.environ.pop("DATABASE_URL", None)
     sys.path.insert(0, str(ROOT))
     import django
@@ -41,24 +49,51 @@ def seed(n: int) -> tuple:
     from grading.models import Candidate, Judgment, Unit
     from grading.services.campaigns import campaign_create, role_grant
 
-    campaign = campaign_create(name=f"bench {n}", slug=f"bench-{n}-{time.time_ns()}", scheme="numeric",
-                               scheme_params={"min": 0, "max": 10, "step": 1})
+    campaign = campaign_create(
+        name=f"bench {n}",
+        slug=f"bench-{n}-{time.time_ns()}",
+        scheme="numeric",
+        scheme_params={"min": 0, "max": 10, "step": 1},
+    )
     graders = [get_user_model().objects.create_user(username=f"g{i}-{campaign.pk}") for i in range(2)]
     for g in graders:
         role_grant(campaign=campaign, user=g, role="grader")
-    Candidate.objects.bulk_create([Candidate(campaign=campaign, external_id=f"c{i}", text="x") for i in range(n)],
-                                  batch_size=5000)
+    Candidate.objects.bulk_create(
+        [Candidate(campaign=campaign, external_id=f"c{i}", text="x") for i in range(n)], batch_size=5000
+    )
     cands = list(Candidate.objects.filter(campaign=campaign).values_list("pk", flat=True))
-    Unit.objects.bulk_create([Unit(campaign=campaign, external_id=f"u{i}", candidate_id=c) for i, c in enumerate(cands)],
-                             batch_size=5000)
+    Unit.objects.bulk_create(
+        [Unit(campaign=campaign, external_id=f"u{i}", candidate_id=c) for i, c in enumerate(cands)], batch_size=5000
+    )
     units = list(Unit.objects.filter(campaign=campaign).values_list("pk", flat=True))
-    run = AnalysisRun.objects.create(campaign=campaign, number=1, status=RunStatus.SUCCEEDED, result={},
-                                     parameters={"n_boot": 10})
-    UnitResult.objects.bulk_create([UnitResult(run=run, unit_id=u, n=2, mean=i % 10 + 0.5, median=i % 10 + 0.5,
-                                               majority=i % 10, dif=1.0, std=0.7071067811865476, entropy=1.0)
-                                    for i, u in enumerate(units)], batch_size=5000)
-    Judgment.objects.bulk_create([Judgment(campaign=campaign, grader=g, unit_id=u, score=float(i % 11))
-                                  for g in graders for i, u in enumerate(units)], batch_size=5000)
+    run = AnalysisRun.objects.create(
+        campaign=campaign, number=1, status=RunStatus.SUCCEEDED, result={}, parameters={"n_boot": 10}
+    )
+    UnitResult.objects.bulk_create(
+        [
+            UnitResult(
+                run=run,
+                unit_id=u,
+                n=2,
+                mean=i % 10 + 0.5,
+                median=i % 10 + 0.5,
+                majority=i % 10,
+                dif=1.0,
+                std=0.7071067811865476,
+                entropy=1.0,
+            )
+            for i, u in enumerate(units)
+        ],
+        batch_size=5000,
+    )
+    Judgment.objects.bulk_create(
+        [
+            Judgment(campaign=campaign, grader=g, unit_id=u, score=float(i % 11))
+            for g in graders
+            for i, u in enumerate(units)
+        ],
+        batch_size=5000,
+    )
     return campaign, run
 
 

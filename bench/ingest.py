@@ -13,6 +13,7 @@ requests that failed. Lost must be 0. Aims on a 2-core machine: >= 500 single-ev
 Needs PostgreSQL (--database-url, default postgres://postgres@127.0.0.1:5432/postgres: the server
 on which the scratch database is made). Nothing leaves the machine.
 """
+
 from __future__ import annotations
 
 import argparse
@@ -42,7 +43,9 @@ def parse_args() -> argparse.Namespace:
     p.add_argument("--workers", type=int, default=3, help="gunicorn worker processes (default 3)")
     p.add_argument("--threads", type=int, default=4, help="threads per gunicorn worker (default 4)")
     p.add_argument("--units", type=int, default=200, help="units per grader (default 200)")
-    p.add_argument("--database-url", default=os.environ.get("BENCH_DATABASE_URL", "postgres://postgres@127.0.0.1:5432/postgres"))
+    p.add_argument(
+        "--database-url", default=os.environ.get("BENCH_DATABASE_URL", "postgres://postgres@127.0.0.1:5432/postgres")
+    )
     args = p.parse_args()
     if args.seconds <= 0 or args.seconds > 600:
         p.error(f"--seconds must be in (0, 600], got {args.seconds}")
@@ -66,10 +69,19 @@ def admin_sql(server_url: str, sql: str) -> None:
 
 def app_env(database_url: str) -> dict[str, str]:
     return {
-        **os.environ, "DATABASE_URL": database_url, "DEBUG": "false", "SECRET_KEY": "bench-" + "k" * 50,
-        "ALLOWED_HOSTS": "127.0.0.1", "SECURE_SSL_REDIRECT": "false", "SESSION_COOKIE_SECURE": "false",
-        "CSRF_COOKIE_SECURE": "false", "SECURE_HSTS_SECONDS": "0", "LOG_LEVEL": "WARNING", "DB_CONN_MAX_AGE": "600",
-        "DATA_DIR": str(ROOT / "var" / "bench"), "PYTHONPATH": str(ROOT),
+        **os.environ,
+        "DATABASE_URL": database_url,
+        "DEBUG": "false",
+        "SECRET_KEY": "bench-" + "k" * 50,
+        "ALLOWED_HOSTS": "127.0.0.1",
+        "SECURE_SSL_REDIRECT": "false",
+        "SESSION_COOKIE_SECURE": "false",
+        "CSRF_COOKIE_SECURE": "false",
+        "SECURE_HSTS_SECONDS": "0",
+        "LOG_LEVEL": "WARNING",
+        "DB_CONN_MAX_AGE": "600",
+        "DATA_DIR": str(ROOT / "var" / "bench"),
+        "PYTHONPATH": str(ROOT),
     }
 
 
@@ -83,19 +95,29 @@ from django.contrib.auth import get_user_model
 from rest_framework.authtoken.models import Token
 from grading.models import Assignment, Candidate, Unit
 from grading.services.campaigns import campaign_create, role_grant
-c = campaign_create(name="bench", slug="bench", scheme="broad_fine", status="open", initial_overlap=1, guidelines="bench")
+c = campaign_create(name="bench", slug="bench", scheme="broad_fine", status="open", initial_overlap=1,
+                    guidelines="bench")
 out = {{"campaign": c.pk, "graders": []}}
 for g in range({n_graders}):
     user = get_user_model().objects.create_user(username=f"bench{{g}}", password=None)
     role_grant(campaign=c, user=user, role="grader")
-    cands = Candidate.objects.bulk_create([Candidate(campaign=c, external_id=f"c{{g}}-{{i}}", text="x") for i in range({n_units})])
-    units = Unit.objects.bulk_create([Unit(campaign=c, external_id=f"u{{g}}-{{i}}", candidate=k) for i, k in enumerate(cands)])
-    Assignment.objects.bulk_create([Assignment(campaign=c, grader=user, unit=u, position=i) for i, u in enumerate(units)])
+    cands = Candidate.objects.bulk_create(
+        [Candidate(campaign=c, external_id=f"c{{g}}-{{i}}", text="x") for i in range({n_units})])
+    units = Unit.objects.bulk_create(
+        [Unit(campaign=c, external_id=f"u{{g}}-{{i}}", candidate=k) for i, k in enumerate(cands)])
+    Assignment.objects.bulk_create(
+        [Assignment(campaign=c, grader=user, unit=u, position=i) for i, u in enumerate(units)])
     out["graders"].append({{"token": Token.objects.create(user=user).key, "units": [u.pk for u in units]}})
 print(json.dumps(out))
 """
-    done = subprocess.run([sys.executable, "manage.py", "shell", "-c", code], cwd=ROOT, env=env, check=True,
-                          capture_output=True, text=True)
+    done = subprocess.run(
+        [sys.executable, "manage.py", "shell", "-c", code],
+        cwd=ROOT,
+        env=env,
+        check=True,
+        capture_output=True,
+        text=True,
+    )
     return json.loads(done.stdout.strip().splitlines()[-1])
 
 
@@ -106,9 +128,24 @@ def free_port() -> int:
 
 
 def start_gunicorn(database_url: str, port: int, workers: int, threads: int) -> subprocess.Popen:
-    cmd = [sys.executable, "-m", "gunicorn", "evalutron.wsgi:application", "--bind", f"127.0.0.1:{port}",
-           "--workers", str(workers), "--worker-class", "gthread", "--threads", str(threads),
-           "--keep-alive", "30", "--log-level", "warning"]
+    cmd = [
+        sys.executable,
+        "-m",
+        "gunicorn",
+        "evalutron.wsgi:application",
+        "--bind",
+        f"127.0.0.1:{port}",
+        "--workers",
+        str(workers),
+        "--worker-class",
+        "gthread",
+        "--threads",
+        str(threads),
+        "--keep-alive",
+        "30",
+        "--log-level",
+        "warning",
+    ]
     proc = subprocess.Popen(cmd, cwd=ROOT, env=app_env(database_url))
     deadline = time.monotonic() + 30
     while time.monotonic() < deadline:
@@ -131,9 +168,21 @@ def client_loop(port: int, campaign: int, grader: dict, batch: int, stop_at: flo
         events = []
         for _ in range(batch):
             seq += 1
-            kind, payload = ("broad_set", {"value": "VS"}) if seq % 2 else ("fine_set", {"value": round(seq % 100 / 10, 1)})
-            events.append({"id": str(uuid.uuid4()), "campaign": campaign, "unit": units[seq % len(units)], "type": kind,
-                           "payload": payload, "client_ts": datetime.now(UTC).isoformat(), "seq": seq, "session_id": session})
+            kind, payload = (
+                ("broad_set", {"value": "VS"}) if seq % 2 else ("fine_set", {"value": round(seq % 100 / 10, 1)})
+            )
+            events.append(
+                {
+                    "id": str(uuid.uuid4()),
+                    "campaign": campaign,
+                    "unit": units[seq % len(units)],
+                    "type": kind,
+                    "payload": payload,
+                    "client_ts": datetime.now(UTC).isoformat(),
+                    "seq": seq,
+                    "session_id": session,
+                }
+            )
         body = json.dumps(events if batch > 1 else events[0])
         started = time.perf_counter()
         try:
@@ -173,8 +222,11 @@ def run_phase(port: int, seeded: dict, args: argparse.Namespace, batch: int) -> 
     start_at = time.time() + 1.0
     stop_at = start_at + args.seconds
     chunks = [graders[i :: args.processes] for i in range(args.processes)]
-    procs = [mp.Process(target=client_process, args=(port, seeded["campaign"], c, batch, start_at, stop_at, queue))
-             for c in chunks if c]
+    procs = [
+        mp.Process(target=client_process, args=(port, seeded["campaign"], c, batch, start_at, stop_at, queue))
+        for c in chunks
+        if c
+    ]
     for p in procs:
         p.start()
     results = [r for _ in procs for r in queue.get(timeout=args.seconds + 120)]
@@ -187,9 +239,14 @@ def run_phase(port: int, seeded: dict, args: argparse.Namespace, batch: int) -> 
         return latencies[min(len(latencies) - 1, int(q * len(latencies)))] * 1000 if latencies else float("nan")
 
     return {
-        "requests": len(latencies), "events": sum(r["sent"] for r in results), "acked": acked,
-        "failed": sum(r["failed"] for r in results), "rps": len(latencies) / args.seconds,
-        "eps": len(acked) / args.seconds, "p50": pct(0.50), "p99": pct(0.99),
+        "requests": len(latencies),
+        "events": sum(r["sent"] for r in results),
+        "acked": acked,
+        "failed": sum(r["failed"] for r in results),
+        "rps": len(latencies) / args.seconds,
+        "eps": len(acked) / args.seconds,
+        "p50": pct(0.50),
+        "p99": pct(0.99),
     }
 
 
@@ -210,19 +267,27 @@ def main() -> None:
         seeded = seed(database_url, args.clients, args.units)
         port = free_port()
         gunicorn = start_gunicorn(database_url, port, args.workers, args.threads)
-        print(f"gunicorn: {args.workers} workers x {args.threads} threads on 127.0.0.1:{port}; "
-              f"{args.clients} clients in {args.processes} processes; {args.seconds:g} s per phase; {os.cpu_count()} CPUs")
+        print(
+            f"gunicorn: {args.workers} workers x {args.threads} threads on 127.0.0.1:{port}; "
+            f"{args.clients} clients in {args.processes} processes; {args.seconds:g} s per phase; {os.cpu_count()} CPUs"
+        )
         all_acked: list[str] = []
         failed = 0
         for label, batch in PHASES:
             r = run_phase(port, seeded, args, batch)
             all_acked += r["acked"]
             failed += r["failed"]
-            print(f"{label:>6} (batch {batch:>2}): {r['rps']:8.0f} requests/s {r['eps']:8.0f} events/s "
-                  f"p50 {r['p50']:6.1f} ms  p99 {r['p99']:6.1f} ms  ({r['requests']} requests, {r['failed']} events failed)")
+            print(
+                f"{label:>6} (batch {batch:>2}): {r['rps']:8.0f} requests/s {r['eps']:8.0f} events/s "
+                f"p50 {r['p50']:6.1f} ms  p99 {r['p99']:6.1f} ms  ({r['requests']} requests, {r['failed']} events "
+                "failed)"
+            )
         in_db = stored_ids(database_url)
         lost = len(set(all_acked) - in_db)
-        print(f"events acknowledged: {len(set(all_acked))}, stored: {len(in_db)}, lost: {lost}, failed requests' events: {failed}")
+        print(
+            f"events acknowledged: {len(set(all_acked))}, stored: {len(in_db)}, lost: {lost}, failed requests' "
+            f"events: {failed}"
+        )
         if lost or failed:
             sys.exit(1)
     finally:

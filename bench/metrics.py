@@ -7,6 +7,7 @@ Each case prints our time, the reference's time, the ratio and our peak memory (
 allocations included). Times are the best of ``--repeat`` runs. Aims: Fleiss >= 10x the statsmodels
 path, Krippendorff >= 2x the `krippendorff` package, each bootstrap under 5 s at 10^5 units.
 """
+
 from __future__ import annotations
 
 import argparse
@@ -64,8 +65,13 @@ def fleiss_case(n_units: int, repeat: int, graders: list) -> None:
     from statsmodels.stats.inter_rater import fleiss_kappa as sm_fleiss
 
     rng = np.random.default_rng(0)
-    frame = pd.DataFrame({"unit": np.repeat(np.arange(n_units), 3), "grader": np.tile(graders, n_units),
-                          "value": rng.integers(0, 3, 3 * n_units)})
+    frame = pd.DataFrame(
+        {
+            "unit": np.repeat(np.arange(n_units), 3),
+            "grader": np.tile(graders, n_units),
+            "value": rng.integers(0, 3, 3 * n_units),
+        }
+    )
 
     def ours() -> float:
         return fleiss_kappa(long_to_counts(frame, [0, 1, 2])[0])
@@ -90,22 +96,39 @@ def alpha_case(n_units: int, repeat: int) -> None:
     import krippendorff
 
     wide = alpha_wide(n_units)
-    report(f"Krippendorff interval, {n_units:.0e} units x 10, 20% NaN",
-           lambda: krippendorff_alpha(wide, "interval"),
-           lambda: krippendorff.alpha(reliability_data=wide.T, level_of_measurement="interval"), repeat)
+    report(
+        f"Krippendorff interval, {n_units:.0e} units x 10, 20% NaN",
+        lambda: krippendorff_alpha(wide, "interval"),
+        lambda: krippendorff.alpha(reliability_data=wide.T, level_of_measurement="interval"),
+        repeat,
+    )
 
 
 def bootstrap_cases(n_units: int, n_boot: int, repeat: int) -> None:
     rng = np.random.default_rng(2)
-    counts = long_to_counts(pd.DataFrame({
-        "unit": np.repeat(np.arange(n_units), 3), "grader": np.tile(["a", "b", "c"], n_units),
-        "value": rng.integers(0, 3, 3 * n_units)}), [0, 1, 2])[0]
+    counts = long_to_counts(
+        pd.DataFrame(
+            {
+                "unit": np.repeat(np.arange(n_units), 3),
+                "grader": np.tile(["a", "b", "c"], n_units),
+                "value": rng.integers(0, 3, 3 * n_units),
+            }
+        ),
+        [0, 1, 2],
+    )[0]
     wide = alpha_wide(n_units)
-    report(f"Fleiss bootstrap {n_boot} x {n_units:.0e} units",
-           lambda: fleiss_kappa_ci(counts, rng=np.random.default_rng(0), n_boot=n_boot).ci_low, None, repeat)
-    report(f"Krippendorff interval bootstrap {n_boot} x {n_units:.0e}",
-           lambda: krippendorff_alpha_ci(wide, "interval", rng=np.random.default_rng(0), n_boot=n_boot).ci_low,
-           None, repeat)
+    report(
+        f"Fleiss bootstrap {n_boot} x {n_units:.0e} units",
+        lambda: fleiss_kappa_ci(counts, rng=np.random.default_rng(0), n_boot=n_boot).ci_low,
+        None,
+        repeat,
+    )
+    report(
+        f"Krippendorff interval bootstrap {n_boot} x {n_units:.0e}",
+        lambda: krippendorff_alpha_ci(wide, "interval", rng=np.random.default_rng(0), n_boot=n_boot).ci_low,
+        None,
+        repeat,
+    )
 
 
 def main() -> None:

@@ -8,6 +8,7 @@ agreement. Times are the best of ``--repeat`` runs (single runs for the large ca
 Aims: exact >= 20x faster than enumeration at k = 12; k = 40 under 0.5 s; k = 100 under 10 s;
 the ED of every method for a 10-query campaign under 2 s.
 """
+
 from __future__ import annotations
 
 import argparse
@@ -56,8 +57,7 @@ def against_enumeration(rng: np.random.Generator, sizes: list[int], repeat: int)
         t_exact, exact = timed(lambda g=golds, t=target: frespa(g, t), repeat)
         t_enum, enum = timed(lambda g=golds, t=target: frespa_enumerate(g.tolist(), t.tolist()), max(1, repeat // 3))
         aim = f"  aim >= 20x: {verdict(t_enum / t_exact >= 20)}" if k == 12 else ""
-        print(f"{k:>4} {t_exact:>10.5f} {t_enum:>10.5f} {t_enum / t_exact:>7.1f}x  "
-              f"{abs(exact - enum) < 1e-12}{aim}")
+        print(f"{k:>4} {t_exact:>10.5f} {t_enum:>10.5f} {t_enum / t_exact:>7.1f}x  {abs(exact - enum) < 1e-12}{aim}")
 
 
 def exact_alone(rng: np.random.Generator, cases: list[tuple[int, int, float]]) -> None:
@@ -75,8 +75,10 @@ def campaign_ed(rng: np.random.Generator, n_queries: int, k: int, n: int) -> Non
     queries = [noisy_golds(rng, k, n) for _ in range(n_queries)]
     seconds, eds = timed(lambda: [evaluation_discriminativeness(q) for q in queries], 1)
     mean = {m: float(np.mean([e[m] for e in eds])) for m in eds[0]}
-    print(f"\nED of every method, {n_queries} queries (k = {k}, n = {n}): {seconds:.3f} s"
-          + (f"  aim < 2 s: {verdict(seconds < 2)}" if n_queries == 10 else ""))
+    print(
+        f"\nED of every method, {n_queries} queries (k = {k}, n = {n}): {seconds:.3f} s"
+        + (f"  aim < 2 s: {verdict(seconds < 2)}" if n_queries == 10 else "")
+    )
     print("  " + "  ".join(f"{m} {v:.3f}" for m, v in mean.items()))
 
 

@@ -7,8 +7,10 @@ Cases: the bootstrap of system scores over queries (ours: one matrix product per
 replicates; reference: a Python loop over replicates with pandas means), Nemenyi p-values (ours
 against scikit-posthocs, if installed), and the evaluation of per-unit scores with bootstrap intervals
 (ours: each resample a row of unit weights, Spearman's ranks from cumulative weights, no sorting
-per resample; reference: a loop calling scipy per replicate). Each prints our time, the reference's, the ratio, and whether the results agree.
+per resample; reference: a loop calling scipy per replicate). Each prints our time, the reference's, the
+ratio, and whether the results agree.
 """
+
 from __future__ import annotations
 
 import argparse
@@ -37,8 +39,10 @@ def timed(func: Callable[[], object], repeat: int) -> tuple[float, object]:
 
 
 def report(name: str, ours: float, reference: float, agree: bool) -> None:
-    print(f"{name:<52} ours {ours:8.3f} s  reference {reference:8.3f} s  ratio {reference / ours:7.1f}x  "
-          f"{'agree' if agree else 'DIFFER'}")
+    print(
+        f"{name:<52} ours {ours:8.3f} s  reference {reference:8.3f} s  ratio {reference / ours:7.1f}x  "
+        f"{'agree' if agree else 'DIFFER'}"
+    )
 
 
 def bench_bootstrap(n_queries: int, n_systems: int, n_boot: int, repeat: int) -> None:
@@ -54,8 +58,9 @@ def bench_bootstrap(n_queries: int, n_systems: int, n_boot: int, repeat: int) ->
     t_ours, ours = timed(lambda: system_scores(table, rng=np.random.default_rng(0), n_boot=n_boot), repeat)
     t_ref, ref = timed(reference, 1)
     got = ours.reindex(table.columns)[["ci_low", "ci_high"]].to_numpy()
-    report(f"system scores bootstrap ({n_queries} queries × {n_systems}, {n_boot})", t_ours, t_ref,
-           np.allclose(got, ref))
+    report(
+        f"system scores bootstrap ({n_queries} queries × {n_systems}, {n_boot})", t_ours, t_ref, np.allclose(got, ref)
+    )
 
 
 def bench_nemenyi(n_queries: int, n_systems: int, repeat: int) -> None:
@@ -68,8 +73,12 @@ def bench_nemenyi(n_queries: int, n_systems: int, repeat: int) -> None:
     table = pd.DataFrame(rng.normal(size=(n_queries, n_systems)) + np.linspace(0, 1, n_systems))
     t_ours, ours = timed(lambda: nemenyi(table), repeat)
     t_ref, ref = timed(lambda: sp.posthoc_nemenyi_friedman(table.to_numpy()), repeat)
-    report(f"Nemenyi ({n_queries} queries × {n_systems} systems)", t_ours, t_ref,
-           np.allclose(ours.to_numpy(), ref.to_numpy()))
+    report(
+        f"Nemenyi ({n_queries} queries × {n_systems} systems)",
+        t_ours,
+        t_ref,
+        np.allclose(ours.to_numpy(), ref.to_numpy()),
+    )
 
 
 def bench_correlation(n_units: int, n_boot: int, repeat: int) -> None:
@@ -82,11 +91,11 @@ def bench_correlation(n_units: int, n_boot: int, repeat: int) -> None:
         reps = np.array([stats.spearmanr(x[d], y[d]).statistic for d in draws])
         return tuple(np.quantile(reps, [0.025, 0.975]))
 
-    t_ours, ours = timed(lambda: correlation_ci(x, y, "spearman", rng=np.random.default_rng(0), n_boot=n_boot),
-                         repeat)
+    t_ours, ours = timed(lambda: correlation_ci(x, y, "spearman", rng=np.random.default_rng(0), n_boot=n_boot), repeat)
     t_ref, ref = timed(reference, 1)
-    report(f"Spearman bootstrap ({n_units} units, {n_boot})", t_ours, t_ref,
-           np.allclose([ours.ci_low, ours.ci_high], ref))
+    report(
+        f"Spearman bootstrap ({n_units} units, {n_boot})", t_ours, t_ref, np.allclose([ours.ci_low, ours.ci_high], ref)
+    )
 
 
 def main() -> None:

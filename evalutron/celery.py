@@ -1,4 +1,5 @@
 """The Celery application. Tasks live in each app's tasks.py and are found by autodiscovery."""
+
 import os
 
 from celery import Celery

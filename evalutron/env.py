@@ -3,6 +3,7 @@
 Each reader fails loudly, naming the variable, when a value cannot be understood: a typo in a
 deployment should stop the start, not silently fall back to a default.
 """
+
 from __future__ import annotations
 
 import os
@@ -54,9 +55,7 @@ def env_list(name: str, default: list[str]) -> list[str]:
 def env_choice(name: str, default: str, choices: tuple[str, ...]) -> str:
     raw = os.environ.get(name, default)
     if raw not in choices:
-        raise ImproperlyConfigured(
-            f"Environment variable {name}={raw!r} is not one of: {', '.join(choices)}."
-        )
+        raise ImproperlyConfigured(f"Environment variable {name}={raw!r} is not one of: {', '.join(choices)}.")
     return raw
 
 

@@ -2,6 +2,7 @@
 per client for token requests and anonymous API calls (429 + Retry-After, DRF throttles), and
 failed logins on the browser login page. Counts live in the shared cache (Redis when configured),
 so that every web process sees the same counts."""
+
 from __future__ import annotations
 
 import math
@@ -39,7 +40,9 @@ class BodySizeLimitMiddleware:
         if length > limit:
             detail = f"the request body is {length} bytes; this endpoint takes at most {limit}."
             if request.path_info.startswith("/api/"):
-                return JsonResponse({"code": "too_large", "detail": detail, "field": "body", "value": length}, status=413)
+                return JsonResponse(
+                    {"code": "too_large", "detail": detail, "field": "body", "value": length}, status=413
+                )
             return HttpResponse(f"Request too large: {detail}", status=413, content_type="text/plain; charset=utf-8")
         return self.get_response(request)
 

@@ -5,6 +5,7 @@ With no environment at all the app refuses to start (SECRET_KEY is required when
 in-process. DATABASE_URL switches to PostgreSQL, CELERY_BROKER_URL to Redis with separate
 workers. See README.md, "Configuration", for every variable.
 """
+
 from __future__ import annotations
 
 from pathlib import Path
@@ -27,8 +28,7 @@ SECRET_KEY = env_str("SECRET_KEY")
 if not SECRET_KEY:
     if not DEBUG:
         raise ImproperlyConfigured(
-            "Environment variable SECRET_KEY is required when DEBUG is off "
-            "(set DEBUG=true for local development)."
+            "Environment variable SECRET_KEY is required when DEBUG is off (set DEBUG=true for local development)."
         )
     SECRET_KEY = "insecure-development-key-only-for-debug-mode-" + "x" * 20
 
@@ -104,8 +104,10 @@ if _db["ENGINE"] == "django.db.backends.sqlite3":
     # writer, IMMEDIATE transactions so two writers queue instead of failing mid-transaction with
     # "database is locked", and a busy timeout to wait in that queue.
     _db["OPTIONS"] = {
-        "timeout": env_int("SQLITE_BUSY_TIMEOUT", 20, minimum=1), "transaction_mode": "IMMEDIATE",
-        "init_command": "PRAGMA journal_mode=WAL;", **_db.get("OPTIONS", {}),
+        "timeout": env_int("SQLITE_BUSY_TIMEOUT", 20, minimum=1),
+        "transaction_mode": "IMMEDIATE",
+        "init_command": "PRAGMA journal_mode=WAL;",
+        **_db.get("OPTIONS", {}),
     }
 # Test databases: a suffix (set by the test plugin to the process id) lets several test runs share
 # one machine; on SQLite a file, not memory, so that a Celery worker started by a test sees it.
@@ -209,7 +211,9 @@ SPECTACULAR_SETTINGS = {
 }
 
 # --- Cache: shared by all web processes (throttle and login counts) -------------------------
-CACHE_URL = env_str("CACHE_URL") or (CELERY_BROKER_URL if CELERY_BROKER_URL.startswith(("redis://", "rediss://")) else "")
+CACHE_URL = env_str("CACHE_URL") or (
+    CELERY_BROKER_URL if CELERY_BROKER_URL.startswith(("redis://", "rediss://")) else ""
+)
 if CACHE_URL:
     CACHES = {"default": {"BACKEND": "django.core.cache.backends.redis.RedisCache", "LOCATION": CACHE_URL}}
 else:
@@ -259,11 +263,18 @@ from csp.constants import NONCE, NONE, SELF, UNSAFE_INLINE  # noqa: E402
 
 CONTENT_SECURITY_POLICY = {
     "DIRECTIVES": {
-        "default-src": [SELF], "script-src": [SELF, NONCE], "style-src": [SELF, UNSAFE_INLINE],
-        "img-src": [SELF, "data:", "https:", "http:"], "media-src": [SELF, "https:", "http:"],
-        "connect-src": [SELF], "font-src": [SELF], "object-src": [NONE], "base-uri": [SELF],
+        "default-src": [SELF],
+        "script-src": [SELF, NONCE],
+        "style-src": [SELF, UNSAFE_INLINE],
+        "img-src": [SELF, "data:", "https:", "http:"],
+        "media-src": [SELF, "https:", "http:"],
+        "connect-src": [SELF],
+        "font-src": [SELF],
+        "object-src": [NONE],
+        "base-uri": [SELF],
         "worker-src": [SELF, "blob:"],  # ReDoc searches in a worker it makes from a blob
-        "form-action": [SELF], "frame-ancestors": [NONE],
+        "form-action": [SELF],
+        "frame-ancestors": [NONE],
     },
 }
 

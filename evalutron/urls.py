@@ -13,8 +13,13 @@ urlpatterns = [
     path("accounts/login/", limits.LoginView.as_view(), name="login"),
     path("accounts/logout/", auth_views.LogoutView.as_view(), name="logout"),
     # One-time links for invited graders and organizers (Django's password-reset tokens).
-    path("accounts/set-password/<uidb64>/<token>/", auth_views.PasswordResetConfirmView.as_view(
-        template_name="registration/set_password.html", post_reset_login=True, success_url="/"), name="password-set"),
+    path(
+        "accounts/set-password/<uidb64>/<token>/",
+        auth_views.PasswordResetConfirmView.as_view(
+            template_name="registration/set_password.html", post_reset_login=True, success_url="/"
+        ),
+        name="password-set",
+    ),
     path("api/schema/", SpectacularAPIView.as_view(), name="api-schema"),
     # Swagger UI's own script is served as a file (no inline code), its assets from drf-spectacular-sidecar.
     path("api/docs/", SpectacularSwaggerSplitView.as_view(url_name="api-schema"), name="api-docs"),
@@ -24,7 +29,9 @@ urlpatterns = [
     path("reports/", include("analysis.urls")),
     path("", include("grading.urls")),
     # Blinded candidate media (before the DEBUG media route, which would serve stored names).
-    re_path(r"^media/c/(?P<name>[a-z0-9]{6,20}(?:\.[a-z0-9]{1,8})?)$", media_views.candidate_media, name="candidate-media"),
+    re_path(
+        r"^media/c/(?P<name>[a-z0-9]{6,20}(?:\.[a-z0-9]{1,8})?)$", media_views.candidate_media, name="candidate-media"
+    ),
 ]
 
 if settings.DEBUG:

@@ -52,13 +52,29 @@ class RoleInline(admin.TabularInline):
 
 
 class CampaignAdminForm(forms.ModelForm):
-    new_guidelines = forms.CharField(widget=forms.Textarea, required=False, label="New guidelines version",
-                                     help_text="Text for a new version of the guidelines; leave empty to keep the current one.")
+    new_guidelines = forms.CharField(
+        widget=forms.Textarea,
+        required=False,
+        label="New guidelines version",
+        help_text="Text for a new version of the guidelines; leave empty to keep the current one.",
+    )
 
     class Meta:
         model = Campaign
-        fields = ("name", "slug", "description", "scheme", "scheme_params", "status", "initial_overlap", "max_overlap",
-                  "budget", "policy", "policy_params", "created_by")
+        fields = (
+            "name",
+            "slug",
+            "description",
+            "scheme",
+            "scheme_params",
+            "status",
+            "initial_overlap",
+            "max_overlap",
+            "budget",
+            "policy",
+            "policy_params",
+            "created_by",
+        )
 
     def clean(self) -> dict[str, Any]:
         data = super().clean()
@@ -81,7 +97,16 @@ class CampaignAdminForm(forms.ModelForm):
 @admin.register(Campaign)
 class CampaignAdmin(admin.ModelAdmin):
     form = CampaignAdminForm
-    list_display = ("name", "slug", "scheme", "status", "policy", "initial_overlap", "max_overlap", "guidelines_version")
+    list_display = (
+        "name",
+        "slug",
+        "scheme",
+        "status",
+        "policy",
+        "initial_overlap",
+        "max_overlap",
+        "guidelines_version",
+    )
     list_filter = ("scheme", "status", "policy")
     search_fields = ("name", "slug")
     prepopulated_fields = {"slug": ("name",)}
@@ -97,8 +122,22 @@ class CampaignAdmin(admin.ModelAdmin):
         data = form.cleaned_data
         text = data.get("new_guidelines") or ""
         if not change:
-            fields = {k: data[k] for k in ("name", "slug", "scheme", "scheme_params", "description", "status",
-                                            "initial_overlap", "max_overlap", "budget", "policy", "policy_params")}
+            fields = {
+                k: data[k]
+                for k in (
+                    "name",
+                    "slug",
+                    "scheme",
+                    "scheme_params",
+                    "description",
+                    "status",
+                    "initial_overlap",
+                    "max_overlap",
+                    "budget",
+                    "policy",
+                    "policy_params",
+                )
+            }
             created = campaign_create(**fields, guidelines=text, created_by=request.user)
             obj.pk = created.pk
             obj._state.adding = False

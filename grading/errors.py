@@ -1,4 +1,5 @@
 """Errors raised by grading services. Each says what was wrong and where; the API maps them to HTTP."""
+
 from __future__ import annotations
 
 from typing import Any
@@ -18,7 +19,9 @@ class GradingError(Exception):
         out: dict[str, Any] = {"code": self.code, "detail": self.message}
         if self.field is not None:
             out["field"] = self.field
-            out["value"] = self.value if isinstance(self.value, str | int | float | bool | type(None)) else repr(self.value)
+            out["value"] = (
+                self.value if isinstance(self.value, str | int | float | bool | type(None)) else repr(self.value)
+            )
         return out
 
 

@@ -1,4 +1,5 @@
 """Forms of the organizer pages. They check the shape of the input; the services check the rest."""
+
 from __future__ import annotations
 
 import json
@@ -25,28 +26,43 @@ class JSONObjectField(forms.CharField):
         except json.JSONDecodeError as exc:
             raise forms.ValidationError(f"not valid JSON: {exc.msg} at character {exc.pos}") from None
         if not isinstance(data, dict):
-            raise forms.ValidationError("must be a JSON object, e.g. {\"min\": 1, \"max\": 5}")
+            raise forms.ValidationError('must be a JSON object, e.g. {"min": 1, "max": 5}')
         return data
 
 
 class CampaignFileForm(forms.Form):
-    file = forms.FileField(label="Campaign file (JSON)", help_text="The format of import_campaign (README, \"Campaign files\").")
-    media = forms.FileField(label="Media (zip)", required=False,
-                            help_text="The files that the campaign file names under \"media\", paths as in the file.")
+    file = forms.FileField(
+        label="Campaign file (JSON)", help_text='The format of import_campaign (README, "Campaign files").'
+    )
+    media = forms.FileField(
+        label="Media (zip)",
+        required=False,
+        help_text='The files that the campaign file names under "media", paths as in the file.',
+    )
 
 
 class CampaignSettingsFields(forms.Form):
     name = forms.CharField(max_length=200)
-    slug = forms.SlugField(max_length=80, required=False, help_text="A short id for URLs and files; made from the name if empty.")
+    slug = forms.SlugField(
+        max_length=80, required=False, help_text="A short id for URLs and files; made from the name if empty."
+    )
     description = forms.CharField(widget=forms.Textarea(attrs={"rows": 2}), required=False)
     scheme = forms.ChoiceField(choices=Scheme.choices)
-    scheme_params = JSONObjectField(required=False, label="Scheme parameters", help_text=SCHEME_PARAMS_HELP,
-                                    widget=forms.TextInput())
-    guidelines = forms.CharField(widget=forms.Textarea(attrs={"rows": 5}), required=False,
-                                 help_text="What graders read before they start. Editing it later makes a new version.")
+    scheme_params = JSONObjectField(
+        required=False, label="Scheme parameters", help_text=SCHEME_PARAMS_HELP, widget=forms.TextInput()
+    )
+    guidelines = forms.CharField(
+        widget=forms.Textarea(attrs={"rows": 5}),
+        required=False,
+        help_text="What graders read before they start. Editing it later makes a new version.",
+    )
     initial_overlap = forms.IntegerField(min_value=1, initial=2, help_text="Graders per unit to begin with.")
-    max_overlap = forms.IntegerField(min_value=1, initial=5, help_text="Most graders a unit can get from adaptive allocation.")
-    policy = forms.ChoiceField(choices=Policy.choices, help_text="How extra judgments are allocated (README, \"Adaptive allocation\").")
+    max_overlap = forms.IntegerField(
+        min_value=1, initial=5, help_text="Most graders a unit can get from adaptive allocation."
+    )
+    policy = forms.ChoiceField(
+        choices=Policy.choices, help_text='How extra judgments are allocated (README, "Adaptive allocation").'
+    )
 
     def clean(self) -> dict[str, Any]:
         data = super().clean()
@@ -56,27 +72,44 @@ class CampaignSettingsFields(forms.Form):
 
     def campaign_fields(self) -> dict[str, Any]:
         d = self.cleaned_data
-        return {"name": d["name"], "slug": d["slug"], "scheme": d["scheme"], "scheme_params": d["scheme_params"],
-                "description": d["description"], "guidelines": d["guidelines"], "status": CampaignStatus.DRAFT,
-                "initial_overlap": d["initial_overlap"], "max_overlap": d["max_overlap"], "policy": d["policy"]}
+        return {
+            "name": d["name"],
+            "slug": d["slug"],
+            "scheme": d["scheme"],
+            "scheme_params": d["scheme_params"],
+            "description": d["description"],
+            "guidelines": d["guidelines"],
+            "status": CampaignStatus.DRAFT,
+            "initial_overlap": d["initial_overlap"],
+            "max_overlap": d["max_overlap"],
+            "policy": d["policy"],
+        }
 
 
 class CampaignItemsForm(CampaignSettingsFields):
-    items = forms.FileField(label="Items (CSV)", required=False,
-                            help_text="One row per candidate (or per query–candidate–system): columns query, query_title, "
-                                      "query_kind, query_text, query_media, candidate, candidate_kind, candidate_text, "
-                                      "candidate_media, candidate_url, system, rank.")
-    media = forms.FileField(label="Media (zip)", required=False,
-                            help_text="The files named in the query_media and candidate_media columns.")
+    items = forms.FileField(
+        label="Items (CSV)",
+        required=False,
+        help_text="One row per candidate (or per query–candidate–system): columns query, query_title, "
+        "query_kind, query_text, query_media, candidate, candidate_kind, candidate_text, "
+        "candidate_media, candidate_url, system, rank.",
+    )
+    media = forms.FileField(
+        label="Media (zip)", required=False, help_text="The files named in the query_media and candidate_media columns."
+    )
 
 
 class CampaignEditForm(forms.Form):
     name = forms.CharField(max_length=200)
     description = forms.CharField(widget=forms.Textarea(attrs={"rows": 2}), required=False)
-    scheme_params = JSONObjectField(required=False, label="Scheme parameters", help_text=SCHEME_PARAMS_HELP,
-                                    widget=forms.TextInput())
-    guidelines = forms.CharField(widget=forms.Textarea(attrs={"rows": 8}), required=False,
-                                 help_text="Saving changed text makes a new version; graders are shown what changed.")
+    scheme_params = JSONObjectField(
+        required=False, label="Scheme parameters", help_text=SCHEME_PARAMS_HELP, widget=forms.TextInput()
+    )
+    guidelines = forms.CharField(
+        widget=forms.Textarea(attrs={"rows": 8}),
+        required=False,
+        help_text="Saving changed text makes a new version; graders are shown what changed.",
+    )
     initial_overlap = forms.IntegerField(min_value=1)
     max_overlap = forms.IntegerField(min_value=1)
     budget = forms.IntegerField(min_value=0, required=False, help_text="Total judgments allowed; empty = unlimited.")
@@ -84,7 +117,10 @@ class CampaignEditForm(forms.Form):
 
 
 class MembersForm(forms.Form):
-    people = forms.CharField(widget=forms.Textarea(attrs={"rows": 4}), label="User names or e-mail addresses",
-                             help_text="One or many: separated by new lines, commas or spaces. Accounts that do not "
-                                       "exist yet are created with a one-time link to set a password.")
+    people = forms.CharField(
+        widget=forms.Textarea(attrs={"rows": 4}),
+        label="User names or e-mail addresses",
+        help_text="One or many: separated by new lines, commas or spaces. Accounts that do not "
+        "exist yet are created with a one-time link to set a password.",
+    )
     role = forms.ChoiceField(choices=Role.choices, initial=Role.GRADER)

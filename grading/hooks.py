@@ -3,6 +3,7 @@
 Grading never imports `analysis` at module level (docs/design.md §3): each hook imports its target
 lazily, so grading works and tests alone, and the dependency stays one-way.
 """
+
 from __future__ import annotations
 
 

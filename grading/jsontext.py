@@ -4,6 +4,7 @@ JSON allows what storage refuses: lone UTF-16 surrogates ("\\ud800"), NUL charac
 text), NaN and Infinity (PostgreSQL jsonb). Each finder answers the first such place as
 (path, value shown safely), so that an error can name the field and the value.
 """
+
 from __future__ import annotations
 
 import math

@@ -1,4 +1,5 @@
 """Rating schemes: their parameters and the values a judgment may take under each (docs/design.md §2)."""
+
 from __future__ import annotations
 
 import math
@@ -38,14 +39,20 @@ def normalise_params(scheme: str, params: dict[str, Any] | None, *, field: str =
         hi = _number(params.get("max", 10), field=f"{field}.max")
         step = _number(params.get("step", 1), field=f"{field}.step")
         if hi <= lo:
-            raise InvalidValue(f"{field}.max ({hi:g}) must be greater than min ({lo:g}).", field=f"{field}.max", value=hi)
+            raise InvalidValue(
+                f"{field}.max ({hi:g}) must be greater than min ({lo:g}).", field=f"{field}.max", value=hi
+            )
         if step <= 0 or step > hi - lo:
             raise InvalidValue(f"{field}.step ({step:g}) must be in (0, max − min].", field=f"{field}.step", value=step)
         return {"min": lo, "max": hi, "step": step}
     if scheme == Scheme.CATEGORICAL:
         labels = params.get("labels")
         if not isinstance(labels, list) or len(labels) < 2 or not all(isinstance(x, str) and x for x in labels):
-            raise InvalidValue(f"{field}.labels must be a list of at least two non-empty strings.", field=f"{field}.labels", value=labels)
+            raise InvalidValue(
+                f"{field}.labels must be a list of at least two non-empty strings.",
+                field=f"{field}.labels",
+                value=labels,
+            )
         if len(set(labels)) != len(labels):
             raise InvalidValue(f"{field}.labels has duplicates.", field=f"{field}.labels", value=labels)
         ordered = params.get("ordered", False)
@@ -55,21 +62,31 @@ def normalise_params(scheme: str, params: dict[str, Any] | None, *, field: str =
     if scheme == Scheme.BROAD_FINE:
         bands = params.get("fine_bands", DEFAULT_FINE_BANDS)
         if not isinstance(bands, dict) or set(bands) != set(Broad.values):
-            raise InvalidValue(f"{field}.fine_bands must map NS, SS and VS to [low, high].", field=f"{field}.fine_bands", value=bands)
+            raise InvalidValue(
+                f"{field}.fine_bands must map NS, SS and VS to [low, high].", field=f"{field}.fine_bands", value=bands
+            )
         out = {}
         for key, band in bands.items():
             if not isinstance(band, list) or len(band) != 2:
-                raise InvalidValue(f"{field}.fine_bands.{key} must be [low, high].", field=f"{field}.fine_bands.{key}", value=band)
+                raise InvalidValue(
+                    f"{field}.fine_bands.{key} must be [low, high].", field=f"{field}.fine_bands.{key}", value=band
+                )
             lo = _number(band[0], field=f"{field}.fine_bands.{key}")
             hi = _number(band[1], field=f"{field}.fine_bands.{key}")
             if not FINE_MIN <= lo <= hi <= FINE_MAX:
-                raise InvalidValue(f"{field}.fine_bands.{key} must lie within 0–10 with low ≤ high.", field=f"{field}.fine_bands.{key}", value=band)
+                raise InvalidValue(
+                    f"{field}.fine_bands.{key} must lie within 0–10 with low ≤ high.",
+                    field=f"{field}.fine_bands.{key}",
+                    value=band,
+                )
             out[key] = [lo, hi]
         return {"fine_bands": out}
     if scheme == Scheme.PAIRWISE:
         attribute = params.get("attribute", "similar")
         if not isinstance(attribute, str) or not attribute:
-            raise InvalidValue(f"{field}.attribute must be a non-empty string.", field=f"{field}.attribute", value=attribute)
+            raise InvalidValue(
+                f"{field}.attribute must be a non-empty string.", field=f"{field}.attribute", value=attribute
+            )
         return {"attribute": attribute, **_wording(params, ("question",), field)}
     if scheme == Scheme.ORDERING:
         return _wording(params, ("first",), field)
@@ -90,8 +107,9 @@ def _wording(params: dict[str, Any], keys: tuple[str, ...], field: str) -> dict[
             continue
         text = params[key]
         if not isinstance(text, str) or not text.strip() or len(text) > 200:
-            raise InvalidValue(f"{field}.{key} must be a non-empty text of at most 200 characters.",
-                               field=f"{field}.{key}", value=text)
+            raise InvalidValue(
+                f"{field}.{key} must be a non-empty text of at most 200 characters.", field=f"{field}.{key}", value=text
+            )
         out[key] = text.strip()
     return out
 
@@ -126,13 +144,17 @@ def parse_score(params: dict[str, Any], value: Any, *, field: str = "payload.val
     if not lo <= number <= hi:
         raise InvalidValue(f"{field} must be between {lo:g} and {hi:g}, got {value!r}.", field=field, value=value)
     if not _on_grid(number, lo, step):
-        raise InvalidValue(f"{field} must be a multiple of {step:g} from {lo:g}, got {value!r}.", field=field, value=value)
+        raise InvalidValue(
+            f"{field} must be a multiple of {step:g} from {lo:g}, got {value!r}.", field=field, value=value
+        )
     return round(number, 10)
 
 
 def parse_label(params: dict[str, Any], value: Any, *, field: str = "payload.value") -> str:
     if value not in params["labels"]:
-        raise InvalidValue(f"{field} must be one of {', '.join(params['labels'])}, got {value!r}.", field=field, value=value)
+        raise InvalidValue(
+            f"{field} must be one of {', '.join(params['labels'])}, got {value!r}.", field=field, value=value
+        )
     return value
 
 

@@ -1,4 +1,5 @@
 """Reads: what a grader or an organizer may see. Writes live in grading.services."""
+
 from __future__ import annotations
 
 import random
@@ -46,7 +47,9 @@ def campaign_get_for_grader(*, grader: AbstractBaseUser, campaign_id: Any) -> Ca
     campaign_id = parse_id(campaign_id, field="campaign")
     campaign = Campaign.objects.filter(pk=campaign_id, roles__user=grader, roles__role=Role.GRADER).first()
     if campaign is None:
-        raise NotFound(f"campaign {campaign_id} does not exist or you do not grade in it.", field="campaign", value=campaign_id)
+        raise NotFound(
+            f"campaign {campaign_id} does not exist or you do not grade in it.", field="campaign", value=campaign_id
+        )
     return campaign
 
 
@@ -55,7 +58,9 @@ def campaign_get_for_member(*, user: AbstractBaseUser, campaign_id: Any) -> Camp
     campaigns = Campaign.objects.all() if user.is_staff else Campaign.objects.filter(roles__user=user)
     campaign = campaigns.filter(pk=campaign_id).first()
     if campaign is None:
-        raise NotFound(f"campaign {campaign_id} does not exist or you have no role in it.", field="campaign", value=campaign_id)
+        raise NotFound(
+            f"campaign {campaign_id} does not exist or you have no role in it.", field="campaign", value=campaign_id
+        )
     return campaign
 
 
@@ -91,8 +96,12 @@ def judgment_list_for_grader(*, grader: AbstractBaseUser, campaign: Campaign) ->
     return Judgment.objects.filter(grader=grader, campaign=campaign).order_by("unit_id")
 
 
-def judgments_by_unit(*, grader: AbstractBaseUser, campaign: Campaign, unit_ids: list[int | None] | None = None,
-                      ) -> dict[int, Judgment]:
+def judgments_by_unit(
+    *,
+    grader: AbstractBaseUser,
+    campaign: Campaign,
+    unit_ids: list[int | None] | None = None,
+) -> dict[int, Judgment]:
     """The grader's judgments by unit id; only of `unit_ids` when given (a bounded read)."""
     judgments = judgment_list_for_grader(grader=grader, campaign=campaign)
     if unit_ids is not None:
@@ -185,11 +194,15 @@ def campaign_progress(*, campaign: Campaign) -> dict[str, Any]:
     done = ~Q(assignments__status=AssignmentStatus.OPEN)
     target = campaign.queries if campaign.scheme == Scheme.ORDERING else campaign.units
     per_target = (
-        target.annotate(n_assigned=Count("assignments", distinct=True), n_done=Count("assignments", filter=done, distinct=True))
-        .order_by("pk").values("pk", "external_id", "n_assigned", "n_done")
+        target.annotate(
+            n_assigned=Count("assignments", distinct=True), n_done=Count("assignments", filter=done, distinct=True)
+        )
+        .order_by("pk")
+        .values("pk", "external_id", "n_assigned", "n_done")
     )
     per_grader = (
-        Assignment.objects.filter(campaign=campaign).values("grader_id")
+        Assignment.objects.filter(campaign=campaign)
+        .values("grader_id")
         .annotate(n_assigned=Count("pk"), n_done=Count("pk", filter=~Q(status=AssignmentStatus.OPEN)))
         .order_by("grader_id")
     )
@@ -205,7 +218,11 @@ def campaign_progress(*, campaign: Campaign) -> dict[str, Any]:
             for row in per_target
         ],
         "per_grader": [
-            {"grader": pseudonyms.get(row["grader_id"]) or f"#{row['grader_id']}", "assigned": row["n_assigned"], "done": row["n_done"]}
+            {
+                "grader": pseudonyms.get(row["grader_id"]) or f"#{row['grader_id']}",
+                "assigned": row["n_assigned"],
+                "done": row["n_done"],
+            }
             for row in per_grader
         ],
     }

@@ -3,6 +3,7 @@
 Each summary or dashboard is a fixed number of grouped queries, however many campaigns, graders
 or units there are (the home page's query count is asserted in the tests).
 """
+
 from __future__ import annotations
 
 import statistics
@@ -25,7 +26,9 @@ WAITING_SHOWN = 25
 _OPEN = Q(status=AssignmentStatus.OPEN)
 
 
-def organized_campaign_ids(*, user: AbstractBaseUser, campaigns: list[Campaign], roles: dict[int, set[str]]) -> list[int]:
+def organized_campaign_ids(
+    *, user: AbstractBaseUser, campaigns: list[Campaign], roles: dict[int, set[str]]
+) -> list[int]:
     return [c.pk for c in campaigns if user.is_staff or Role.ORGANIZER in roles.get(c.pk, set())]
 
 
@@ -42,15 +45,32 @@ def campaign_summaries(*, campaigns: list[Campaign], now: datetime | None = None
     ids = [c.pk for c in campaigns]
     if not ids:
         return []
-    work = {r["campaign_id"]: r for r in Assignment.objects.filter(campaign_id__in=ids).order_by().values("campaign_id")
-            .annotate(assigned=Count("pk"), done=Count("pk", filter=~_OPEN),
-                      waiting=Count("unit_id", filter=_OPEN, distinct=True) + Count("query_id", filter=_OPEN & Q(unit__isnull=True), distinct=True))}
-    last_seen: dict[tuple[int, int], datetime] = {
-        (c, g): ts for c, g, ts in GradingEvent.objects.filter(campaign_id__in=ids).order_by()
-        .values("campaign_id", "grader_id").annotate(last=Max("server_ts")).values_list("campaign_id", "grader_id", "last")
+    work = {
+        r["campaign_id"]: r
+        for r in Assignment.objects.filter(campaign_id__in=ids)
+        .order_by()
+        .values("campaign_id")
+        .annotate(
+            assigned=Count("pk"),
+            done=Count("pk", filter=~_OPEN),
+            waiting=Count("unit_id", filter=_OPEN, distinct=True)
+            + Count("query_id", filter=_OPEN & Q(unit__isnull=True), distinct=True),
+        )
     }
-    with_open_work = Assignment.objects.filter(campaign_id__in=ids, status=AssignmentStatus.OPEN).order_by() \
-        .values_list("campaign_id", "grader_id").distinct()
+    last_seen: dict[tuple[int, int], datetime] = {
+        (c, g): ts
+        for c, g, ts in GradingEvent.objects.filter(campaign_id__in=ids)
+        .order_by()
+        .values("campaign_id", "grader_id")
+        .annotate(last=Max("server_ts"))
+        .values_list("campaign_id", "grader_id", "last")
+    }
+    with_open_work = (
+        Assignment.objects.filter(campaign_id__in=ids, status=AssignmentStatus.OPEN)
+        .order_by()
+        .values_list("campaign_id", "grader_id")
+        .distinct()
+    )
     last_by_campaign: dict[int, datetime] = {}
     for (c, _), ts in last_seen.items():
         last_by_campaign[c] = max(ts, last_by_campaign.get(c, ts))
@@ -58,8 +78,13 @@ def campaign_summaries(*, campaigns: list[Campaign], now: datetime | None = None
     for c, g in with_open_work:
         if last_seen.get((c, g)) is None or last_seen[(c, g)] < now - IDLE_AFTER:
             idle[c] = idle.get(c, 0) + 1
-    graders = dict(CampaignRole.objects.filter(campaign_id__in=ids, role=Role.GRADER).order_by().values("campaign_id")
-                   .annotate(n=Count("pk")).values_list("campaign_id", "n"))
+    graders = dict(
+        CampaignRole.objects.filter(campaign_id__in=ids, role=Role.GRADER)
+        .order_by()
+        .values("campaign_id")
+        .annotate(n=Count("pk"))
+        .values_list("campaign_id", "n")
+    )
     runs = hooks.runs_headline(campaign_ids=ids)
     out = []
     for c in campaigns:
@@ -75,26 +100,47 @@ def campaign_summaries(*, campaigns: list[Campaign], now: datetime | None = None
             attention.append(f"analysis #{run.get('failed_number')} failed")
         if not graders.get(c.pk):
             attention.append("no graders yet")
-        out.append({"campaign": c, "assigned": w["assigned"], "done": w["done"], "graders": graders.get(c.pk, 0),
-                    "last_activity": last, "agreement": run.get("agreement"), "attention": attention})
+        out.append(
+            {
+                "campaign": c,
+                "assigned": w["assigned"],
+                "done": w["done"],
+                "graders": graders.get(c.pk, 0),
+                "last_activity": last,
+                "agreement": run.get("agreement"),
+                "attention": attention,
+            }
+        )
     return out
 
 
 # --- the progress dashboard ---------------------------------------------------------------------
 
+
 def campaign_dashboard(*, campaign: Campaign, now: datetime | None = None) -> dict[str, Any]:
     """Everything the live dashboard shows, as plain JSON-ready data (organizers see user names)."""
     now = now or timezone.now()
     assignments = Assignment.objects.filter(campaign=campaign).order_by()
-    totals = assignments.aggregate(assigned=Count("pk"), done=Count("pk", filter=Q(status=AssignmentStatus.DONE)),
-                                   skipped=Count("pk", filter=Q(status=AssignmentStatus.SKIPPED)),
-                                   open=Count("pk", filter=_OPEN), first=Min("completed_at"))
+    totals = assignments.aggregate(
+        assigned=Count("pk"),
+        done=Count("pk", filter=Q(status=AssignmentStatus.DONE)),
+        skipped=Count("pk", filter=Q(status=AssignmentStatus.SKIPPED)),
+        open=Count("pk", filter=_OPEN),
+        first=Min("completed_at"),
+    )
     recent = assignments.filter(completed_at__gte=now - PACE_WINDOW).count()
     return {
-        "campaign": campaign.pk, "status": campaign.status, "generated_at": now.isoformat(),
+        "campaign": campaign.pk,
+        "status": campaign.status,
+        "generated_at": now.isoformat(),
         "totals": {k: totals[k] for k in ("assigned", "done", "skipped", "open")},
-        "estimate": _estimate(open_=totals["open"], finished=totals["done"] + totals["skipped"], recent=recent,
-                              first=totals["first"], now=now),
+        "estimate": _estimate(
+            open_=totals["open"],
+            finished=totals["done"] + totals["skipped"],
+            recent=recent,
+            first=totals["first"],
+            now=now,
+        ),
         "graders": _per_grader(campaign, assignments),
         **_per_target(campaign, assignments),
     }
@@ -114,26 +160,44 @@ def _estimate(*, open_: int, finished: int, recent: int, first: datetime | None,
 
 
 def _per_grader(campaign: Campaign, assignments: Any) -> list[dict[str, Any]]:
-    counts = {r["grader_id"]: r for r in assignments.values("grader_id").annotate(
-        assigned=Count("pk"), done=Count("pk", filter=Q(status=AssignmentStatus.DONE)),
-        skipped=Count("pk", filter=Q(status=AssignmentStatus.SKIPPED)), open=Count("pk", filter=_OPEN))}
+    counts = {
+        r["grader_id"]: r
+        for r in assignments.values("grader_id").annotate(
+            assigned=Count("pk"),
+            done=Count("pk", filter=Q(status=AssignmentStatus.DONE)),
+            skipped=Count("pk", filter=Q(status=AssignmentStatus.SKIPPED)),
+            open=Count("pk", filter=_OPEN),
+        )
+    }
     spans: dict[int, list[float]] = {}
     last: dict[int, datetime] = {}
-    events = GradingEvent.objects.filter(campaign=campaign).order_by().values("grader_id", "unit_id", "query_id") \
+    events = (
+        GradingEvent.objects.filter(campaign=campaign)
+        .order_by()
+        .values("grader_id", "unit_id", "query_id")
         .annotate(first=Min("client_ts"), last=Max("client_ts"), seen=Max("server_ts"))
+    )
     for row in events:
         if row["unit_id"] or row["query_id"]:
             spans.setdefault(row["grader_id"], []).append((row["last"] - row["first"]).total_seconds())
         if row["seen"] > last.get(row["grader_id"], row["seen"] - timedelta(1)):
             last[row["grader_id"]] = row["seen"]
     out = []
-    for role in CampaignRole.objects.filter(campaign=campaign, role=Role.GRADER).select_related("user").order_by("pseudonym"):
+    for role in (
+        CampaignRole.objects.filter(campaign=campaign, role=Role.GRADER).select_related("user").order_by("pseudonym")
+    ):
         c = counts.get(role.user_id, {})
         times = spans.get(role.user_id)
-        out.append({"user": role.user.get_username(), "pseudonym": role.pseudonym, "user_id": role.user_id,
-                    **{k: c.get(k, 0) for k in ("assigned", "done", "skipped", "open")},
-                    "last_active": last[role.user_id].isoformat() if role.user_id in last else None,
-                    "median_seconds": round(statistics.median(times), 1) if times else None})
+        out.append(
+            {
+                "user": role.user.get_username(),
+                "pseudonym": role.pseudonym,
+                "user_id": role.user_id,
+                **{k: c.get(k, 0) for k in ("assigned", "done", "skipped", "open")},
+                "last_active": last[role.user_id].isoformat() if role.user_id in last else None,
+                "median_seconds": round(statistics.median(times), 1) if times else None,
+            }
+        )
     return out
 
 
@@ -144,8 +208,11 @@ def _per_target(campaign: Campaign, assignments: Any) -> dict[str, Any]:
     ordering = campaign.scheme == Scheme.ORDERING
     key = "query_id" if ordering else "unit_id"
     done = dict(assignments.exclude(_OPEN).values(key).annotate(n=Count("pk")).values_list(key, "n"))
-    targets = campaign.queries.values_list("pk", "pk", "external_id", "title") if ordering else \
-        Unit.objects.filter(campaign=campaign).values_list("pk", "query_id", "external_id", "query__title")
+    targets = (
+        campaign.queries.values_list("pk", "pk", "external_id", "title")
+        if ordering
+        else Unit.objects.filter(campaign=campaign).values_list("pk", "query_id", "external_id", "query__title")
+    )
     queries = dict(campaign.queries.values_list("pk", "external_id"))
     per_query: dict[Any, dict[str, Any]] = {}
     waiting, n_waiting = [], 0
@@ -163,9 +230,15 @@ def _per_target(campaign: Campaign, assignments: Any) -> dict[str, Any]:
 
 # --- guidelines versions a grader has read ----------------------------------------------------------
 
+
 def _last_read(grader: AbstractBaseUser, campaign_ids: list[int]) -> dict[int, int]:
-    return dict(GradingEvent.objects.filter(grader=grader, campaign_id__in=campaign_ids, type=EventType.GUIDELINES_VIEWED)
-                .order_by().values("campaign_id").annotate(v=Max("guidelines_version")).values_list("campaign_id", "v"))
+    return dict(
+        GradingEvent.objects.filter(grader=grader, campaign_id__in=campaign_ids, type=EventType.GUIDELINES_VIEWED)
+        .order_by()
+        .values("campaign_id")
+        .annotate(v=Max("guidelines_version"))
+        .values_list("campaign_id", "v")
+    )
 
 
 def guidelines_last_read(*, grader: AbstractBaseUser, campaign: Campaign) -> int:

@@ -19,10 +19,15 @@ urlpatterns = [
     path("organize/new/", org_create.campaign_new, name="campaign-new"),
     path("organize/new/confirm/", org_create.campaign_new_confirm, name="campaign-new-confirm"),
     path("organize/campaigns/<int:campaign_id>/", org_campaign.campaign_detail, name="campaign"),
-    path("organize/campaigns/<int:campaign_id>/status/<slug:to>/", org_campaign.campaign_status, name="campaign-status"),
+    path(
+        "organize/campaigns/<int:campaign_id>/status/<slug:to>/", org_campaign.campaign_status, name="campaign-status"
+    ),
     path("organize/campaigns/<int:campaign_id>/members/", org_members.members, name="members"),
-    path("organize/campaigns/<int:campaign_id>/members/<int:user_id>/<slug:role>/remove/", org_members.member_remove,
-         name="member-remove"),
+    path(
+        "organize/campaigns/<int:campaign_id>/members/<int:user_id>/<slug:role>/remove/",
+        org_members.member_remove,
+        name="member-remove",
+    ),
     path("organize/campaigns/<int:campaign_id>/assign/", org_members.assign_initial, name="assign-initial"),
     path("organize/campaigns/<int:campaign_id>/progress/", org_progress.progress, name="progress"),
     path("organize/campaigns/<int:campaign_id>/progress.json", org_progress.progress_json, name="progress-json"),

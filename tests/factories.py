@@ -1,4 +1,5 @@
 """Small builders for test data, going through the same services the app uses."""
+
 from __future__ import annotations
 
 import itertools
@@ -39,13 +40,20 @@ def make_campaign(
         scheme_params = {"labels": ["bad", "ok", "good"], "ordered": True}
     grader_users = [make_user() for _ in range(graders)] if isinstance(graders, int) else graders
     campaign = campaign_create(
-        name=f"Campaign {n}", slug=f"campaign-{n}", scheme=scheme, scheme_params=scheme_params,
-        guidelines="Judge how similar each candidate is to the query.", status=status,
-        initial_overlap=overlap or len(grader_users), max_overlap=max(5, overlap or len(grader_users)),
+        name=f"Campaign {n}",
+        slug=f"campaign-{n}",
+        scheme=scheme,
+        scheme_params=scheme_params,
+        guidelines="Judge how similar each candidate is to the query.",
+        status=status,
+        initial_overlap=overlap or len(grader_users),
+        max_overlap=max(5, overlap or len(grader_users)),
     )
     system = System.objects.create(campaign=campaign, name="system-a")
-    queries = [Query.objects.create(campaign=campaign, external_id=f"q{i}", text=f"query {i}", position=i)
-               for i in range(n_queries)] or [None]
+    queries = [
+        Query.objects.create(campaign=campaign, external_id=f"q{i}", text=f"query {i}", position=i)
+        for i in range(n_queries)
+    ] or [None]
     for qi, query in enumerate(queries):
         for ci in range(n_candidates):
             cand = Candidate.objects.create(campaign=campaign, external_id=f"c{qi}-{ci}", text=f"candidate {qi}-{ci}")
@@ -60,10 +68,30 @@ def make_campaign(
     return campaign
 
 
-def record(grader, campaign: Campaign, kind: str, payload: dict[str, Any] | None = None, *, unit=None, query=None,
-           event_id=None, seq: int = 0, session_id: str = "s1", client_ts: datetime | None = None) -> EventOutcome:
-    return event_record(grader=grader, data=EventInput(
-        id=event_id or uuid4(), campaign_id=campaign.pk, type=kind, payload=payload or {},
-        unit_id=getattr(unit, "pk", unit), query_id=getattr(query, "pk", query), seq=seq, session_id=session_id,
-        client_ts=client_ts or datetime.now(UTC),
-    ))
+def record(
+    grader,
+    campaign: Campaign,
+    kind: str,
+    payload: dict[str, Any] | None = None,
+    *,
+    unit=None,
+    query=None,
+    event_id=None,
+    seq: int = 0,
+    session_id: str = "s1",
+    client_ts: datetime | None = None,
+) -> EventOutcome:
+    return event_record(
+        grader=grader,
+        data=EventInput(
+            id=event_id or uuid4(),
+            campaign_id=campaign.pk,
+            type=kind,
+            payload=payload or {},
+            unit_id=getattr(unit, "pk", unit),
+            query_id=getattr(query, "pk", query),
+            seq=seq,
+            session_id=session_id,
+            client_ts=client_ts or datetime.now(UTC),
+        ),
+    )

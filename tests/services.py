@@ -3,6 +3,7 @@
 On a laptop a missing service skips the test with a reason; in CI (CI=true) it fails the test,
 because there every service-backed test must really run.
 """
+
 from __future__ import annotations
 
 import os

@@ -1,4 +1,5 @@
 """Docs that are true: every `docs/design.md §N` cited in code or docs names a section that exists."""
+
 from __future__ import annotations
 
 import re
@@ -31,6 +32,10 @@ def test_every_cited_section_of_the_design_document_exists():
 
 
 def test_nothing_cites_a_design_file_the_repository_does_not_have():
-    stray = [str(p.relative_to(ROOT)) for d in SOURCES for p in (ROOT / d).rglob("*.py")
-             if "DESIGN" + ".md" in p.read_text(encoding="utf-8")]
+    stray = [
+        str(p.relative_to(ROOT))
+        for d in SOURCES
+        for p in (ROOT / d).rglob("*.py")
+        if "DESIGN" + ".md" in p.read_text(encoding="utf-8")
+    ]
     assert stray == []

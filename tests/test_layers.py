@@ -2,6 +2,7 @@
 
 Every import counts, also one inside a function: a lazy import is still a dependency.
 """
+
 from __future__ import annotations
 
 import ast
@@ -91,12 +92,15 @@ def test_grading_imports_analysis_only_through_the_one_hook():
     modules = _modules()
     grading = [name for name in modules if name.startswith("grading")]
     assert len(grading) > 20
-    reaching = {(name, target) for name in grading for target in _imports(modules[name])
-                if target.split(".")[0] == "analysis"}
-    assert reaching == {("grading.hooks", "analysis.scheduling"),
-                        ("grading.hooks", "analysis.scheduling.schedule_auto_run"),
-                        ("grading.hooks", "analysis.headlines"),
-                        ("grading.hooks", "analysis.headlines.runs_headline")}
+    reaching = {
+        (name, target) for name in grading for target in _imports(modules[name]) if target.split(".")[0] == "analysis"
+    }
+    assert reaching == {
+        ("grading.hooks", "analysis.scheduling"),
+        ("grading.hooks", "analysis.scheduling.schedule_auto_run"),
+        ("grading.hooks", "analysis.headlines"),
+        ("grading.hooks", "analysis.headlines.runs_headline"),
+    }
 
 
 def test_metrics_import_nothing_but_numpy_scipy_pandas_and_the_standard_library():
@@ -127,7 +131,9 @@ def test_the_unit_page_reads_through_selectors_only():
     source = (ROOT / "analysis" / "unit_page.py").read_text(encoding="utf-8")
     assert "unit_detail" in source
     assert ".objects" not in source and "get_object_or_404" not in source
-    assert not any(t.startswith(("grading.models", "analysis.models")) for t in _imports(ROOT / "analysis" / "unit_page.py"))
+    assert not any(
+        t.startswith(("grading.models", "analysis.models")) for t in _imports(ROOT / "analysis" / "unit_page.py")
+    )
 
 
 def test_the_token_view_writes_through_the_token_service():

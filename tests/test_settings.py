@@ -1,4 +1,5 @@
 """The settings module: strict production defaults, loud failures on bad configuration."""
+
 import os
 import subprocess
 import sys
@@ -17,9 +18,17 @@ PRODUCTION = {
 
 
 def django(args: list[str], env: dict[str, str]) -> subprocess.CompletedProcess:
-    clean = {k: v for k, v in os.environ.items() if k not in {"DEBUG", "SECRET_KEY", "DATABASE_URL", "CELERY_BROKER_URL"}}
-    return subprocess.run([sys.executable, "manage.py", *args], cwd=ROOT, env={**clean, **env},
-                          capture_output=True, text=True, timeout=120)
+    clean = {
+        k: v for k, v in os.environ.items() if k not in {"DEBUG", "SECRET_KEY", "DATABASE_URL", "CELERY_BROKER_URL"}
+    }
+    return subprocess.run(
+        [sys.executable, "manage.py", *args],
+        cwd=ROOT,
+        env={**clean, **env},
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
 
 
 def test_check_deploy_is_clean_with_the_documented_production_environment():
@@ -34,12 +43,15 @@ def test_it_refuses_to_start_without_a_secret_key_when_debug_is_off():
     assert "SECRET_KEY is required" in result.stderr
 
 
-@pytest.mark.parametrize("name,value,message", [
-    ("DEBUG", "maybe", "DEBUG='maybe' is not a boolean"),
-    ("SECURE_HSTS_SECONDS", "a year", "SECURE_HSTS_SECONDS='a year' is not an integer"),
-    ("DATABASE_URL", "mysql://x@y/z", "DATABASE_URL names engine"),
-    ("LOG_LEVEL", "LOUD", "LOG_LEVEL='LOUD' is not one of"),
-])
+@pytest.mark.parametrize(
+    "name,value,message",
+    [
+        ("DEBUG", "maybe", "DEBUG='maybe' is not a boolean"),
+        ("SECURE_HSTS_SECONDS", "a year", "SECURE_HSTS_SECONDS='a year' is not an integer"),
+        ("DATABASE_URL", "mysql://x@y/z", "DATABASE_URL names engine"),
+        ("LOG_LEVEL", "LOUD", "LOG_LEVEL='LOUD' is not one of"),
+    ],
+)
 def test_a_bad_value_fails_at_start_naming_the_variable(name, value, message):
     result = django(["check"], {**PRODUCTION, name: value})
     assert result.returncode != 0
@@ -47,7 +59,15 @@ def test_a_bad_value_fails_at_start_naming_the_variable(name, value, message):
 
 
 def test_with_debug_and_nothing_else_it_runs_embedded():
-    result = django(["shell", "--no-imports", "-c", "from django.conf import settings as s; print(s.DATABASES['default']['ENGINE'], s.CELERY_TASK_ALWAYS_EAGER)"],
-                    {"DEBUG": "true"})
+    result = django(
+        [
+            "shell",
+            "--no-imports",
+            "-c",
+            "from django.conf import settings as s; print(s.DATABASES['default']['ENGINE'], "
+            "s.CELERY_TASK_ALWAYS_EAGER)",
+        ],
+        {"DEBUG": "true"},
+    )
     assert result.returncode == 0, result.stderr
     assert result.stdout.split() == ["django.db.backends.sqlite3", "True"]

@@ -1,5 +1,6 @@
 """Site-wide pages: styled error pages with a way back, API docs served without internet, the
 local .env that `make demo` writes."""
+
 from __future__ import annotations
 
 import os
@@ -49,15 +50,25 @@ def test_management_commands_read_a_local_env_file(tmp_path):
     env_file = tmp_path / ".env"
     env_file.write_text("DEBUG=true\n")
     clean = {k: v for k, v in os.environ.items() if k not in {"DEBUG", "SECRET_KEY"}}
-    ran = subprocess.run([sys.executable, "manage.py", "check"], cwd=ROOT, capture_output=True, text=True, timeout=120,
-                         env={**clean, "EVALUTRON_ENV_FILE": str(env_file)})
+    ran = subprocess.run(
+        [sys.executable, "manage.py", "check"],
+        cwd=ROOT,
+        capture_output=True,
+        text=True,
+        timeout=120,
+        env={**clean, "EVALUTRON_ENV_FILE": str(env_file)},
+    )
     assert ran.returncode == 0, ran.stderr
-    without = subprocess.run([sys.executable, "manage.py", "check"], cwd=ROOT, capture_output=True, text=True,
-                             timeout=120, env={**clean, "EVALUTRON_ENV_FILE": str(tmp_path / "missing")})
+    without = subprocess.run(
+        [sys.executable, "manage.py", "check"],
+        cwd=ROOT,
+        capture_output=True,
+        text=True,
+        timeout=120,
+        env={**clean, "EVALUTRON_ENV_FILE": str(tmp_path / "missing")},
+    )
     assert "SECRET_KEY is required" in without.stderr
 
 
 def test_gitignore_keeps_the_env_file_out():
     assert ".env" in (ROOT / ".gitignore").read_text().split()
-
-

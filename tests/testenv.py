@@ -4,6 +4,7 @@
 - Keeps Celery eager inside the test process even when the environment names a broker: tests that
   need a real worker take the broker from EVALUTRON_TEST_BROKER_URL (see tests/services.py).
 """
+
 import os
 
 os.environ["EVALUTRON_ENV_FILE"] = ""  # a developer's .env must not change what the tests see

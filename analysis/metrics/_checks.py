@@ -3,6 +3,7 @@
 Every public function calls one of these once, at its entry, so the numeric code below it can assume
 clean arrays. Errors are ``ValueError`` naming the argument and showing the offending value.
 """
+
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
@@ -57,8 +58,9 @@ def _as_2d_float(values: ArrayLike, *, name: str) -> np.ndarray:
     try:
         array = np.asarray(values, dtype=float)
     except (TypeError, ValueError) as exc:
-        raise ValueError(f"`{name}` must be a rectangular numeric array (ragged or non-numeric input): "
-                         f"{short(values)}") from exc
+        raise ValueError(
+            f"`{name}` must be a rectangular numeric array (ragged or non-numeric input): {short(values)}"
+        ) from exc
     if array.ndim != 2:
         raise ValueError(f"`{name}` must be 2-D, got shape {array.shape}")
     if array.size == 0:
@@ -77,8 +79,7 @@ def as_count_table(counts: ArrayLike, *, name: str = "counts") -> np.ndarray:
         bad = ~np.isfinite(table) | (table < 0) | (table != np.round(table))
     if bad.any():
         row, col = np.argwhere(bad)[0]
-        raise ValueError(f"`{name}` must hold non-negative integer counts; "
-                         f"{name}[{row}, {col}] = {table[row, col]:g}")
+        raise ValueError(f"`{name}` must hold non-negative integer counts; {name}[{row}, {col}] = {table[row, col]:g}")
     return table
 
 
@@ -103,8 +104,9 @@ def as_labels(values: ArrayLike, *, name: str, dtype: Any = None) -> np.ndarray:
     return array
 
 
-def as_long(frame: pd.DataFrame, *, name: str = "frame",
-            columns: Sequence[str] = ("unit", "grader", "value")) -> pd.DataFrame:
+def as_long(
+    frame: pd.DataFrame, *, name: str = "frame", columns: Sequence[str] = ("unit", "grader", "value")
+) -> pd.DataFrame:
     """A non-empty DataFrame with the given columns and no missing values in them."""
     if not isinstance(frame, pd.DataFrame):
         raise ValueError(f"`{name}` must be a pandas DataFrame, got {type(frame).__name__}")
@@ -134,8 +136,11 @@ def sorted_codes(column: pd.Series) -> tuple[np.ndarray, pd.Index]:
     return pd.factorize(column, sort=True)
 
 
-def factorize_long(frame: pd.DataFrame, *, name: str = "frame",
-                   ) -> tuple[np.ndarray, pd.Index, np.ndarray, pd.Index]:
+def factorize_long(
+    frame: pd.DataFrame,
+    *,
+    name: str = "frame",
+) -> tuple[np.ndarray, pd.Index, np.ndarray, pd.Index]:
     """Unit and grader codes of a long frame (sorted labels), with one judgment per (unit, grader).
 
     Returns
@@ -158,8 +163,9 @@ def factorize_long(frame: pd.DataFrame, *, name: str = "frame",
     seen = np.bincount(key)
     if seen.max() > 1:
         row = frame.iloc[int(np.nonzero(seen[key] > 1)[0][1])]
-        raise ValueError(f"`{name}` has more than one judgment for unit {short(row['unit'])} "
-                         f"by grader {short(row['grader'])}")
+        raise ValueError(
+            f"`{name}` has more than one judgment for unit {short(row['unit'])} by grader {short(row['grader'])}"
+        )
     return unit_codes, units, grader_codes, graders
 
 
@@ -167,8 +173,7 @@ def check_in_scale(values: np.ndarray, *, low: float, high: float, name: str) ->
     """Raise when a (non-NaN) value lies outside the declared scale ``[low, high]``."""
     outside = ~np.isnan(values) & ((values < low) | (values > high))
     if outside.any():
-        raise ValueError(f"`{name}` has a value outside the scale [{low}, {high}]: "
-                         f"{values[outside].flat[0]:g}")
+        raise ValueError(f"`{name}` has a value outside the scale [{low}, {high}]: {values[outside].flat[0]:g}")
 
 
 def category_codes(values: ArrayLike, categories: Sequence[Any], *, name: str) -> np.ndarray:
@@ -181,15 +186,16 @@ def category_codes(values: ArrayLike, categories: Sequence[Any], *, name: str) -
         raise ValueError(f"`{name}` has a missing value at position {int(np.argmin(codes))}")
     positions = known.get_indexer(pd.Index(uniques))
     if (positions < 0).any():
-        raise ValueError(f"`{name}` has a value outside the declared categories {list(categories)}: "
-                         f"{short(uniques[np.argmax(positions < 0)])}")
+        raise ValueError(
+            f"`{name}` has a value outside the declared categories {list(categories)}: "
+            f"{short(uniques[np.argmax(positions < 0)])}"
+        )
     return positions[codes].astype(np.int64)
 
 
 def as_rng(rng: np.random.Generator) -> np.random.Generator:
     if not isinstance(rng, np.random.Generator):
-        raise ValueError(f"`rng` must be a numpy.random.Generator (np.random.default_rng(seed)); "
-                         f"got {short(rng)}")
+        raise ValueError(f"`rng` must be a numpy.random.Generator (np.random.default_rng(seed)); got {short(rng)}")
     return rng
 
 

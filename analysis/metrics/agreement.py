@@ -9,6 +9,7 @@ Measurement 20(1), 37-46; Cohen, J. (1968). Weighted kappa. Psychological Bullet
 Landis, J. R. & Koch, G. G. (1977). The measurement of observer agreement for categorical data.
 Biometrics 33(1), 159-174.
 """
+
 from __future__ import annotations
 
 from collections.abc import Sequence
@@ -98,8 +99,7 @@ def fleiss_kappa(counts: ArrayLike) -> float:
 def per_category_from_sums(mean_disagree: np.ndarray, category_share: np.ndarray) -> np.ndarray:
     """kappa_j = 1 - D_j / (p_j (1 - p_j)) for a batch; NaN where p_j is 0 or 1."""
     spread = category_share * (1.0 - category_share)
-    return np.divide(spread - mean_disagree, spread, out=np.full(np.shape(spread), np.nan),
-                     where=spread > 1e-12)
+    return np.divide(spread - mean_disagree, spread, out=np.full(np.shape(spread), np.nan), where=spread > 1e-12)
 
 
 def fleiss_kappa_per_category(counts: ArrayLike) -> np.ndarray:
@@ -138,12 +138,14 @@ def cohen_from_table(table: np.ndarray, weights: np.ndarray) -> np.ndarray:
     rows, cols = table.sum(axis=-1), table.sum(axis=-2)
     expected = np.einsum("...i,ij,...j->...", rows, weights, cols)
     expected = np.divide(expected, total, out=np.zeros_like(expected), where=total > 0)
-    return np.divide(expected - observed, expected, out=np.full(np.shape(expected), np.nan),
-                     where=expected > 1e-12)
+    return np.divide(expected - observed, expected, out=np.full(np.shape(expected), np.nan), where=expected > 1e-12)
 
 
-def confusion_matrix(ratings1: ArrayLike, ratings2: ArrayLike, categories: Sequence[Any] | None = None,
-                     ) -> tuple[np.ndarray, list]:
+def confusion_matrix(
+    ratings1: ArrayLike,
+    ratings2: ArrayLike,
+    categories: Sequence[Any] | None = None,
+) -> tuple[np.ndarray, list]:
     """The (k, k) table of paired labels; pairs where either is missing (None/NaN) are dropped.
 
     Returns
@@ -169,8 +171,13 @@ def _missing(values: np.ndarray) -> np.ndarray:
     return pd.isna(values)
 
 
-def cohen_kappa(ratings1: ArrayLike, ratings2: ArrayLike, *, weights: Weights = "unweighted",
-                categories: Sequence[Any] | None = None) -> float:
+def cohen_kappa(
+    ratings1: ArrayLike,
+    ratings2: ArrayLike,
+    *,
+    weights: Weights = "unweighted",
+    categories: Sequence[Any] | None = None,
+) -> float:
     """Cohen's kappa between two graders, unweighted or with linear / quadratic weights.
 
     ``kappa = 1 - sum w_ij o_ij / sum w_ij e_ij`` with observed ``o`` and chance-expected ``e =

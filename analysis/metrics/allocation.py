@@ -5,6 +5,7 @@ sequence of up to ``max_overlap`` judgments by distinct graders is drawn once, a
 how long a prefix of it each unit consumes. Differences between policies are then differences of
 allocation, not of luck.
 """
+
 from __future__ import annotations
 
 from dataclasses import dataclass
@@ -34,8 +35,15 @@ class SimulatedCampaign:
     order: np.ndarray | None = None  # (n_units, n_graders)
 
 
-def simulate_judgments(truth: ArrayLike, accuracy: ArrayLike, *, max_overlap: int, n_categories: int,
-                       rng: np.random.Generator, queries: ArrayLike | None = None) -> SimulatedCampaign:
+def simulate_judgments(
+    truth: ArrayLike,
+    accuracy: ArrayLike,
+    *,
+    max_overlap: int,
+    n_categories: int,
+    rng: np.random.Generator,
+    queries: ArrayLike | None = None,
+) -> SimulatedCampaign:
     """Draw each unit's judgments from graders of known accuracy.
 
     Parameters
@@ -48,10 +56,18 @@ def simulate_judgments(truth: ArrayLike, accuracy: ArrayLike, *, max_overlap: in
     truth = np.asarray(truth)
     accuracy = np.asarray(accuracy, dtype=float)
     rng, max_overlap = as_rng(rng), as_positive_int(max_overlap, name="max_overlap")
-    if truth.ndim != 1 or truth.size == 0 or truth.dtype.kind not in "iu" or truth.min() < 0 or truth.max() >= n_categories:
+    if (
+        truth.ndim != 1
+        or truth.size == 0
+        or truth.dtype.kind not in "iu"
+        or truth.min() < 0
+        or truth.max() >= n_categories
+    ):
         raise ValueError(f"`truth` must be a non-empty 1-D array of codes 0..{n_categories - 1}, got {short(truth)}")
     if accuracy.ndim != 1 or accuracy.size < max_overlap or ((accuracy < 0) | (accuracy > 1)).any():
-        raise ValueError(f"`accuracy` must hold at least max_overlap={max_overlap} probabilities in [0, 1], got {short(accuracy)}")
+        raise ValueError(
+            f"`accuracy` must hold at least max_overlap={max_overlap} probabilities in [0, 1], got {short(accuracy)}"
+        )
     n, n_graders = truth.size, accuracy.size
     order = np.argsort(rng.random((n, n_graders)), axis=1)
     correct = rng.random((n, n_graders)) < accuracy[None, :]
@@ -61,8 +77,9 @@ def simulate_judgments(truth: ArrayLike, accuracy: ArrayLike, *, max_overlap: in
     query_codes = np.zeros(n, dtype=np.int64) if queries is None else pd.factorize(np.asarray(queries))[0]
     if query_codes.shape != (n,):
         raise ValueError(f"`queries` must have one label per unit ({n}), got shape {np.shape(queries)}")
-    return SimulatedCampaign(truth, judgments, query_codes, n_categories, rng.random((n, n_categories)) * 0.5,
-                             answers, order)
+    return SimulatedCampaign(
+        truth, judgments, query_codes, n_categories, rng.random((n, n_categories)) * 0.5, answers, order
+    )
 
 
 def _counts(sim: SimulatedCampaign, used: np.ndarray) -> np.ndarray:
@@ -80,8 +97,9 @@ def _entropy(counts: np.ndarray) -> np.ndarray:
     return -(p * logs).sum(axis=1) + 0.0
 
 
-def _wanting(policy: str, sim: SimulatedCampaign, counts: np.ndarray, used: np.ndarray, max_overlap: int,
-             tolerance: float) -> np.ndarray:
+def _wanting(
+    policy: str, sim: SimulatedCampaign, counts: np.ndarray, used: np.ndarray, max_overlap: int, tolerance: float
+) -> np.ndarray:
     """Priority of each unit for one more judgment this round (NaN = none)."""
     open_ = used < max_overlap
     disagree = (counts > 0).sum(axis=1) > 1
@@ -104,8 +122,15 @@ def _majority_accuracy(sim: SimulatedCampaign, counts: np.ndarray) -> float:
     return float(((counts + sim.tiebreak).argmax(axis=1) == sim.truth).mean())
 
 
-def run_policy(sim: SimulatedCampaign, policy: Policy, *, initial_overlap: int, max_overlap: int,
-               budget: int | None = None, tolerance: float = 0.2) -> dict:
+def run_policy(
+    sim: SimulatedCampaign,
+    policy: Policy,
+    *,
+    initial_overlap: int,
+    max_overlap: int,
+    budget: int | None = None,
+    tolerance: float = 0.2,
+) -> dict:
     """Allocate judgments round by round under a policy; report what was spent and how accurate the
     majority labels are.
 
@@ -114,8 +139,10 @@ def run_policy(sim: SimulatedCampaign, policy: Policy, *, initial_overlap: int, 
     """
     choice(policy, dict.fromkeys(POLICIES), name="policy")
     if not 1 <= initial_overlap <= max_overlap <= sim.judgments.shape[1]:
-        raise ValueError(f"need 1 ≤ initial_overlap ({initial_overlap}) ≤ max_overlap ({max_overlap}) ≤ "
-                         f"{sim.judgments.shape[1]} simulated judgments per unit")
+        raise ValueError(
+            f"need 1 ≤ initial_overlap ({initial_overlap}) ≤ max_overlap ({max_overlap}) ≤ "
+            f"{sim.judgments.shape[1]} simulated judgments per unit"
+        )
     used = np.full(sim.truth.size, initial_overlap)
     limit = np.inf if budget is None else budget
     if used.sum() > limit:
@@ -132,9 +159,15 @@ def run_policy(sim: SimulatedCampaign, policy: Policy, *, initial_overlap: int, 
         used[wanted] += 1
         rounds += 1
     counts = _counts(sim, used)
-    return {"policy": policy, "judgments": int(used.sum()), "per_unit": float(used.mean()), "rounds": rounds,
-            "accuracy": _majority_accuracy(sim, counts), "unanimous": float(((counts > 0).sum(axis=1) == 1).mean()),
-            "accuracy_ds": _ds_accuracy_ordered(sim, used)}
+    return {
+        "policy": policy,
+        "judgments": int(used.sum()),
+        "per_unit": float(used.mean()),
+        "rounds": rounds,
+        "accuracy": _majority_accuracy(sim, counts),
+        "unanimous": float(((counts > 0).sum(axis=1) == 1).mean()),
+        "accuracy_ds": _ds_accuracy_ordered(sim, used),
+    }
 
 
 def _ds_accuracy(sim: SimulatedCampaign, judged: np.ndarray) -> float:
@@ -160,25 +193,46 @@ def _run_uncertainty(sim: SimulatedCampaign, *, initial_overlap: int, max_overla
 
     if sim.answers is None:
         raise ValueError("the uncertainty policy needs every grader's answers (a campaign from simulate_judgments)")
-    judged, rounds = run_uncertainty(sim.answers, sim.order, sim.n_categories, initial_overlap=initial_overlap,
-                                     max_overlap=max_overlap, budget=budget)
+    judged, rounds = run_uncertainty(
+        sim.answers,
+        sim.order,
+        sim.n_categories,
+        initial_overlap=initial_overlap,
+        max_overlap=max_overlap,
+        budget=budget,
+    )
     unit, grader = np.nonzero(judged)
     counts = np.zeros((sim.truth.size, sim.n_categories))
     np.add.at(counts, (unit, sim.answers[unit, grader]), 1)
     used = judged.sum(axis=1)
-    return {"policy": "uncertainty", "judgments": int(used.sum()), "per_unit": float(used.mean()), "rounds": rounds,
-            "accuracy": _majority_accuracy(sim, counts), "unanimous": float(((counts > 0).sum(axis=1) == 1).mean()),
-            "accuracy_ds": _ds_accuracy(sim, judged)}
+    return {
+        "policy": "uncertainty",
+        "judgments": int(used.sum()),
+        "per_unit": float(used.mean()),
+        "rounds": rounds,
+        "accuracy": _majority_accuracy(sim, counts),
+        "unanimous": float(((counts > 0).sum(axis=1) == 1).mean()),
+        "accuracy_ds": _ds_accuracy(sim, judged),
+    }
 
 
-def compare_policies(sim: SimulatedCampaign, *, initial_overlap: int, max_overlap: int, budget: int | None = None,
-                     tolerance: float = 0.2, policies: tuple[str, ...] = POLICIES) -> pd.DataFrame:
+def compare_policies(
+    sim: SimulatedCampaign,
+    *,
+    initial_overlap: int,
+    max_overlap: int,
+    budget: int | None = None,
+    tolerance: float = 0.2,
+    policies: tuple[str, ...] = POLICIES,
+) -> pd.DataFrame:
     """Judgments spent against accuracy of the aggregated (majority) labels, one row per policy.
 
     Also adds ``fixed@max`` — every unit at max_overlap — as the accuracy ceiling of the simulation.
     """
-    rows = [run_policy(sim, p, initial_overlap=initial_overlap, max_overlap=max_overlap, budget=budget,
-                       tolerance=tolerance) for p in policies]
+    rows = [
+        run_policy(sim, p, initial_overlap=initial_overlap, max_overlap=max_overlap, budget=budget, tolerance=tolerance)
+        for p in policies
+    ]
     ceiling = run_policy(sim, "fixed", initial_overlap=max_overlap, max_overlap=max_overlap)
     rows.append({**ceiling, "policy": "fixed@max"})
     table = pd.DataFrame(rows).set_index("policy")
@@ -189,9 +243,15 @@ def compare_policies(sim: SimulatedCampaign, *, initial_overlap: int, max_overla
 AGGREGATIONS = {"majority": "accuracy", "dawid_skene": "accuracy_ds"}
 
 
-def compare_policies_long(sims: list[SimulatedCampaign], *, initial_overlap: int, max_overlap: int,
-                          budget: int | None = None, tolerance: float = 0.2,
-                          policies: tuple[str, ...] = POLICIES) -> pd.DataFrame:
+def compare_policies_long(
+    sims: list[SimulatedCampaign],
+    *,
+    initial_overlap: int,
+    max_overlap: int,
+    budget: int | None = None,
+    tolerance: float = 0.2,
+    policies: tuple[str, ...] = POLICIES,
+) -> pd.DataFrame:
     """One row per (policy, aggregation): judgments spent and accuracy, averaged over the simulated
     campaigns (seeds). Rows also for ``fixed@max`` (every unit at max_overlap: the baseline) and,
     when initial_overlap > 1, ``uncertainty@1`` (the uncertainty policy starting from one judgment per
@@ -200,8 +260,14 @@ def compare_policies_long(sims: list[SimulatedCampaign], *, initial_overlap: int
         raise ValueError("`sims` must hold at least one simulated campaign")
     rows = []
     for sim in sims:
-        table = compare_policies(sim, initial_overlap=initial_overlap, max_overlap=max_overlap, budget=budget,
-                                 tolerance=tolerance, policies=policies)
+        table = compare_policies(
+            sim,
+            initial_overlap=initial_overlap,
+            max_overlap=max_overlap,
+            budget=budget,
+            tolerance=tolerance,
+            policies=policies,
+        )
         if "uncertainty" in policies and initial_overlap > 1:
             extra = run_policy(sim, "uncertainty", initial_overlap=1, max_overlap=max_overlap, budget=budget)
             table.loc["uncertainty@1", list(extra)[1:]] = list(extra.values())[1:]
@@ -210,8 +276,15 @@ def compare_policies_long(sims: list[SimulatedCampaign], *, initial_overlap: int
     out = []
     for policy, row in mean.iterrows():
         for aggregation, column in AGGREGATIONS.items():
-            out.append({"policy": policy, "aggregation": aggregation, "judgments": float(row["judgments"]),
-                        "per_unit": float(row["per_unit"]), "accuracy": float(row[column]),
-                        "share_of_baseline": float(row["judgments"] / mean.loc["fixed@max", "judgments"]),
-                        "seeds": len(sims)})
+            out.append(
+                {
+                    "policy": policy,
+                    "aggregation": aggregation,
+                    "judgments": float(row["judgments"]),
+                    "per_unit": float(row["per_unit"]),
+                    "accuracy": float(row[column]),
+                    "share_of_baseline": float(row["judgments"] / mean.loc["fixed@max", "judgments"]),
+                    "seeds": len(sims),
+                }
+            )
     return pd.DataFrame(out)

@@ -9,6 +9,7 @@ nor a loop re-running the statistic.
 Reference: Efron, B. & Tibshirani, R. (1993). An Introduction to the Bootstrap, ch. 13 (percentile
 intervals).
 """
+
 from __future__ import annotations
 
 from collections.abc import Callable, Iterator, Sequence
@@ -64,8 +65,9 @@ def resample_weights(rng: np.random.Generator, sizes: np.ndarray, n_boot: int) -
         yield np.bincount(draws.ravel(), minlength=size * groups).reshape(size, groups).astype(float)
 
 
-def bootstrap_replicates(sizes: np.ndarray, replicate: Callable[[np.ndarray], np.ndarray], *,
-                         rng: np.random.Generator, n_boot: int) -> np.ndarray:
+def bootstrap_replicates(
+    sizes: np.ndarray, replicate: Callable[[np.ndarray], np.ndarray], *, rng: np.random.Generator, n_boot: int
+) -> np.ndarray:
     """Apply ``replicate`` (group weights ``(b, n_groups)`` -> statistics ``(b,)``) to ``n_boot``
     resamples of the units; ``sizes`` is the number of units in each group."""
     rng = as_rng(rng)
@@ -91,8 +93,9 @@ def _estimate(value: float, replicates: np.ndarray, confidence: float) -> Estima
     return Estimate(value, *percentile_interval(replicates, confidence))
 
 
-def fleiss_kappa_ci(counts: ArrayLike, *, rng: np.random.Generator, n_boot: int = 1000,
-                    confidence: float = 0.95) -> Estimate:
+def fleiss_kappa_ci(
+    counts: ArrayLike, *, rng: np.random.Generator, n_boot: int = 1000, confidence: float = 0.95
+) -> Estimate:
     """Fleiss' kappa with a bootstrap percentile interval, resampling units.
 
     Parameters
@@ -123,9 +126,16 @@ def fleiss_kappa_ci(counts: ArrayLike, *, rng: np.random.Generator, n_boot: int 
     return _estimate(value, bootstrap_replicates(sizes, replicate, rng=rng, n_boot=n_boot), confidence)
 
 
-def cohen_kappa_ci(ratings1: ArrayLike, ratings2: ArrayLike, *, weights: Weights = "unweighted",
-                   categories: Sequence[Any] | None = None, rng: np.random.Generator,
-                   n_boot: int = 1000, confidence: float = 0.95) -> Estimate:
+def cohen_kappa_ci(
+    ratings1: ArrayLike,
+    ratings2: ArrayLike,
+    *,
+    weights: Weights = "unweighted",
+    categories: Sequence[Any] | None = None,
+    rng: np.random.Generator,
+    n_boot: int = 1000,
+    confidence: float = 0.95,
+) -> Estimate:
     """Cohen's kappa with a bootstrap percentile interval, resampling the units both graders rated.
 
     Parameters are those of :func:`cohen_kappa` plus ``rng``, ``n_boot`` and ``confidence``. Units of
@@ -144,4 +154,3 @@ def cohen_kappa_ci(ratings1: ArrayLike, ratings2: ArrayLike, *, weights: Weights
     draws = rng.multinomial(int(table.sum()), table.ravel() / table.sum(), size=n_boot)
     replicates = cohen_from_table(draws.reshape(n_boot, k, k).astype(float), weight_matrix(k, weights))
     return _estimate(value, replicates, confidence)
-

@@ -4,6 +4,7 @@ Confusability in the style of Fu et al. as docs/design.md §5.3 defines it: rang
 deviation and entropy (bits) of one unit's judgments, and confusability-aware evaluation of a system
 (correlation per confusability band, and caCorr: Pearson weighted by ``1 - normalised confusability``).
 """
+
 from __future__ import annotations
 
 from typing import Literal
@@ -78,14 +79,15 @@ def confusability_summary(units: pd.DataFrame, min_judgments: int = 2) -> dict[s
     if missing:
         raise ValueError(f"`units` lacks column(s) {missing}; pass the result of unit_confusability")
     kept = units[units["n"] >= min_judgments]
-    means = {f"mean_{c}": float(kept[c].mean()) if len(kept) else float("nan")
-             for c in ("dif", "std", "entropy")}
+    means = {f"mean_{c}": float(kept[c].mean()) if len(kept) else float("nan") for c in ("dif", "std", "entropy")}
     return {**means, "n_units": len(kept), "n_excluded": int(len(units) - len(kept))}
 
 
 def _paired(system: ArrayLike, truth: ArrayLike, weight: ArrayLike) -> tuple[np.ndarray, ...]:
-    arrays = [np.asarray(as_labels(a, name=n), dtype=float)
-              for a, n in ((system, "system"), (truth, "truth"), (weight, "confusability"))]
+    arrays = [
+        np.asarray(as_labels(a, name=n), dtype=float)
+        for a, n in ((system, "system"), (truth, "truth"), (weight, "confusability"))
+    ]
     if len({a.size for a in arrays}) != 1:
         raise ValueError(f"`system`, `truth` and `confusability` differ in length: {[a.size for a in arrays]}")
     if any(np.isnan(a).any() for a in arrays):
@@ -120,8 +122,7 @@ def ca_corr(system: ArrayLike, truth: ArrayLike, confusability: ArrayLike) -> fl
     return weighted_pearson(system, truth, weight)
 
 
-def metric_by_band(system: ArrayLike, truth: ArrayLike, confusability: ArrayLike,
-                   edges: ArrayLike) -> pd.DataFrame:
+def metric_by_band(system: ArrayLike, truth: ArrayLike, confusability: ArrayLike, edges: ArrayLike) -> pd.DataFrame:
     """Pearson correlation of system and truth within confusability bands ``[e_k, e_k+1)``.
 
     Returns
@@ -135,16 +136,23 @@ def metric_by_band(system: ArrayLike, truth: ArrayLike, confusability: ArrayLike
     band = pd.cut(conf, edges, right=False)
     frame = pd.DataFrame({"band": band, "s": system, "t": truth, "c": conf})
     groups = frame.groupby("band", observed=False)
-    return pd.DataFrame({"n": groups.size(), "pearson": groups.apply(_pearson, include_groups=False),
-                         "mean_confusability": groups["c"].mean()}).reset_index()
+    return pd.DataFrame(
+        {
+            "n": groups.size(),
+            "pearson": groups.apply(_pearson, include_groups=False),
+            "mean_confusability": groups["c"].mean(),
+        }
+    ).reset_index()
 
 
 def _pearson(group: pd.DataFrame) -> float:
-    return weighted_pearson(group["s"].to_numpy(), group["t"].to_numpy(), np.ones(len(group))) \
-        if len(group) >= 2 else float("nan")
+    return (
+        weighted_pearson(group["s"].to_numpy(), group["t"].to_numpy(), np.ones(len(group)))
+        if len(group) >= 2
+        else float("nan")
+    )
 
 
 def ground_truth(units: pd.DataFrame, aggregate: Aggregate = "mean") -> pd.Series:
     """The chosen aggregate column of :func:`unit_confusability` (mean, median or majority)."""
-    return units[choice(aggregate, {"mean": "mean", "median": "median", "majority": "majority"},
-                        name="aggregate")]
+    return units[choice(aggregate, {"mean": "mean", "median": "median", "majority": "majority"}, name="aggregate")]

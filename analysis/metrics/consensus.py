@@ -4,6 +4,7 @@ A tie between the most frequent categories goes to the one nearest the unit's me
 ordered scale (NS = 0, SS = 1, VS = 2 for BROAD), then to the lower one — the same rule as the
 numeric majority of :func:`unit_confusability`.
 """
+
 from __future__ import annotations
 
 from collections.abc import Sequence

@@ -9,6 +9,7 @@ References
 A. P. Dawid and A. M. Skene (1979), "Maximum likelihood estimation of observer error-rates using
 the EM algorithm", Applied Statistics 28(1), 20–28.
 """
+
 from __future__ import annotations
 
 from collections.abc import Sequence
@@ -82,7 +83,9 @@ def _coded(judgments: pd.DataFrame, *, value_codes: Sequence | None = None) -> _
     index = {v: i for i, v in enumerate(value_codes)}
     unknown = frame.loc[~frame["value"].isin(list(index)), "value"]
     if len(unknown):
-        raise ValueError(f"`judgments` value {short(unknown.iloc[0])} is not one of the categories {short(list(value_codes))}")
+        raise ValueError(
+            f"`judgments` value {short(unknown.iloc[0])} is not one of the categories {short(list(value_codes))}"
+        )
     codes = frame["value"].map(index).to_numpy(dtype=np.int64)
     return _Coded(unit, grader, codes, np.asarray(units), np.asarray(graders))
 
@@ -92,8 +95,9 @@ def _m_step(c: _Coded, posterior: np.ndarray, k: int, smoothing: float) -> tuple
     n_graders = c.graders.size
     priors = (posterior.sum(axis=0) + smoothing) / (posterior.shape[0] + k * smoothing)
     cell = c.grader * k + c.value  # (grader, answer) per judgment
-    counts = np.stack([np.bincount(cell, weights=posterior[c.unit, t], minlength=n_graders * k)
-                       for t in range(k)], axis=1).reshape(n_graders, k, k)  # [g, answer, truth]
+    counts = np.stack(
+        [np.bincount(cell, weights=posterior[c.unit, t], minlength=n_graders * k) for t in range(k)], axis=1
+    ).reshape(n_graders, k, k)  # [g, answer, truth]
     counts = counts.transpose(0, 2, 1) + smoothing  # [g, truth, answer]
     return priors, counts / counts.sum(axis=2, keepdims=True)
 
@@ -103,13 +107,21 @@ def _e_step(c: _Coded, priors: np.ndarray, confusion: np.ndarray, n_units: int) 
     k = priors.size
     contrib = np.log(confusion[c.grader, :, c.value])  # (J, k): log θ_g[t, answer] for every truth t
     log_joint = np.log(priors)[None, :] + np.stack(
-        [np.bincount(c.unit, weights=contrib[:, t], minlength=n_units) for t in range(k)], axis=1)
+        [np.bincount(c.unit, weights=contrib[:, t], minlength=n_units) for t in range(k)], axis=1
+    )
     norm = logsumexp(log_joint, axis=1, keepdims=True)
     return np.exp(log_joint - norm), float(norm.sum())
 
 
-def _em(c: _Coded, k: int, *, smoothing: float = SMOOTHING, tol: float = TOL, max_iter: int = MAX_ITER,
-        start: np.ndarray | None = None) -> tuple[np.ndarray, np.ndarray, np.ndarray, float, int, bool]:
+def _em(
+    c: _Coded,
+    k: int,
+    *,
+    smoothing: float = SMOOTHING,
+    tol: float = TOL,
+    max_iter: int = MAX_ITER,
+    start: np.ndarray | None = None,
+) -> tuple[np.ndarray, np.ndarray, np.ndarray, float, int, bool]:
     n_units = c.units.size
     if start is None:
         posterior = np.zeros((n_units, k))
@@ -130,9 +142,17 @@ def _em(c: _Coded, k: int, *, smoothing: float = SMOOTHING, tol: float = TOL, ma
     return posterior, priors, confusion, log_likelihood, iterations, converged
 
 
-def dawid_skene_codes(unit: np.ndarray, grader: np.ndarray, value: np.ndarray, *, n_units: int, n_graders: int,
-                      k: int, start: np.ndarray | None = None, max_iter: int = MAX_ITER,
-                      ) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+def dawid_skene_codes(
+    unit: np.ndarray,
+    grader: np.ndarray,
+    value: np.ndarray,
+    *,
+    n_units: int,
+    n_graders: int,
+    k: int,
+    start: np.ndarray | None = None,
+    max_iter: int = MAX_ITER,
+) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     """Dawid–Skene on integer codes (units 0..n_units-1 each with at least one judgment, graders
     0..n_graders-1, values 0..k-1), for simulations: posterior (n_units, k), priors (k,) and
     confusion (n_graders, k, k). Same smoothing and stopping rule as `dawid_skene`; the start is the
@@ -142,8 +162,14 @@ def dawid_skene_codes(unit: np.ndarray, grader: np.ndarray, value: np.ndarray, *
     return posterior, priors, confusion
 
 
-def dawid_skene(judgments: pd.DataFrame, *, categories: Sequence | None = None, smoothing: float = SMOOTHING,
-                tol: float = TOL, max_iter: int = MAX_ITER) -> DawidSkeneResult:
+def dawid_skene(
+    judgments: pd.DataFrame,
+    *,
+    categories: Sequence | None = None,
+    smoothing: float = SMOOTHING,
+    tol: float = TOL,
+    max_iter: int = MAX_ITER,
+) -> DawidSkeneResult:
     """Dawid–Skene EM for categorical judgments.
 
     Parameters
@@ -162,7 +188,9 @@ def dawid_skene(judgments: pd.DataFrame, *, categories: Sequence | None = None, 
     E-step's, the parameters the last M-step's.
     """
     if not 0 < smoothing < np.inf or not 0 < tol < 1 or int(max_iter) != max_iter or max_iter < 1:
-        raise ValueError(f"need smoothing > 0, 0 < tol < 1 and an integer max_iter ≥ 1; got {smoothing}, {tol}, {max_iter}")
+        raise ValueError(
+            f"need smoothing > 0, 0 < tol < 1 and an integer max_iter ≥ 1; got {smoothing}, {tol}, {max_iter}"
+        )
     _check_frame(judgments)
     if categories is None:
         categories = sorted(pd.unique(judgments["value"].dropna()))
@@ -171,11 +199,24 @@ def dawid_skene(judgments: pd.DataFrame, *, categories: Sequence | None = None, 
         raise ValueError(f"`categories` must hold at least two distinct values, got {short(categories.tolist())}")
     c = _coded(judgments, value_codes=categories.tolist())
     posterior, priors, confusion, log_likelihood, iterations, converged = _em(
-        c, categories.size, smoothing=smoothing, tol=tol, max_iter=max_iter)
+        c, categories.size, smoothing=smoothing, tol=tol, max_iter=max_iter
+    )
     labels = posterior.argmax(axis=1)
     accuracy = np.einsum("t,gtt->g", priors, confusion)
-    return DawidSkeneResult(c.units, c.graders, categories, posterior, categories[labels], posterior.max(axis=1),
-                            priors, confusion, accuracy, log_likelihood, iterations, converged)
+    return DawidSkeneResult(
+        c.units,
+        c.graders,
+        categories,
+        posterior,
+        categories[labels],
+        posterior.max(axis=1),
+        priors,
+        confusion,
+        accuracy,
+        log_likelihood,
+        iterations,
+        converged,
+    )
 
 
 @dataclass(frozen=True)
@@ -203,8 +244,9 @@ class BiasNoiseResult:
     converged: bool
 
 
-def bias_noise(judgments: pd.DataFrame, *, tol: float = TOL, max_iter: int = 500,
-               min_noise: float | None = None) -> BiasNoiseResult:
+def bias_noise(
+    judgments: pd.DataFrame, *, tol: float = TOL, max_iter: int = 500, min_noise: float | None = None
+) -> BiasNoiseResult:
     """Per-grader bias and noise for numeric judgments, by alternating weighted least squares.
 
     Parameters
@@ -238,7 +280,9 @@ def bias_noise(judgments: pd.DataFrame, *, tol: float = TOL, max_iter: int = 500
     converged, iterations = False, 0
     while iterations < max_iter:
         w = 1.0 / var[c.grader]
-        new = np.bincount(c.unit, weights=w * (y - bias[c.grader]), minlength=n_units) / np.bincount(c.unit, weights=w, minlength=n_units)
+        new = np.bincount(c.unit, weights=w * (y - bias[c.grader]), minlength=n_units) / np.bincount(
+            c.unit, weights=w, minlength=n_units
+        )
         bias = np.bincount(c.grader, weights=y - new[c.unit], minlength=n_graders) / per_grader
         shift = bias.mean()
         bias, new = bias - shift, new + shift
@@ -255,17 +299,31 @@ def bias_noise(judgments: pd.DataFrame, *, tol: float = TOL, max_iter: int = 500
     score_se = 1.0 / np.sqrt(np.bincount(c.unit, weights=1.0 / var[c.grader], minlength=n_units))
     residual = y - score[c.unit] - bias[c.grader]
     log_likelihood = float(-0.5 * (np.log(2 * np.pi * var[c.grader]) + residual**2 / var[c.grader]).sum())
-    return BiasNoiseResult(c.units, score, score_se, c.graders, bias, noise / np.sqrt(per_grader), noise, per_grader,
-                           log_likelihood, iterations, converged)
+    return BiasNoiseResult(
+        c.units,
+        score,
+        score_se,
+        c.graders,
+        bias,
+        noise / np.sqrt(per_grader),
+        noise,
+        per_grader,
+        log_likelihood,
+        iterations,
+        converged,
+    )
 
 
 def ds_table(result: DawidSkeneResult) -> pd.DataFrame:
     """Per unit: model label and its posterior probability (indexed by unit)."""
-    return pd.DataFrame({"model_label": result.labels, "model_probability": result.probability},
-                        index=pd.Index(result.units, name="unit"))
+    return pd.DataFrame(
+        {"model_label": result.labels, "model_probability": result.probability},
+        index=pd.Index(result.units, name="unit"),
+    )
 
 
 def bias_noise_table(result: BiasNoiseResult) -> pd.DataFrame:
     """Per unit: model score and its standard error (indexed by unit)."""
-    return pd.DataFrame({"model_score": result.score, "model_se": result.score_se},
-                        index=pd.Index(result.units, name="unit"))
+    return pd.DataFrame(
+        {"model_score": result.score, "model_se": result.score_se}, index=pd.Index(result.units, name="unit")
+    )

@@ -34,6 +34,7 @@ References
 Kim, J. Y., Zhai, C. & Han, J. (2010). Aggregation of multiple judgments for evaluating ordered
 lists. ECIR 2010, LNCS 5993, 166–178.
 """
+
 from __future__ import annotations
 
 import functools
@@ -74,8 +75,7 @@ def as_orderings(orderings: ArrayLike, *, name: str = "orderings") -> tuple[np.n
     """
     arr = np.asarray(orderings)
     if arr.ndim != 2 or arr.shape[0] < 1 or arr.shape[1] < 2:
-        raise ValueError(f"`{name}` must be a 2-D (n_orderings, k) array with k >= 2 items, "
-                         f"got shape {arr.shape}")
+        raise ValueError(f"`{name}` must be a 2-D (n_orderings, k) array with k >= 2 items, got shape {arr.shape}")
     try:
         srt = np.sort(arr, axis=1)
     except TypeError as exc:
@@ -89,8 +89,9 @@ def as_orderings(orderings: ArrayLike, *, name: str = "orderings") -> tuple[np.n
         row = bad[0]
         missing = sorted(set(srt[0].tolist()) - set(srt[row].tolist()))
         extra = sorted(set(srt[row].tolist()) - set(srt[0].tolist()))
-        raise ValueError(f"`{name}` row {row} is not a permutation of the items of row 0: "
-                         f"missing {missing}, unexpected {extra}")
+        raise ValueError(
+            f"`{name}` row {row} is not a permutation of the items of row 0: missing {missing}, unexpected {extra}"
+        )
     items = srt[0]
     idx = np.searchsorted(items, arr)
     pos = np.empty_like(idx)
@@ -109,8 +110,7 @@ def as_target(target: ArrayLike, items: np.ndarray, *, name: str = "target") -> 
     except TypeError:
         same = False
     if not same:
-        raise ValueError(f"`{name}` is not a permutation of the gold items {items.tolist()!r}: "
-                         f"{arr.tolist()!r}")
+        raise ValueError(f"`{name}` is not a permutation of the gold items {items.tolist()!r}: {arr.tolist()!r}")
     pos = np.empty(k, dtype=np.int64)
     pos[np.searchsorted(items, arr)] = np.arange(k)
     return pos
@@ -134,8 +134,7 @@ class FrespaParams:
             raise ValueError(f"`min_sup` must lie in [0, 1], got {self.min_sup!r}")
         if not isinstance(self.min_len, int | np.integer) or self.min_len < 2:
             raise ValueError(f"`min_len` must be an integer >= 2 (patterns have 2+ items), got {self.min_len!r}")
-        if self.max_len is not None and (not isinstance(self.max_len, int | np.integer)
-                                         or self.max_len < self.min_len):
+        if self.max_len is not None and (not isinstance(self.max_len, int | np.integer) or self.max_len < self.min_len):
             raise ValueError(f"`max_len` must be an integer >= min_len ({self.min_len}), got {self.max_len!r}")
         for name in ("w_len", "w_sup"):
             value = getattr(self, name)
@@ -189,7 +188,7 @@ def support_counts(prec: np.ndarray, problems: list[Problem], s_min: int, max_le
     totals = _group_totals(packed, groups, sum(math.prod(s) for s in shapes), k, max_len, n_max)
     out, offset = [], 0
     for shape in shapes:
-        g = totals[offset:offset + math.prod(shape)].reshape(*shape, max_len + 1)
+        g = totals[offset : offset + math.prod(shape)].reshape(*shape, max_len + 1)
         offset += math.prod(shape)
         out.append(np.stack([_inclusion_exclusion(block, s_min) for block in g]))
     return out
@@ -198,13 +197,14 @@ def support_counts(prec: np.ndarray, problems: list[Problem], s_min: int, max_le
 def _subset_masks(n: int, s_min: int, k: int):
     """Yield ``(mask (C, n) float32, size (C,))`` chunks covering the subsets of size >= s_min."""
     per_chunk = max(1, _CHUNK_BYTES // (4 * k * k))
-    combos = itertools.chain.from_iterable(
-        itertools.combinations(range(n), t) for t in range(max(s_min, 1), n + 1))
+    combos = itertools.chain.from_iterable(itertools.combinations(range(n), t) for t in range(max(s_min, 1), n + 1))
     while chunk := list(itertools.islice(combos, per_chunk)):
         size = np.fromiter(map(len, chunk), np.int64, len(chunk))
         mask = np.zeros((len(chunk), n), dtype=np.float32)
-        mask[np.repeat(np.arange(len(chunk)), size), np.fromiter(itertools.chain.from_iterable(chunk), np.int64,
-                                                                 int(size.sum()))] = 1
+        mask[
+            np.repeat(np.arange(len(chunk)), size),
+            np.fromiter(itertools.chain.from_iterable(chunk), np.int64, int(size.sum())),
+        ] = 1
         yield mask, size
 
 
@@ -221,8 +221,7 @@ def _group_totals(packed: list, groups: list, n_groups: int, k: int, max_len: in
     keep, inv = np.unique(inv, return_inverse=True)
     uniq = rows[keep]
     gid = np.concatenate(groups)
-    mult = sp.csr_matrix((np.ones(len(gid), dtype=np.int64), (gid, inv.ravel())),
-                         shape=(n_groups, len(uniq)))
+    mult = sp.csr_matrix((np.ones(len(gid), dtype=np.int64), (gid, inv.ravel())), shape=(n_groups, len(uniq)))
     res = _chain_residues(uniq, k, max_len, moduli).reshape(len(uniq), -1)
     lo = (mult @ (res & ((1 << _SPLIT) - 1))).astype(object)
     hi = (mult @ (res >> _SPLIT)).astype(object)
@@ -250,7 +249,7 @@ def _chain_residues(uniq: np.ndarray, k: int, max_len: int, moduli: list[int]) -
     out = np.zeros((len(uniq), max_len + 1, max(1, len(moduli))), dtype=np.int64)
     per_chunk = max(1, _DP_CHUNK_BYTES // (8 * k * k))  # a chunk's relations stay in cache
     for start in range(0, len(uniq), per_chunk):
-        bits = np.unpackbits(uniq[start:start + per_chunk], axis=1, count=k * k)
+        bits = np.unpackbits(uniq[start : start + per_chunk], axis=1, count=k * k)
         rel = bits.reshape(-1, k, k).astype(np.float64)
         f = np.ones((len(rel), out.shape[2], k))  # f[u, j, b]: chains ending at b, mod moduli[j]
         for m in range(2, max_len + 1):
@@ -260,7 +259,7 @@ def _chain_residues(uniq: np.ndarray, k: int, max_len: int, moduli: list[int]) -
             total = f.sum(axis=2) if not len(moduli) else np.fmod(f.sum(axis=2), mods[:, 0])
             if not total.any():
                 break
-            out[start:start + len(rel), m] = total.astype(np.int64)
+            out[start : start + len(rel), m] = total.astype(np.int64)
     return out
 
 
@@ -299,10 +298,10 @@ def weighted_ratio(e_num: np.ndarray, e_den: np.ndarray, params: FrespaParams, n
     c, d = float(params.w_sup).as_integer_ratio()
     w_m = np.array([b + a * (m - 1) for m in range(lo, hi + 1)], dtype=object)
     w_s = np.array([d + c * (s - 1) for s in range(s_min, n + 1)], dtype=object)
-    den = int(w_s @ e_den[s_min:n + 1, lo:hi + 1] @ w_m)
+    den = int(w_s @ e_den[s_min : n + 1, lo : hi + 1] @ w_m)
     if den == 0:
         return math.nan
-    return int(w_s @ e_num[s_min:n + 1, lo:hi + 1] @ w_m) / den
+    return int(w_s @ e_num[s_min : n + 1, lo : hi + 1] @ w_m) / den
 
 
 # ----------------------------------------------------------------------------- public entry points
@@ -342,8 +341,16 @@ def _scores(gpos: np.ndarray, tpos: np.ndarray, params: FrespaParams) -> np.ndar
     return np.array([weighted_ratio(e, counts[0], params, n, k) for e in counts[1:]])
 
 
-def frespa(golds: ArrayLike, target: ArrayLike, *, min_sup: float = 0.75, min_len: int = 2,
-           max_len: int | None = None, w_len: float = 1.0, w_sup: float = 1.0) -> float:
+def frespa(
+    golds: ArrayLike,
+    target: ArrayLike,
+    *,
+    min_sup: float = 0.75,
+    min_len: int = 2,
+    max_len: int | None = None,
+    w_len: float = 1.0,
+    w_sup: float = 1.0,
+) -> float:
     """FreSPA score of one ordering against gold orderings (Kim, Zhai & Han 2010; docs/design.md §5.4).
 
     Parameters
@@ -375,8 +382,9 @@ def frespa(golds: ArrayLike, target: ArrayLike, *, min_sup: float = 0.75, min_le
     return float(_scores(gpos, as_target(target, items)[None, :], params)[0])
 
 
-def frespa_support_counts(golds: ArrayLike, target: ArrayLike | None = None, *, min_sup: float = 0.0,
-                          max_len: int | None = None) -> np.ndarray:
+def frespa_support_counts(
+    golds: ArrayLike, target: ArrayLike | None = None, *, min_sup: float = 0.0, max_len: int | None = None
+) -> np.ndarray:
     """Exact counts of frequent patterns by support and length.
 
     Returns
@@ -390,8 +398,9 @@ def frespa_support_counts(golds: ArrayLike, target: ArrayLike | None = None, *, 
     n, k = gpos.shape
     targets = np.zeros((0, k, k), dtype=bool) if target is None else precedence(as_target(target, items))[None]
     cap = params.length_range(k)[1]
-    return support_counts(precedence(gpos), [Problem(tuple(range(n)), targets)],
-                          params.support_threshold(n), cap)[0][-1]
+    return support_counts(precedence(gpos), [Problem(tuple(range(n)), targets)], params.support_threshold(n), cap)[0][
+        -1
+    ]
 
 
 def leave_one_out_terms(gpos: np.ndarray, extra: np.ndarray, grid: list[FrespaParams]) -> np.ndarray:
@@ -409,10 +418,13 @@ def leave_one_out_terms(gpos: np.ndarray, extra: np.ndarray, grid: list[FrespaPa
     if s_min > n_ref or max_len < 2:
         return out
     stack = np.concatenate([gpos, extra]) if len(extra) else gpos
-    problems = [Problem(tuple(j for j in range(len(stack)) if j != i),
-                        precedence(np.stack([gpos[i], k - 1 - gpos[i]]))) for i in range(n)]
+    problems = [
+        Problem(tuple(j for j in range(len(stack)) if j != i), precedence(np.stack([gpos[i], k - 1 - gpos[i]])))
+        for i in range(n)
+    ]
     for i, counts in enumerate(support_counts(precedence(stack), problems, s_min, max_len)):
         for g, params in enumerate(grid):
-            out[g, i] = (weighted_ratio(counts[1], counts[0], params, n_ref, k)
-                         - weighted_ratio(counts[2], counts[0], params, n_ref, k))
+            out[g, i] = weighted_ratio(counts[1], counts[0], params, n_ref, k) - weighted_ratio(
+                counts[2], counts[0], params, n_ref, k
+            )
     return out

@@ -6,6 +6,7 @@ References
 Welty, C., Paritosh, P. & Aroyo, L. (2019). Metrology for AI: from benchmarks to instruments.
 arXiv:1911.01875.
 """
+
 from __future__ import annotations
 
 from dataclasses import dataclass
@@ -96,13 +97,16 @@ def reproducibility(first: pd.DataFrame, second: pd.DataFrame, *, level: str = "
         "n_units": int(len(shared)),
         "spearman_means": float(stats.spearmanr(a["mean"], b["mean"]).statistic),
         "pearson_stds": float(stats.pearsonr(a["std"][both_std], b["std"][both_std]).statistic)
-        if both_std.sum() >= 3 and a["std"][both_std].std() > 0 and b["std"][both_std].std() > 0 else float("nan"),
+        if both_std.sum() >= 3 and a["std"][both_std].std() > 0 and b["std"][both_std].std() > 0
+        else float("nan"),
         "alpha_first": repeatability(first, level),
         "alpha_second": repeatability(second, level),
     }
     for key in ("mean", "std"):
         moved = pd.DataFrame({"first": a[key], "second": b[key], "change": b[key] - a[key]})
-        out[f"moved_{key}"] = moved.reindex(moved["change"].abs().sort_values(ascending=False, na_position="last").index).head(top)
+        out[f"moved_{key}"] = moved.reindex(
+            moved["change"].abs().sort_values(ascending=False, na_position="last").index
+        ).head(top)
     return out
 
 
@@ -112,15 +116,18 @@ def _majority_verdicts(pairs: pd.DataFrame) -> pd.DataFrame:
     bad = ~pairs["verdict"].isin(VERDICTS)
     if bad.any():
         raise ValueError(f"`pairs['verdict']` must be one of {VERDICTS}; got {short(pairs['verdict'][bad].iloc[0])}")
-    counts = pd.crosstab([pairs["unit_a"], pairs["unit_b"]], pairs["verdict"]).reindex(columns=list(VERDICTS), fill_value=0)
+    counts = pd.crosstab([pairs["unit_a"], pairs["unit_b"]], pairs["verdict"]).reindex(
+        columns=list(VERDICTS), fill_value=0
+    )
     top = counts.to_numpy().max(axis=1, keepdims=True)
     winners = counts.to_numpy() == top
     verdict = np.where(winners.sum(axis=1) > 1, "equal", np.array(VERDICTS)[winners.argmax(axis=1)])
     return pd.DataFrame({"verdict": verdict}, index=counts.index).reset_index()
 
 
-def resolution(ratings: pd.DataFrame, pairs: pd.DataFrame, *, thresholds: np.ndarray | None = None,
-               target: float = 0.95) -> dict:
+def resolution(
+    ratings: pd.DataFrame, pairs: pd.DataFrame, *, thresholds: np.ndarray | None = None, target: float = 0.95
+) -> dict:
     """The smallest difference in unit means that a pairwise campaign confirms (docs/design.md §5.5).
 
     For a threshold d, agreement is the share of unit pairs whose mean difference in the rating
@@ -146,7 +153,9 @@ def resolution(ratings: pd.DataFrame, pairs: pd.DataFrame, *, thresholds: np.nda
     if verdicts.empty:
         raise ValueError("`pairs` has no pair whose two units are both in `ratings`")
     diff = means.loc[verdicts["unit_a"]].to_numpy() - means.loc[verdicts["unit_b"]].to_numpy()
-    agrees = ((diff > 0) & (verdicts["verdict"].to_numpy() == "A")) | ((diff < 0) & (verdicts["verdict"].to_numpy() == "B"))
+    agrees = ((diff > 0) & (verdicts["verdict"].to_numpy() == "A")) | (
+        (diff < 0) & (verdicts["verdict"].to_numpy() == "B")
+    )
     if thresholds is None:
         thresholds = np.round(np.arange(0, np.abs(diff).max() + 0.1, 0.1), 10)
     thresholds = np.asarray(thresholds, dtype=float)
@@ -154,7 +163,9 @@ def resolution(ratings: pd.DataFrame, pairs: pd.DataFrame, *, thresholds: np.nda
         raise ValueError(f"`thresholds` must be a non-empty increasing 1-D array, got {short(thresholds)}")
     above = np.abs(diff)[None, :] >= thresholds[:, None]  # (m, n_pairs)
     n_above = above.sum(axis=1)
-    agreement = np.divide((above & agrees[None, :]).sum(axis=1), n_above, out=np.full(thresholds.shape, np.nan), where=n_above > 0)
+    agreement = np.divide(
+        (above & agrees[None, :]).sum(axis=1), n_above, out=np.full(thresholds.shape, np.nan), where=n_above > 0
+    )
     reached = np.flatnonzero(agreement >= target)
     return {
         "curve": pd.DataFrame({"threshold": thresholds, "n_pairs": n_above, "agreement": agreement}),
@@ -180,8 +191,9 @@ def _correlate(x: np.ndarray, y: np.ndarray, method: str) -> float:
     return float(fn(x[both], y[both]).statistic)
 
 
-def system_comparison(ratings: pd.DataFrame, outputs: pd.DataFrame, *, method: Correlation = "pearson",
-                      alpha: float = 0.05) -> SystemComparison:
+def system_comparison(
+    ratings: pd.DataFrame, outputs: pd.DataFrame, *, method: Correlation = "pearson", alpha: float = 0.05
+) -> SystemComparison:
     """Can the campaign tell the systems apart at its precision? (docs/design.md §5.5)
 
     For each system, the correlation of its scores with each grader's scores (per-grader ρ: min, max,
@@ -202,23 +214,47 @@ def system_comparison(ratings: pd.DataFrame, outputs: pd.DataFrame, *, method: C
         raise ValueError("`outputs` scores none of the units in `ratings`")
     means = np.nanmean(wide, axis=1)
     per_grader = pd.DataFrame(
-        [[_correlate(wide[:, g], scores[s].to_numpy(float), method) for s in scores.columns] for g in range(len(graders))],
-        index=graders, columns=scores.columns,
+        [
+            [_correlate(wide[:, g], scores[s].to_numpy(float), method) for s in scores.columns]
+            for g in range(len(graders))
+        ],
+        index=graders,
+        columns=scores.columns,
     )
-    per_system = pd.DataFrame({
-        "rho_min": per_grader.min(), "rho_max": per_grader.max(), "rho_mean": per_grader.mean(),
-        "rho_std": per_grader.std(ddof=1), "n_graders": per_grader.notna().sum(),
-        "rho_unit_means": [_correlate(means, scores[s].to_numpy(float), method) for s in scores.columns],
-    })
+    per_system = pd.DataFrame(
+        {
+            "rho_min": per_grader.min(),
+            "rho_max": per_grader.max(),
+            "rho_mean": per_grader.mean(),
+            "rho_std": per_grader.std(ddof=1),
+            "n_graders": per_grader.notna().sum(),
+            "rho_unit_means": [_correlate(means, scores[s].to_numpy(float), method) for s in scores.columns],
+        }
+    )
     rows = []
     systems = list(scores.columns)
     for i, a in enumerate(systems):
-        for b in systems[i + 1:]:
+        for b in systems[i + 1 :]:
             both = per_grader[[a, b]].dropna()
-            t, p = stats.ttest_rel(both[a], both[b]) if len(both) >= 2 and (both[a] - both[b]).std() > 0 else (np.nan, np.nan)
+            t, p = (
+                stats.ttest_rel(both[a], both[b])
+                if len(both) >= 2 and (both[a] - both[b]).std() > 0
+                else (np.nan, np.nan)
+            )
             distinguishable = bool(p < alpha) if np.isfinite(p) else False
-            rows.append({"system_a": a, "system_b": b, "n_graders": len(both), "t": float(t), "p": float(p),
-                         "distinguishable": distinguishable,
-                         "verdict": "distinguishable" if distinguishable else "not distinguishable at this precision"})
-    return SystemComparison(per_system, per_grader, pd.DataFrame(rows, columns=[
-        "system_a", "system_b", "n_graders", "t", "p", "distinguishable", "verdict"]))
+            rows.append(
+                {
+                    "system_a": a,
+                    "system_b": b,
+                    "n_graders": len(both),
+                    "t": float(t),
+                    "p": float(p),
+                    "distinguishable": distinguishable,
+                    "verdict": "distinguishable" if distinguishable else "not distinguishable at this precision",
+                }
+            )
+    return SystemComparison(
+        per_system,
+        per_grader,
+        pd.DataFrame(rows, columns=["system_a", "system_b", "n_graders", "t", "p", "distinguishable", "verdict"]),
+    )

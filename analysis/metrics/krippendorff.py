@@ -13,6 +13,7 @@ References
 Krippendorff, K. (2011). Computing Krippendorff's Alpha-Reliability. Annenberg School for
 Communication Departmental Papers 43. Krippendorff, K. (2004). Content Analysis, 2nd ed., ch. 11.
 """
+
 from __future__ import annotations
 
 from collections.abc import Callable
@@ -75,8 +76,7 @@ class _Parts:
 
 def _ratio_delta(x: np.ndarray, y: np.ndarray) -> np.ndarray:
     total = x + y
-    return np.divide(x - y, total, out=np.zeros(np.broadcast_shapes(x.shape, y.shape)),
-                     where=total != 0) ** 2
+    return np.divide(x - y, total, out=np.zeros(np.broadcast_shapes(x.shape, y.shape)), where=total != 0) ** 2
 
 
 def _interval_d(counts: sparse.csr_matrix, m: np.ndarray, points: np.ndarray) -> np.ndarray:
@@ -96,11 +96,11 @@ def _ratio_d(wide: np.ndarray, m: np.ndarray) -> np.ndarray:
     out = np.empty(wide.shape[0])
     block = max(1, 2_000_000 // max(1, wide.shape[1] ** 2))
     for start in range(0, wide.shape[0], block):
-        chunk = np.nan_to_num(wide[start:start + block])
-        mask = ~np.isnan(wide[start:start + block])
+        chunk = np.nan_to_num(wide[start : start + block])
+        mask = ~np.isnan(wide[start : start + block])
         pair = mask[:, :, None] & mask[:, None, :]
         delta = _ratio_delta(chunk[:, :, None], chunk[:, None, :])
-        out[start:start + block] = (delta * pair).sum(axis=(1, 2))
+        out[start : start + block] = (delta * pair).sum(axis=(1, 2))
     return out / (m - 1)
 
 
@@ -126,8 +126,12 @@ def _observed_per_unit(parts: _Parts, level: str) -> np.ndarray:
 
 
 def _alpha(observed: np.ndarray, expected: np.ndarray, n: np.ndarray) -> np.ndarray:
-    return 1 - np.divide((n - 1) * observed, expected, out=np.full(np.shape(expected), np.nan),
-                         where=expected > 1e-12 * np.maximum(1, np.abs(observed)))
+    return 1 - np.divide(
+        (n - 1) * observed,
+        expected,
+        out=np.full(np.shape(expected), np.nan),
+        where=expected > 1e-12 * np.maximum(1, np.abs(observed)),
+    )
 
 
 def _interval_replicate(parts: _Parts) -> Callable[[np.ndarray], np.ndarray]:
@@ -136,6 +140,7 @@ def _interval_replicate(parts: _Parts) -> Callable[[np.ndarray], np.ndarray]:
     def interval(weights: np.ndarray) -> np.ndarray:
         d, n, s1, s2 = (weights @ moments).T
         return _alpha(d, 2 * (n * s2 - s1**2), n)
+
     return interval
 
 
@@ -146,18 +151,21 @@ def _replicate(parts: _Parts, level: str) -> Callable[[np.ndarray], np.ndarray]:
     values, counts, _ = parts.coded
     counts_t = counts.T.tocsr() if sparse.issparse(counts) else counts.T
     if level == "ordinal":
+
         def ordinal(weights: np.ndarray) -> np.ndarray:
             n_c = (counts_t @ weights.T).T
             points = _ordinal_points(n_c)
             points -= (n_c * points).sum(axis=1, keepdims=True) / n_c.sum(axis=1, keepdims=True)
             d = _interval_d(counts, parts.m, points.T)
             return _alpha((weights * d.T).sum(axis=1), _expected(level, n_c, values), n_c.sum(axis=1))
+
         return ordinal
     d = _observed_per_unit(parts, level)
 
     def fixed(weights: np.ndarray) -> np.ndarray:
         n_c = (counts_t @ weights.T).T
         return _alpha(weights @ d, _expected(level, n_c, values), n_c.sum(axis=1))
+
     return fixed
 
 
@@ -184,8 +192,14 @@ def krippendorff_alpha(ratings: ArrayLike, level: Level = "interval") -> float:
     return Undefined(NO_VARIATION) if np.isnan(value) else float(value)
 
 
-def krippendorff_alpha_ci(ratings: ArrayLike, level: Level = "interval", *, rng: np.random.Generator,
-                          n_boot: int = 1000, confidence: float = 0.95) -> Estimate:
+def krippendorff_alpha_ci(
+    ratings: ArrayLike,
+    level: Level = "interval",
+    *,
+    rng: np.random.Generator,
+    n_boot: int = 1000,
+    confidence: float = 0.95,
+) -> Estimate:
     """Krippendorff's alpha with a bootstrap percentile interval, resampling pairable units.
 
     Parameters are those of :func:`krippendorff_alpha` plus ``rng``, ``n_boot`` and ``confidence``.
@@ -198,6 +212,7 @@ def krippendorff_alpha_ci(ratings: ArrayLike, level: Level = "interval", *, rng:
     parts = _Parts(as_wide(ratings))
     if np.isnan(value):
         return _estimate(value, np.array([np.nan]), confidence)
-    replicates = bootstrap_replicates(np.ones(parts.n_units, dtype=np.int64), _replicate(parts, level),
-                                      rng=rng, n_boot=n_boot)
+    replicates = bootstrap_replicates(
+        np.ones(parts.n_units, dtype=np.int64), _replicate(parts, level), rng=rng, n_boot=n_boot
+    )
     return _estimate(value, replicates, confidence)

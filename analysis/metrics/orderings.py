@@ -11,6 +11,7 @@ Kim, J. Y., Zhai, C. & Han, J. (2010). Aggregation of multiple judgments for eva
 lists. ECIR 2010, LNCS 5993, 166–178.
 Kendall, M. G. & Babington Smith, B. (1939). The problem of m rankings. Ann. Math. Statist. 10(3).
 """
+
 from __future__ import annotations
 
 import itertools
@@ -26,17 +27,33 @@ from analysis.metrics.frespa import FrespaParams, as_orderings, as_target, leave
 from analysis.metrics.frespa import _scores as _frespa_scores
 
 __all__ = [
-    "METHODS", "NOISE_RATIOS", "ac_score", "correlation_matrix", "evaluation_discriminativeness",
-    "frespa_grid_search", "kendall_tau", "kendall_w", "mean_pairwise_tau", "noise_robustness",
-    "rba_consensus", "rba_score", "score_orderings", "spearman_rho", "wca_score", "wca_weights",
+    "METHODS",
+    "NOISE_RATIOS",
+    "ac_score",
+    "correlation_matrix",
+    "evaluation_discriminativeness",
+    "frespa_grid_search",
+    "kendall_tau",
+    "kendall_w",
+    "mean_pairwise_tau",
+    "noise_robustness",
+    "rba_consensus",
+    "rba_score",
+    "score_orderings",
+    "spearman_rho",
+    "wca_score",
+    "wca_weights",
 ]
 
 Corr = Literal["tau", "sp"]
 METHODS: tuple[str, ...] = ("AC-tau", "AC-sp", "WCA-tau", "WCA-sp", "RBA-tau", "RBA-sp", "FreSPA")
 NOISE_RATIOS: tuple[float, ...] = (0.0, 0.25, 0.5, 0.75, 1.0)
 DEFAULT_GRID: dict[str, tuple] = {
-    "min_sup": (0.5, 0.6, 0.75, 0.9, 1.0), "min_len": (2, 3), "max_len": (3, 5, None),
-    "w_len": (0.0, 1.0, 2.0), "w_sup": (0.0, 1.0, 2.0),
+    "min_sup": (0.5, 0.6, 0.75, 0.9, 1.0),
+    "min_len": (2, 3),
+    "max_len": (3, 5, None),
+    "w_len": (0.0, 1.0, 2.0),
+    "w_sup": (0.0, 1.0, 2.0),
 }
 
 
@@ -57,7 +74,7 @@ def _corr(pa: np.ndarray, pb: np.ndarray, corr: Corr) -> np.ndarray:
     """``(qa, k)`` and ``(qb, k)`` positions -> ``(qa, qb)`` tau or Spearman (no ties)."""
     k = pa.shape[1]
     if corr == "sp":
-        d2 = (pa ** 2).sum(1)[:, None] + (pb ** 2).sum(1)[None, :] - 2.0 * (pa @ pb.T)
+        d2 = (pa**2).sum(1)[:, None] + (pb**2).sum(1)[None, :] - 2.0 * (pa @ pb.T)
         return 1.0 - 6.0 * d2 / (k * (k * k - 1))
     sa = np.sign(pa[:, :, None] - pa[:, None, :]).reshape(len(pa), -1).astype(np.float64)
     sb = np.sign(pb[:, :, None] - pb[:, None, :]).reshape(len(pb), -1).astype(np.float64)
@@ -111,7 +128,7 @@ def kendall_w(orderings: ArrayLike) -> float:
     if m < 2:
         return math.nan
     s = (((pos + 1).sum(axis=0) - m * (k + 1) / 2.0) ** 2).sum()
-    return float(12.0 * s / (m * m * (k ** 3 - k)))
+    return float(12.0 * s / (m * m * (k**3 - k)))
 
 
 # ----------------------------------------------------------------------------- AC, WCA, RBA
@@ -230,8 +247,9 @@ def _golds_for_loo(golds: ArrayLike) -> np.ndarray:
     return gpos
 
 
-def evaluation_discriminativeness(golds: ArrayLike, *, methods: Sequence[str] = METHODS,
-                                  frespa: FrespaParams | None = None) -> dict[str, float]:
+def evaluation_discriminativeness(
+    golds: ArrayLike, *, methods: Sequence[str] = METHODS, frespa: FrespaParams | None = None
+) -> dict[str, float]:
     """ED of each method (leave-one-out): ``mean_i [S(O_i; others) - S(reverse(O_i); others)]``.
 
     Parameters
@@ -258,9 +276,14 @@ def _query_positions(gold_sets: Sequence[ArrayLike]) -> list[np.ndarray]:
     return [_golds_for_loo(g) for g in gold_sets]
 
 
-def noise_robustness(gold_sets: Sequence[ArrayLike], *, rng: np.random.Generator,
-                     ratios: Sequence[float] = NOISE_RATIOS, methods: Sequence[str] = METHODS,
-                     frespa: FrespaParams | None = None) -> pd.DataFrame:
+def noise_robustness(
+    gold_sets: Sequence[ArrayLike],
+    *,
+    rng: np.random.Generator,
+    ratios: Sequence[float] = NOISE_RATIOS,
+    methods: Sequence[str] = METHODS,
+    frespa: FrespaParams | None = None,
+) -> pd.DataFrame:
     """ED of each method when ``round(r n)`` uniformly random orderings join each query's golds.
 
     Only the real golds are held out; the references are the other golds plus the noise. The
@@ -288,11 +311,21 @@ def noise_robustness(gold_sets: Sequence[ArrayLike], *, rng: np.random.Generator
     methods = [_check_method(m) for m in methods]
     queries = _query_positions(gold_sets)
     top = max(ratios)
-    noise = [rng.permuted(np.tile(np.arange(p.shape[1]), (math.floor(top * len(p) + 0.5), 1)), axis=1)
-             for p in queries]
-    ed = np.array([[np.mean([_finite_mean(_ed_terms(p, z[:math.floor(r * len(p) + 0.5)], m, params))
-                             for p, z in zip(queries, noise, strict=True)]) for m in methods]
-                   for r in ratios])
+    noise = [rng.permuted(np.tile(np.arange(p.shape[1]), (math.floor(top * len(p) + 0.5), 1)), axis=1) for p in queries]
+    ed = np.array(
+        [
+            [
+                np.mean(
+                    [
+                        _finite_mean(_ed_terms(p, z[: math.floor(r * len(p) + 0.5)], m, params))
+                        for p, z in zip(queries, noise, strict=True)
+                    ]
+                )
+                for m in methods
+            ]
+            for r in ratios
+        ]
+    )
     base = ed[0]
     deg = np.full_like(ed, math.nan)
     ok = np.isfinite(base) & (base != 0)
@@ -301,8 +334,7 @@ def noise_robustness(gold_sets: Sequence[ArrayLike], *, rng: np.random.Generator
     return pd.DataFrame(np.hstack([ed, deg]), index=pd.Index(list(ratios), name="ratio"), columns=columns)
 
 
-def frespa_grid_search(gold_sets: Sequence[ArrayLike], *,
-                       grid: Mapping[str, Sequence] | None = None) -> pd.DataFrame:
+def frespa_grid_search(gold_sets: Sequence[ArrayLike], *, grid: Mapping[str, Sequence] | None = None) -> pd.DataFrame:
     """Grid search of FreSPA's parameters by ED, averaged over queries.
 
     Parameters

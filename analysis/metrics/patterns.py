@@ -4,6 +4,7 @@ The pattern analysis and the two chi-squared tests follow the MIREX Audio Music 
 meta-evaluation: Jones, M. C., Downie, J. S. & Ehmann, A. F. (2007). Human similarity judgments:
 implications for the design of formal evaluations. ISMIR 2007, 539-542.
 """
+
 from __future__ import annotations
 
 from collections.abc import Sequence
@@ -48,7 +49,7 @@ def pattern_kinds(counts: ArrayLike) -> np.ndarray:
 
 
 def _pattern_label(row: np.ndarray, categories: Sequence[Any]) -> str:
-    """"VS,VS,VS", "SS,SS,·" or "VS,SS,NS": modal labels repeated, "·" for each other judgment."""
+    """ "VS,VS,VS", "SS,SS,·" or "VS,SS,NS": modal labels repeated, "·" for each other judgment."""
     order = np.arange(len(categories))[::-1]  # highest category first, as in "VS,SS,NS"
     top = row.max()
     if top == 1:
@@ -72,18 +73,21 @@ def pattern_table(counts: ArrayLike, categories: Sequence[Any]) -> pd.DataFrame:
     """
     table = as_count_table(counts)
     if len(categories) != table.shape[1]:
-        raise ValueError(f"`categories` has {len(categories)} labels for {table.shape[1]} columns: "
-                         f"{short(list(categories))}")
+        raise ValueError(
+            f"`categories` has {len(categories)} labels for {table.shape[1]} columns: {short(list(categories))}"
+        )
     table = table[table.sum(axis=1) >= 2]
     distinct, inverse, sizes = np.unique(table, axis=0, return_inverse=True, return_counts=True)
     labels = [_pattern_label(row, categories) for row in distinct]  # one per distinct count row
-    frame = pd.DataFrame({"pattern": labels, "kind": pattern_kinds(distinct) if len(distinct) else [],
-                          "count": sizes})
+    frame = pd.DataFrame({"pattern": labels, "kind": pattern_kinds(distinct) if len(distinct) else [], "count": sizes})
     frame = frame.groupby(["pattern", "kind"], as_index=False)["count"].sum()
     frame["percent"] = 100.0 * frame["count"] / max(1, table.shape[0])
     frame["rank"] = frame["kind"].map({k: i for i, k in enumerate(KINDS)})
-    return frame.sort_values(["rank", "count", "pattern"], ascending=[True, False, True]) \
-        .drop(columns="rank").reset_index(drop=True)
+    return (
+        frame.sort_values(["rank", "count", "pattern"], ascending=[True, False, True])
+        .drop(columns="rank")
+        .reset_index(drop=True)
+    )
 
 
 def kind_summary(counts: ArrayLike) -> dict[str, dict[str, float]]:
@@ -91,8 +95,7 @@ def kind_summary(counts: ArrayLike) -> dict[str, dict[str, float]]:
     kinds = pattern_kinds(counts)
     kinds = kinds[kinds != ""]
     total = max(1, kinds.size)
-    return {k: {"count": int((kinds == k).sum()), "percent": 100.0 * (kinds == k).sum() / total}
-            for k in KINDS}
+    return {k: {"count": int((kinds == k).sum()), "percent": 100.0 * (kinds == k).sum() / total} for k in KINDS}
 
 
 def chi2_independence(table: ArrayLike) -> Chi2:
@@ -109,8 +112,12 @@ def chi2_independence(table: ArrayLike) -> Chi2:
     observed = as_count_table(table, name="table")
     observed = observed[observed.sum(axis=1) > 0][:, observed.sum(axis=0) > 0]
     if min(observed.shape) < 2:
-        return Chi2(float("nan"), 0, float("nan"), f"table has shape {observed.shape} after dropping "
-                    "empty rows and columns; the test needs at least 2 x 2")
+        return Chi2(
+            float("nan"),
+            0,
+            float("nan"),
+            f"table has shape {observed.shape} after dropping empty rows and columns; the test needs at least 2 x 2",
+        )
     result = chi2_contingency(observed, correction=False)
     return Chi2(float(result.statistic), int(result.dof), float(result.pvalue))
 
@@ -168,8 +175,17 @@ def fine_within_broad(broad: ArrayLike, fine: ArrayLike, categories: Sequence[An
     if unknown.any():
         raise ValueError(f"`broad` has a label outside {list(categories)}: {short(broad[unknown][0])}")
     groups = pd.Series(fine).groupby(pd.Categorical(broad, categories=list(categories)), observed=False)
-    out = pd.DataFrame({"n": groups.size(), "mean": groups.mean(), "std": groups.std(ddof=1),
-                        "min": groups.min(), "q1": groups.quantile(0.25), "median": groups.median(),
-                        "q3": groups.quantile(0.75), "max": groups.max()})
+    out = pd.DataFrame(
+        {
+            "n": groups.size(),
+            "mean": groups.mean(),
+            "std": groups.std(ddof=1),
+            "min": groups.min(),
+            "q1": groups.quantile(0.25),
+            "median": groups.median(),
+            "q3": groups.quantile(0.75),
+            "max": groups.max(),
+        }
+    )
     out.index = pd.Index(list(categories), name="broad")
     return out

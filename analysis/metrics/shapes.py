@@ -4,6 +4,7 @@
 - wide: an ``(n_units, n_graders)`` float matrix with NaN for missing;
 - counts: an ``(n_units, n_categories)`` table, ``counts[i, j]`` = judgments of unit i in category j.
 """
+
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
@@ -16,8 +17,11 @@ from numpy.typing import ArrayLike
 from ._checks import as_count_table, as_wide, category_codes, check_in_scale, factorize_long, short
 
 
-def long_to_wide(frame: pd.DataFrame, *, scale: tuple[float, float] | None = None,
-                 ) -> tuple[np.ndarray, pd.Index, pd.Index]:
+def long_to_wide(
+    frame: pd.DataFrame,
+    *,
+    scale: tuple[float, float] | None = None,
+) -> tuple[np.ndarray, pd.Index, pd.Index]:
     """Pivot a long frame of numeric values to the wide matrix.
 
     Parameters
@@ -48,8 +52,10 @@ def codes_for(values: ArrayLike, categories: Sequence[Any] | None, *, name: str)
     return category_codes(values, categories, name=name), list(categories)
 
 
-def long_to_counts(frame: pd.DataFrame, categories: Sequence[Any] | None = None,
-                   ) -> tuple[np.ndarray, pd.Index, list]:
+def long_to_counts(
+    frame: pd.DataFrame,
+    categories: Sequence[Any] | None = None,
+) -> tuple[np.ndarray, pd.Index, list]:
     """Count table from a long frame of category labels.
 
     Returns
@@ -76,7 +82,9 @@ def wide_to_counts(ratings: ArrayLike, n_categories: int | None = None) -> np.nd
     observed = ~np.isnan(wide)
     codes = wide[observed]
     if (codes < 0).any() or (codes != np.round(codes)).any():
-        raise ValueError(f"`ratings` must hold category codes 0..k-1; got {codes[(codes < 0) | (codes != np.round(codes))][0]!r}")
+        raise ValueError(
+            f"`ratings` must hold category codes 0..k-1; got {codes[(codes < 0) | (codes != np.round(codes))][0]!r}"
+        )
     k = int(codes.max()) + 1 if n_categories is None else n_categories
     if codes.max() >= k:
         raise ValueError(f"`ratings` has code {short(codes.max())} >= n_categories={k}")
@@ -85,8 +93,11 @@ def wide_to_counts(ratings: ArrayLike, n_categories: int | None = None) -> np.nd
     return flat.reshape(wide.shape[0], k).astype(float)
 
 
-def collapse_counts(counts: ArrayLike, categories: Sequence[Any], mapping: Mapping[Any, Any],
-                    ) -> tuple[np.ndarray, list]:
+def collapse_counts(
+    counts: ArrayLike,
+    categories: Sequence[Any],
+    mapping: Mapping[Any, Any],
+) -> tuple[np.ndarray, list]:
     """Merge categories of a count table, e.g. ``{"VS": "S", "SS": "S"}`` turns NS/SS/VS into NS/S.
 
     Categories not named in ``mapping`` keep their label. The new categories keep the order in which
@@ -100,12 +111,10 @@ def collapse_counts(counts: ArrayLike, categories: Sequence[Any], mapping: Mappi
     table = as_count_table(counts)
     categories = list(categories)
     if len(categories) != table.shape[1]:
-        raise ValueError(f"`categories` has {len(categories)} labels for {table.shape[1]} columns: "
-                         f"{short(categories)}")
+        raise ValueError(f"`categories` has {len(categories)} labels for {table.shape[1]} columns: {short(categories)}")
     unknown = [key for key in mapping if key not in categories]
     if unknown:
-        raise ValueError(f"`mapping` names categories that do not exist: {unknown}; "
-                         f"categories are {categories}")
+        raise ValueError(f"`mapping` names categories that do not exist: {unknown}; categories are {categories}")
     target = [mapping.get(c, c) for c in categories]
     new_codes, new_categories = pd.factorize(pd.Index(target, dtype=object))
     collapsed = np.zeros((table.shape[0], len(new_categories)))

@@ -6,6 +6,7 @@ opportunity is a (grader, unit) pair. Its first event sets the initial value; ea
 *change*; a change back to the initial value (from another) is a *revert*; a change to the value
 already current is a *repeat*. FINE compares with a tolerance: ``|a - b| <= tolerance`` is equal.
 """
+
 from __future__ import annotations
 
 import numpy as np
@@ -24,8 +25,10 @@ def _as_events(events: pd.DataFrame, tolerance: float) -> pd.DataFrame:
         raise ValueError("`events` needs a `value` column without missing values")
     if events.duplicated(["grader", "unit", "seq"]).any():
         row = events[events.duplicated(["grader", "unit", "seq"])].iloc[0]
-        raise ValueError(f"`events` has two events with seq {short(row['seq'])} for grader {short(row['grader'])}, "
-                         f"unit {short(row['unit'])}")
+        raise ValueError(
+            f"`events` has two events with seq {short(row['seq'])} for grader {short(row['grader'])}, "
+            f"unit {short(row['unit'])}"
+        )
     return events.sort_values(["grader", "unit", "seq"], kind="stable").reset_index(drop=True)
 
 
@@ -54,8 +57,7 @@ def event_flags(events: pd.DataFrame, *, tolerance: float = 0.0) -> pd.DataFrame
     previous = frame["value"].shift()
     repeat = ~first & _same(frame["value"], previous, tolerance)
     revert = ~first & ~repeat & _same(frame["value"], initial, tolerance)
-    return frame.assign(opportunity=key.to_numpy(), first=first, change=~first, revert=revert,
-                        repeat=repeat)
+    return frame.assign(opportunity=key.to_numpy(), first=first, change=~first, revert=revert, repeat=repeat)
 
 
 def _summarise(flags: pd.DataFrame) -> dict[str, float | int]:
@@ -64,10 +66,14 @@ def _summarise(flags: pd.DataFrame) -> dict[str, float | int]:
     mode = int(freq.sort_index().idxmax())  # lowest of the most frequent
     changes = int(flags["change"].sum())
     return {
-        "opportunities": int(per_opp.size), "events": int(len(flags)),
-        "mean_events": float(per_opp.mean()), "max_events": int(per_opp.max()),
-        "mode_events": mode, "share_at_mode": float(freq[mode] / per_opp.size),
-        "pct_changed": float(100.0 * (per_opp > 1).mean()), "changes": changes,
+        "opportunities": int(per_opp.size),
+        "events": int(len(flags)),
+        "mean_events": float(per_opp.mean()),
+        "max_events": int(per_opp.max()),
+        "mode_events": mode,
+        "share_at_mode": float(freq[mode] / per_opp.size),
+        "pct_changed": float(100.0 * (per_opp > 1).mean()),
+        "changes": changes,
         "reverts": int(flags["revert"].sum()),
         "pct_reverts": float(100.0 * flags["revert"].sum() / changes) if changes else 0.0,
         "repeats": int(flags["repeat"].sum()),
@@ -90,7 +96,8 @@ def judgment_stability(events: pd.DataFrame, *, tolerance: float = 0.0) -> dict[
     """
     flags = event_flags(events, tolerance=tolerance)
     per_grader = pd.DataFrame.from_dict(
-        {g: _summarise(part) for g, part in flags.groupby("grader", sort=True)}, orient="index")
+        {g: _summarise(part) for g, part in flags.groupby("grader", sort=True)}, orient="index"
+    )
     per_grader.index.name = "grader"
     return {"overall": _summarise(flags), "per_grader": per_grader}
 
@@ -128,9 +135,15 @@ def engagement(events: pd.DataFrame, *, idle_cap: float = IDLE_CAP) -> pd.DataFr
     as_long(events, name="events", columns=("grader", "unit", "ts", "type"))
     ts = events["ts"]
     seconds = ts.astype("int64") / 1e9 if pd.api.types.is_datetime64_any_dtype(ts) else ts.astype(float)
-    frame = pd.DataFrame({"grader": events["grader"].to_numpy(), "unit": events["unit"].to_numpy(),
-                          "t": seconds.to_numpy(), "hidden": (events["type"] == PAGE_HIDDEN).to_numpy(),
-                          "audition": (events["type"] == "audition").astype(int).to_numpy()})
+    frame = pd.DataFrame(
+        {
+            "grader": events["grader"].to_numpy(),
+            "unit": events["unit"].to_numpy(),
+            "t": seconds.to_numpy(),
+            "hidden": (events["type"] == PAGE_HIDDEN).to_numpy(),
+            "audition": (events["type"] == "audition").astype(int).to_numpy(),
+        }
+    )
     frame = frame.sort_values(["grader", "t"], kind="stable")
     gap = frame.groupby("grader", sort=False)["t"].shift(-1) - frame["t"]
     frame["active"] = gap.clip(upper=float(idle_cap)).fillna(0.0).where(~frame["hidden"], 0.0)
@@ -140,7 +153,9 @@ def engagement(events: pd.DataFrame, *, idle_cap: float = IDLE_CAP) -> pd.DataFr
 
 def engagement_summary(per_opportunity: pd.DataFrame) -> dict[str, float]:
     """Mean and median seconds on a unit and auditions per unit, over opportunities."""
-    return {"mean_seconds": float(per_opportunity["seconds"].mean()),
-            "median_seconds": float(per_opportunity["seconds"].median()),
-            "mean_auditions": float(per_opportunity["auditions"].mean()),
-            "median_auditions": float(per_opportunity["auditions"].median())}
+    return {
+        "mean_seconds": float(per_opportunity["seconds"].mean()),
+        "median_seconds": float(per_opportunity["seconds"].median()),
+        "mean_auditions": float(per_opportunity["auditions"].mean()),
+        "median_auditions": float(per_opportunity["auditions"].median()),
+    }

@@ -7,6 +7,7 @@ on the low-confusability subset (measure ≤ a threshold, default the median), (
 confusability of the evaluated set beside the metrics, (4) caCorr, the Pearson correlation weighted
 by ``w_u = 1 − (c_u − min c) / (max c − min c)``.
 """
+
 from __future__ import annotations
 
 from typing import Any, Literal
@@ -62,8 +63,9 @@ def correlation(x: np.ndarray, y: np.ndarray, method: Metric) -> np.ndarray:
     return _rowwise_pearson(np.asarray(x, dtype=float), np.asarray(y, dtype=float))
 
 
-def correlation_ci(x: np.ndarray, y: np.ndarray, method: Metric, *, rng: np.random.Generator, n_boot: int,
-                   confidence: float = 0.95) -> Estimate:
+def correlation_ci(
+    x: np.ndarray, y: np.ndarray, method: Metric, *, rng: np.random.Generator, n_boot: int, confidence: float = 0.95
+) -> Estimate:
     """A correlation with its percentile bootstrap interval, resampling units (pairs (x_u, y_u)).
 
     A resample is a row of unit weights (how often each unit was drawn), so no resampled array is
@@ -78,8 +80,10 @@ def correlation_ci(x: np.ndarray, y: np.ndarray, method: Metric, *, rng: np.rand
     value = float(correlation(x, y, method))
     rng, n_boot = as_rng(rng), as_positive_int(n_boot, name="n_boot")
     block = max(1, MAX_CELLS // n)  # resamples at once: the arrays stay small enough for the cache
-    replicates = [_weighted_correlation(x, y, _weights(rng, n, min(block, n_boot - start)), method)
-                  for start in range(0, n_boot, block)]
+    replicates = [
+        _weighted_correlation(x, y, _weights(rng, n, min(block, n_boot - start)), method)
+        for start in range(0, n_boot, block)
+    ]
     low, high = percentile_interval(np.concatenate(replicates), confidence)
     reason = None if np.isfinite(value) else "the scores or the ground truth are constant"
     return Estimate(value, low, high, reason)
@@ -131,9 +135,18 @@ def _bands(conf: np.ndarray, cuts: np.ndarray | None) -> tuple[np.ndarray, np.nd
     return np.searchsorted(cuts, conf, side="right"), cuts
 
 
-def evaluate_scores(scores: pd.Series, units: pd.DataFrame, *, aggregate: str = "mean", measure: str = "std",
-                    threshold: float | None = None, cuts: np.ndarray | None = None,
-                    rng: np.random.Generator, n_boot: int = 1000, confidence: float = 0.95) -> dict[str, Any]:
+def evaluate_scores(
+    scores: pd.Series,
+    units: pd.DataFrame,
+    *,
+    aggregate: str = "mean",
+    measure: str = "std",
+    threshold: float | None = None,
+    cuts: np.ndarray | None = None,
+    rng: np.random.Generator,
+    n_boot: int = 1000,
+    confidence: float = 0.95,
+) -> dict[str, Any]:
     """One system's per-unit scores evaluated against the ground truth, confusability-aware.
 
     Parameters
@@ -162,18 +175,33 @@ def evaluate_scores(scores: pd.Series, units: pd.DataFrame, *, aggregate: str = 
     for m in METRICS:
         out[m] = correlation_ci(x, g, m, rng=rng, n_boot=n_boot, confidence=confidence)._asdict()
     if len(frame) < 3:
-        return {**out, "bands": [], "low_subset": None, "mean_confusability": float(np.mean(c)) if c.size else None,
-                "ca_corr": float("nan")}
+        return {
+            **out,
+            "bands": [],
+            "low_subset": None,
+            "mean_confusability": float(np.mean(c)) if c.size else None,
+            "ca_corr": float("nan"),
+        }
     band, cuts = _bands(c, cuts)
     edges = np.concatenate([[c.min()], cuts, [c.max()]])
-    out["bands"] = [{"low": float(edges[b]), "high": float(edges[b + 1]), "n": int((band == b).sum()),
-                     **_metrics(x[band == b], g[band == b]),
-                     "mean_confusability": float(c[band == b].mean()) if (band == b).any() else None}
-                    for b in range(cuts.size + 1)]
+    out["bands"] = [
+        {
+            "low": float(edges[b]),
+            "high": float(edges[b + 1]),
+            "n": int((band == b).sum()),
+            **_metrics(x[band == b], g[band == b]),
+            "mean_confusability": float(c[band == b].mean()) if (band == b).any() else None,
+        }
+        for b in range(cuts.size + 1)
+    ]
     limit = float(np.median(c)) if threshold is None else float(threshold)
     low = c <= limit
-    out["low_subset"] = {"threshold": limit, "n": int(low.sum()), **_metrics(x[low], g[low]),
-                         "mean_confusability": float(c[low].mean()) if low.any() else None}
+    out["low_subset"] = {
+        "threshold": limit,
+        "n": int(low.sum()),
+        **_metrics(x[low], g[low]),
+        "mean_confusability": float(c[low].mean()) if low.any() else None,
+    }
     out["mean_confusability"] = float(c.mean())
     out["ca_corr"] = ca_corr(x, g, c)
     return out

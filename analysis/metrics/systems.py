@@ -13,6 +13,7 @@ and insights. Friedman, M. (1937). JASA 32(200). Nemenyi, P. (1963), as given by
 Statistical comparisons of classifiers over multiple data sets. JMLR 7. Piepho, H.-P. (2004). An
 algorithm for a letter-based representation of all-pairwise comparisons. JCGS 13(2).
 """
+
 from __future__ import annotations
 
 import string
@@ -44,15 +45,19 @@ def per_query_scores(truth: pd.Series, provenance: pd.DataFrame) -> pd.DataFrame
     as_long(provenance, name="provenance", columns=("system", "query", "unit"))
     if not isinstance(truth, pd.Series):
         raise ValueError(f"`truth` must be a pandas Series indexed by unit, got {type(truth).__name__}")
-    frame = provenance.drop_duplicates(["system", "query", "unit"]).assign(
-        g=lambda f: f["unit"].map(truth).astype(float)).dropna(subset=["g"])
+    frame = (
+        provenance.drop_duplicates(["system", "query", "unit"])
+        .assign(g=lambda f: f["unit"].map(truth).astype(float))
+        .dropna(subset=["g"])
+    )
     if frame.empty:
         return pd.DataFrame(dtype=float)
     return frame.pivot_table(index="query", columns="system", values="g", aggfunc="mean").sort_index(axis=1)
 
 
-def system_scores(per_query: pd.DataFrame, *, rng: np.random.Generator, n_boot: int = 1000,
-                  confidence: float = 0.95) -> pd.DataFrame:
+def system_scores(
+    per_query: pd.DataFrame, *, rng: np.random.Generator, n_boot: int = 1000, confidence: float = 0.95
+) -> pd.DataFrame:
     """Each system's score ``S_s`` (mean over its queries) with a percentile bootstrap over queries.
 
     A replicate draws the campaign's queries with replacement (the same draw for every system, so
@@ -82,8 +87,15 @@ def system_scores(per_query: pd.DataFrame, *, rng: np.random.Generator, n_boot: 
     with np.errstate(invalid="ignore", divide="ignore"):
         replicates = (weights @ filled) / (weights @ has)  # (n_boot, k)
     bounds = np.array([percentile_interval(replicates[:, j], confidence) for j in range(values.shape[1])])
-    out = pd.DataFrame({"score": np.nanmean(np.where(has, values, np.nan), axis=0), "ci_low": bounds[:, 0],
-                        "ci_high": bounds[:, 1], "n_queries": has.sum(axis=0)}, index=per_query.columns)
+    out = pd.DataFrame(
+        {
+            "score": np.nanmean(np.where(has, values, np.nan), axis=0),
+            "ci_low": bounds[:, 0],
+            "ci_high": bounds[:, 1],
+            "n_queries": has.sum(axis=0),
+        },
+        index=per_query.columns,
+    )
     out.index.name = "system"
     return out.sort_values("score", ascending=False, kind="stable")
 
@@ -110,9 +122,15 @@ def friedman(per_query: pd.DataFrame) -> dict[str, Any]:
     result = stats.friedmanchisquare(*complete.to_numpy(dtype=float).T)
     ranks = stats.rankdata(complete.to_numpy(dtype=float), axis=1).mean(axis=0)
     chi2 = float(result.statistic)
-    return {"chi2": chi2, "df": k - 1, "p": float(result.pvalue), "w": chi2 / (n * (k - 1)),
-            "n_queries": int(n), "n_systems": int(k),
-            "mean_ranks": dict(zip(map(str, complete.columns), ranks.tolist(), strict=True))}
+    return {
+        "chi2": chi2,
+        "df": k - 1,
+        "p": float(result.pvalue),
+        "w": chi2 / (n * (k - 1)),
+        "n_queries": int(n),
+        "n_systems": int(k),
+        "mean_ranks": dict(zip(map(str, complete.columns), ranks.tolist(), strict=True)),
+    }
 
 
 def nemenyi(per_query: pd.DataFrame) -> pd.DataFrame:
@@ -149,7 +167,7 @@ def letter_groups(order: list[Any], pvalues: pd.DataFrame, *, alpha: float = ALP
         raise ValueError(f"`order` must name the systems of `pvalues`; got {short(list(order))}")
     groups: list[frozenset] = [frozenset(order)]
     for i, a in enumerate(order):
-        for b in order[i + 1:]:
+        for b in order[i + 1 :]:
             if not pvalues.loc[a, b] < alpha:
                 continue
             split = []

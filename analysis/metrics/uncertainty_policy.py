@@ -10,6 +10,7 @@ grader can expect to gain ``min_gain`` bits anywhere, or the budget is spent.
 Graders work at the same pace: in each round every grader asks for the same number of units (the
 policy chooses units, never graders), and the model is refitted between rounds.
 """
+
 from __future__ import annotations
 
 import numpy as np
@@ -37,18 +38,39 @@ def expected_entropy_drop(posterior: np.ndarray, confusion: np.ndarray) -> np.nd
     return _entropy(posterior)[:, None] - expected
 
 
-def fit(answers: np.ndarray, judged: np.ndarray, k: int, start: np.ndarray | None = None, max_iter: int = 100,
-        ) -> tuple[np.ndarray, np.ndarray]:
+def fit(
+    answers: np.ndarray,
+    judged: np.ndarray,
+    k: int,
+    start: np.ndarray | None = None,
+    max_iter: int = 100,
+) -> tuple[np.ndarray, np.ndarray]:
     """Dawid–Skene posterior (n_units, k) and confusion (n_graders, k, k) from the judged answers."""
     unit, grader = np.nonzero(judged)
-    posterior, _, confusion = dawid_skene_codes(unit, grader, answers[unit, grader], n_units=answers.shape[0],
-                                                n_graders=answers.shape[1], k=k, start=start, max_iter=max_iter)
+    posterior, _, confusion = dawid_skene_codes(
+        unit,
+        grader,
+        answers[unit, grader],
+        n_units=answers.shape[0],
+        n_graders=answers.shape[1],
+        k=k,
+        start=start,
+        max_iter=max_iter,
+    )
     return posterior, confusion
 
 
-def run_uncertainty(answers: np.ndarray, order: np.ndarray, k: int, *, initial_overlap: int, max_overlap: int,
-                    budget: float = np.inf, per_round: int | None = None, min_gain: float = MIN_GAIN,
-                    ) -> tuple[np.ndarray, int]:
+def run_uncertainty(
+    answers: np.ndarray,
+    order: np.ndarray,
+    k: int,
+    *,
+    initial_overlap: int,
+    max_overlap: int,
+    budget: float = np.inf,
+    per_round: int | None = None,
+    min_gain: float = MIN_GAIN,
+) -> tuple[np.ndarray, int]:
     """Allocate under the uncertainty policy; returns the (n_units, n_graders) mask of judgments made
     and the number of rounds. The first ``initial_overlap`` graders of ``order`` judge every unit first.
 
@@ -62,7 +84,9 @@ def run_uncertainty(answers: np.ndarray, order: np.ndarray, k: int, *, initial_o
     rounds, posterior = 0, None
     while judged.sum() < budget:
         # Between rounds a few EM steps from the last posterior suffice (a handful of judgments changed).
-        posterior, confusion = fit(answers, judged, k, start=posterior, max_iter=100 if posterior is None else REFIT_STEPS)
+        posterior, confusion = fit(
+            answers, judged, k, start=posterior, max_iter=100 if posterior is None else REFIT_STEPS
+        )
         gain = expected_entropy_drop(posterior, confusion)
         count = judged.sum(axis=1)
         gain[judged | (count >= max_overlap)[:, None] | (gain < min_gain)] = -np.inf

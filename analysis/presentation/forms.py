@@ -1,4 +1,5 @@
 """Forms of the report page (rendered next to the section they change)."""
+
 from __future__ import annotations
 
 from typing import Any
@@ -16,17 +17,23 @@ class SystemEvaluationForm(forms.Form):
 
     aggregate = forms.ChoiceField(choices=AGGREGATE_CHOICES, label="Ground truth", initial="mean")
     measure = forms.ChoiceField(choices=MEASURE_CHOICES, label="Confusability", initial="std")
-    threshold = forms.FloatField(required=False, min_value=0, label="Low-confusability threshold",
-                                 help_text="units with a measure at or below it; empty = the median")
+    threshold = forms.FloatField(
+        required=False,
+        min_value=0,
+        label="Low-confusability threshold",
+        help_text="units with a measure at or below it; empty = the median",
+    )
 
 
 class InstrumentLinksForm(forms.Form):
     """The campaigns that measure this one as an instrument (choices: campaigns the user may see)."""
 
-    sibling_campaign = forms.ModelChoiceField(queryset=None, required=False, label="Sibling campaign (same units)",
-                                              empty_label="none")
-    pairwise_campaign = forms.ModelChoiceField(queryset=None, required=False, label="Pairwise campaign (resolution)",
-                                               empty_label="none")
+    sibling_campaign = forms.ModelChoiceField(
+        queryset=None, required=False, label="Sibling campaign (same units)", empty_label="none"
+    )
+    pairwise_campaign = forms.ModelChoiceField(
+        queryset=None, required=False, label="Pairwise campaign (resolution)", empty_label="none"
+    )
 
     def __init__(self, *args: Any, campaigns: QuerySet, **kwargs: Any) -> None:
         super().__init__(*args, **kwargs)

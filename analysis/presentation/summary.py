@@ -3,6 +3,7 @@
 Every sentence is generated from one figure of the stored result and shows it (docs/design.md §5.7),
 so the words can never drift from the numbers. Each comes with the glossary term that explains it.
 """
+
 from __future__ import annotations
 
 import math
@@ -12,8 +13,14 @@ from typing import Any
 
 from analysis.presentation.glossary import TERMS, Term
 
-AGREE_WORDS = {"poor": "poorly", "slight": "only slightly", "fair": "fairly", "moderate": "moderately",
-               "substantial": "substantially", "almost perfect": "almost perfectly"}
+AGREE_WORDS = {
+    "poor": "poorly",
+    "slight": "only slightly",
+    "fair": "fairly",
+    "moderate": "moderately",
+    "substantial": "substantially",
+    "almost perfect": "almost perfectly",
+}
 # A grader deviates when their agreement with the majority falls this far below the graders' median.
 DEVIATION_SHARE = 0.8
 
@@ -54,39 +61,66 @@ def _agreement(agreement: dict[str, Any], out: Summary) -> None:
     if levels and _defined(levels[0]["kappa"]):
         kappa = levels[0]["kappa"]
         what = "the BROAD category" if levels[0]["categories"] == ["NS", "SS", "VS"] else "the category"
-        out.findings.append(Sentence(
-            f"Graders agree {AGREE_WORDS.get(kappa['label'], kappa['label'])} on {what}: κ = {_num(kappa['value'])}"
-            f"{_interval(kappa)}, “{kappa['label']}” on the Landis & Koch scale.", "kappa",
-            concern=kappa["value"] <= 0.4))
+        out.findings.append(
+            Sentence(
+                f"Graders agree {AGREE_WORDS.get(kappa['label'], kappa['label'])} on {what}: κ = {_num(kappa['value'])}"
+                f"{_interval(kappa)}, “{kappa['label']}” on the Landis & Koch scale.",
+                "kappa",
+                concern=kappa["value"] <= 0.4,
+            )
+        )
     alpha = agreement.get("alpha")
     if _defined(alpha):
-        out.findings.append(Sentence(
-            f"On the {alpha['scale']} scale they agree {AGREE_WORDS.get(alpha['label'], alpha['label'])}: "
-            f"α = {_num(alpha['value'])}{_interval(alpha)}.", "alpha", concern=alpha["value"] <= 0.4))
+        out.findings.append(
+            Sentence(
+                f"On the {alpha['scale']} scale they agree {AGREE_WORDS.get(alpha['label'], alpha['label'])}: "
+                f"α = {_num(alpha['value'])}{_interval(alpha)}.",
+                "alpha",
+                concern=alpha["value"] <= 0.4,
+            )
+        )
 
 
 def _confusable(result: dict[str, Any], out: Summary) -> None:
     agreement = result.get("agreement") or {}
     levels = agreement.get("levels") or []
-    thin = int(agreement.get("units_excluded") or (result.get("confusability") or {}).get("summary", {}).get(
-        "n_excluded") or 0)
+    thin = int(
+        agreement.get("units_excluded") or (result.get("confusability") or {}).get("summary", {}).get("n_excluded") or 0
+    )
     none = levels[0]["kinds"].get("none", {}) if levels and levels[0].get("kinds") else {}
     if none:
-        out.findings.append(Sentence(
-            f"{none['count']} units ({_num(none['percent'], 0)}%) are too confusable to use as they stand: "
-            "every grader chose a different category.", "confusability", concern=none["count"] > 0))
+        out.findings.append(
+            Sentence(
+                f"{none['count']} units ({_num(none['percent'], 0)}%) are too confusable to use as they stand: "
+                "every grader chose a different category.",
+                "confusability",
+                concern=none["count"] > 0,
+            )
+        )
     if thin:
-        out.findings.append(Sentence(f"{thin} units have fewer than 2 judgments, so their agreement is unknown.",
-                                     "confusability", concern=True))
+        out.findings.append(
+            Sentence(
+                f"{thin} units have fewer than 2 judgments, so their agreement is unknown.",
+                "confusability",
+                concern=True,
+            )
+        )
     if none.get("count", 0) + thin:
-        out.next_steps.append(f"{none.get('count', 0) + thin} units need more graders (the confusable ones and "
-                              "those with fewer than 2 judgments).")
+        out.next_steps.append(
+            f"{none.get('count', 0) + thin} units need more graders (the confusable ones and "
+            "those with fewer than 2 judgments)."
+        )
     precision = (result.get("confusability") or {}).get("precision")
     if precision:
         low, high = precision["band_67"]
-        out.findings.append(Sentence(
-            f"A typical unit's judgments spread by std = {_num(precision['mean_std'])}; two thirds of the units lie "
-            f"between {_num(low)} and {_num(high)}.", "band67"))
+        out.findings.append(
+            Sentence(
+                f"A typical unit's judgments spread by std = {_num(precision['mean_std'])}; two thirds of the units "
+                "lie "
+                f"between {_num(low)} and {_num(high)}.",
+                "band67",
+            )
+        )
 
 
 def _graders(graders: list[dict[str, Any]], out: Summary) -> None:
@@ -96,15 +130,25 @@ def _graders(graders: list[dict[str, Any]], out: Summary) -> None:
     middle = median(shares)
     deviating = [g for g in graders if (g.get("agreement_with_majority") or 1) < DEVIATION_SHARE * middle]
     for g in deviating:
-        out.findings.append(Sentence(
-            f"Grader {g['pseudonym']} deviates: agrees with the majority on {_num(100 * g['agreement_with_majority'], 0)}% "
-            f"of units, against a median of {_num(100 * middle, 0)}% over all graders.", "", concern=True))
+        out.findings.append(
+            Sentence(
+                f"Grader {g['pseudonym']} deviates: agrees with the majority on "
+                f"{_num(100 * g['agreement_with_majority'], 0)}% "
+                f"of units, against a median of {_num(100 * middle, 0)}% over all graders.",
+                "",
+                concern=True,
+            )
+        )
     if deviating:
         names = ", ".join(g["pseudonym"] for g in deviating)
         out.next_steps.append(f"Check the judgments of {names} (read the guidelines with them, or weigh them less).")
     else:
-        out.findings.append(Sentence(f"No grader deviates: each agrees with the majority on at least "
-                                     f"{_num(100 * min(shares), 0)}% of units (median {_num(100 * middle, 0)}%)."))
+        out.findings.append(
+            Sentence(
+                f"No grader deviates: each agrees with the majority on at least "
+                f"{_num(100 * min(shares), 0)}% of units (median {_num(100 * middle, 0)}%)."
+            )
+        )
 
 
 def _systems(section: dict[str, Any], out: Summary) -> None:
@@ -112,17 +156,28 @@ def _systems(section: dict[str, Any], out: Summary) -> None:
     if "statistic" not in friedman:
         return
     apart = friedman["p"] < section.get("alpha", 0.05)
-    out.findings.append(Sentence(
-        f"The judgments {'can' if apart else 'cannot'} tell the systems apart: Friedman χ² = {_num(friedman['statistic'])}, "
-        f"p = {_num(friedman['p'], 3)} over {friedman['n_queries']} queries (Kendall's W = {_num(friedman['w'])}).",
-        "friedman", concern=not apart))
+    out.findings.append(
+        Sentence(
+            f"The judgments {'can' if apart else 'cannot'} tell the systems apart: Friedman χ² = "
+            f"{_num(friedman['statistic'])}, "
+            f"p = {_num(friedman['p'], 3)} over {friedman['n_queries']} queries (Kendall's W = {_num(friedman['w'])}).",
+            "friedman",
+            concern=not apart,
+        )
+    )
     for pair in (section.get("posthoc") or {}).get("pairs", []):
         if not pair["distinguishable"]:
-            out.next_steps.append(f"Systems {pair['system_a']} and {pair['system_b']} cannot be told apart at this "
-                                  f"precision (Nemenyi p = {_num(pair['p'], 3)}): more queries or graders would be needed.")
+            out.next_steps.append(
+                f"Systems {pair['system_a']} and {pair['system_b']} cannot be told apart at this "
+                f"precision (Nemenyi p = {_num(pair['p'], 3)}): more queries or graders would be needed."
+            )
         else:
-            out.findings.append(Sentence(f"Systems {pair['system_a']} and {pair['system_b']} differ "
-                                         f"(Nemenyi p = {_num(pair['p'], 3)}).", "nemenyi"))
+            out.findings.append(
+                Sentence(
+                    f"Systems {pair['system_a']} and {pair['system_b']} differ (Nemenyi p = {_num(pair['p'], 3)}).",
+                    "nemenyi",
+                )
+            )
 
 
 def _uploaded(section: dict[str, Any], out: Summary) -> None:
@@ -133,10 +188,14 @@ def _uploaded(section: dict[str, Any], out: Summary) -> None:
         if p is None or (isinstance(p, float) and math.isnan(p)):
             continue
         verdict = "differ" if test["distinguishable"] else "are not distinguishable at this precision"
-        out.findings.append(Sentence(
-            f"By their uploaded scores, {test['system_a']} and {test['system_b']} {verdict}: paired t-test over "
-            f"{test['n_graders']} graders' correlations, t = {_num(test['t'])}, p = {_num(p, 3)}.", "t_test",
-            concern=not test["distinguishable"]))
+        out.findings.append(
+            Sentence(
+                f"By their uploaded scores, {test['system_a']} and {test['system_b']} {verdict}: paired t-test over "
+                f"{test['n_graders']} graders' correlations, t = {_num(test['t'])}, p = {_num(p, 3)}.",
+                "t_test",
+                concern=not test["distinguishable"],
+            )
+        )
 
 
 def report_summary(result: dict[str, Any]) -> Summary:

@@ -1,4 +1,5 @@
 """A report table: one source for the HTML page and its CSV download."""
+
 from __future__ import annotations
 
 import csv
@@ -33,20 +34,33 @@ class Table:
         stands out; the link column points at the row's page."""
         marked = self.marked_index
         rows = self.rows if self.page_rows is None else self.page_rows
-        return [[(format_duration(row.get(key)) if key in self.durations else _display(row.get(key)), _css(row.get(key), i == marked), row.get("url", "") if key == self.link else "")
-                 for i, (key, _) in enumerate(self.columns)] for row in rows]
+        return [
+            [
+                (
+                    format_duration(row.get(key)) if key in self.durations else _display(row.get(key)),
+                    _css(row.get(key), i == marked),
+                    row.get("url", "") if key == self.link else "",
+                )
+                for i, (key, _) in enumerate(self.columns)
+            ]
+            for row in rows
+        ]
 
     @property
     def headings(self) -> list[tuple[str, str]]:
         numeric = [all(_is_number(r.get(k)) for r in self.rows if r.get(k) is not None) for k, _ in self.columns]
-        return [(heading, _css(0 if numeric[i] else "", i == self.marked_index))
-                for i, (_, heading) in enumerate(self.columns)]
+        return [
+            (heading, _css(0 if numeric[i] else "", i == self.marked_index))
+            for i, (_, heading) in enumerate(self.columns)
+        ]
 
     @property
     def heading_cells(self) -> list[tuple[str, str, Term | None]]:
         """(heading, CSS classes, the glossary term that explains it, if any) per column."""
-        return [(heading, css, TERMS.get(self.explain.get(key, ""))) for (key, _), (heading, css)
-                in zip(self.columns, self.headings, strict=True)]
+        return [
+            (heading, css, TERMS.get(self.explain.get(key, "")))
+            for (key, _), (heading, css) in zip(self.columns, self.headings, strict=True)
+        ]
 
     def csv(self) -> str:
         out = io.StringIO()
@@ -93,8 +107,13 @@ def _display(value: Any) -> str:
     return str(value)
 
 
-def method_groups(methods: list[str], *, lead: int, correlations: str = "correlations with the graders (−1 to 1)",
-                  frespa: str = "support (FreSPA, 0 to 1)") -> list[tuple[str, int]]:
+def method_groups(
+    methods: list[str],
+    *,
+    lead: int,
+    correlations: str = "correlations with the graders (−1 to 1)",
+    frespa: str = "support (FreSPA, 0 to 1)",
+) -> list[tuple[str, int]]:
     """Column groups for ordering-scoring methods: the correlation methods (AC, WCA, RBA: τ or
     Spearman) apart from FreSPA (a support score), after ``lead`` ungrouped columns."""
     n_correlations = len([k for k in methods if k != "FreSPA"])

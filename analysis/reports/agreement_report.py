@@ -5,6 +5,7 @@ same long judgment frame and the same ``ValueSpec`` an analysis run builds from 
 both go through ``analysis.services.sections.agreement_report``. So a campaign's judgments exported
 to a file give the command every figure the app shows, under the same keys (docs/design.md §6).
 """
+
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
@@ -27,9 +28,17 @@ SCHEMES = ("categorical", "numeric", "broad_fine")
 VALUE_COLUMN = {"categorical": "label", "numeric": "score"}
 
 
-def build_agreement_report(frame: pd.DataFrame, *, scheme: Scheme = "categorical", level: str | None = None,
-                           categories: Sequence[Any] | None = None, collapse: Mapping[Any, Any] | None = None,
-                           n_boot: int = 1000, confidence: float = 0.95, seed: int = 0) -> dict[str, Any]:
+def build_agreement_report(
+    frame: pd.DataFrame,
+    *,
+    scheme: Scheme = "categorical",
+    level: str | None = None,
+    categories: Sequence[Any] | None = None,
+    collapse: Mapping[Any, Any] | None = None,
+    n_boot: int = 1000,
+    confidence: float = 0.95,
+    seed: int = 0,
+) -> dict[str, Any]:
     """The agreement, confusability and FINE-within-BROAD report of a ratings frame, as JSON types.
 
     Parameters
@@ -61,9 +70,17 @@ def build_agreement_report(frame: pd.DataFrame, *, scheme: Scheme = "categorical
     model, model_units = model_truth(judgments, spec, {})
     if not model_units.empty and not units.empty:
         units = units.merge(model_units, on="unit", how="left")
-    report = {"scheme": scheme, "seed": seed, "parameters": {"n_boot": n_boot, "confidence": confidence},
-              "n_units": int(frame["unit"].nunique()), "n_graders": int(frame["grader"].nunique()),
-              "n_judgments": len(frame), **sections, "model": model, "units": units.to_dict("records")}
+    report = {
+        "scheme": scheme,
+        "seed": seed,
+        "parameters": {"n_boot": n_boot, "confidence": confidence},
+        "n_units": int(frame["unit"].nunique()),
+        "n_graders": int(frame["grader"].nunique()),
+        "n_judgments": len(frame),
+        **sections,
+        "model": model,
+        "units": units.to_dict("records"),
+    }
     return jsonable(report)
 
 
@@ -98,20 +115,42 @@ def _number(category: Any) -> float:
         raise ValueError(f"the categories of a numeric scale must be numbers; got {category!r}") from None
 
 
-def ratings_spec(judgments: pd.DataFrame, *, scheme: Scheme, level: str | None,
-                 categories: Sequence[Any] | None, collapse: Mapping[Any, Any] | None) -> ValueSpec:
+def ratings_spec(
+    judgments: pd.DataFrame,
+    *,
+    scheme: Scheme,
+    level: str | None,
+    categories: Sequence[Any] | None,
+    collapse: Mapping[Any, Any] | None,
+) -> ValueSpec:
     """How to read a ratings file: the ``ValueSpec`` a campaign of that scheme would have."""
     collapse = dict(collapse) if collapse else None
     if scheme == "broad_fine":
-        return ValueSpec(CampaignScheme.BROAD_FINE, "broad", list(categories or BROAD),
-                         BROAD_COLLAPSE if collapse is None else collapse, "fine", "FINE", level or "interval")
+        return ValueSpec(
+            CampaignScheme.BROAD_FINE,
+            "broad",
+            list(categories or BROAD),
+            BROAD_COLLAPSE if collapse is None else collapse,
+            "fine",
+            "FINE",
+            level or "interval",
+        )
     if scheme == "numeric":  # the scale points (given, else those seen) are categories when ≤ 11
         given = None if categories is None else [_number(c) for c in categories]
         values = given if given is not None else sorted(judgments["score"].round(10).unique())
         grid = values if len(values) <= MAX_NUMERIC_CATEGORIES else []
-        return ValueSpec(CampaignScheme.NUMERIC, "score" if grid else None, grid, collapse, "score", "score",
-                         level or "interval")
+        return ValueSpec(
+            CampaignScheme.NUMERIC, "score" if grid else None, grid, collapse, "score", "score", level or "interval"
+        )
     ordered = categories is not None
     labels = list(categories) if ordered else sorted(judgments["label"].unique())
-    return ValueSpec(CampaignScheme.CATEGORICAL, "label", labels, collapse, "label_position", "label position",
-                     level or ("ordinal" if ordered else "nominal"), ordered)
+    return ValueSpec(
+        CampaignScheme.CATEGORICAL,
+        "label",
+        labels,
+        collapse,
+        "label_position",
+        "label position",
+        level or ("ordinal" if ordered else "nominal"),
+        ordered,
+    )

@@ -5,6 +5,7 @@ as numbers. Running the command on this file with ``--scheme`` and the campaign'
 the figures of an analysis run with the same seed, n_boot and confidence (judgments lacking a value,
 e.g. a BROAD without its FINE yet, are left out of the file).
 """
+
 from __future__ import annotations
 
 import pandas as pd
@@ -25,8 +26,10 @@ RATINGS_LAYOUT = {
 def judgments_ratings_frame(campaign: Campaign) -> pd.DataFrame:
     """The campaign's complete judgments, one row per (unit, grader), in the ratings-file layout."""
     if campaign.scheme not in RATINGS_LAYOUT:
-        raise ValueError(f"a {campaign.get_scheme_display()} campaign has no per-unit ratings to export; "
-                         f"expected one of {', '.join(RATINGS_LAYOUT)}")
+        raise ValueError(
+            f"a {campaign.get_scheme_display()} campaign has no per-unit ratings to export; "
+            f"expected one of {', '.join(RATINGS_LAYOUT)}"
+        )
     _, columns = RATINGS_LAYOUT[campaign.scheme]
     frame = judgments_frame(campaign_id=campaign.pk)
     frame = frame.dropna(subset=list(columns)).rename(columns=columns)

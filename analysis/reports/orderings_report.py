@@ -4,6 +4,7 @@ Plain functions over pandas frames, shared by ``manage.py orderings`` and the ap
 Long frames have one row per placed item: ``query, grader, rank, item`` for golds and
 ``query, system, rank, item`` for system orderings (rank 1 = first).
 """
+
 from __future__ import annotations
 
 import math
@@ -68,8 +69,7 @@ def orderings_from_frame(frame: pd.DataFrame, *, who: str = "grader") -> Orderin
     missing = [c for c in columns if c not in frame.columns]
     if missing:
         where = "line 1: " if frame.index.name == "line" else ""
-        raise OrderingsFrameError(f"{where}missing column(s) {missing}; expected header {','.join(columns)}",
-                                  who=who)
+        raise OrderingsFrameError(f"{where}missing column(s) {missing}; expected header {','.join(columns)}", who=who)
     df = frame[columns].astype(str).apply(lambda col: col.str.strip())
     empty = df.eq("") | frame[columns].isna()
     if empty.any(axis=None):
@@ -80,8 +80,9 @@ def orderings_from_frame(frame: pd.DataFrame, *, who: str = "grader") -> Orderin
     bad = rank.isna() | (rank < 1) | (rank % 1 != 0)
     if bad.any():
         index = bad.idxmax()
-        raise OrderingsFrameError(f"{_where(frame, index)}: rank {df.loc[index, 'rank']!r} is not "
-                                  "a positive integer", who=who)
+        raise OrderingsFrameError(
+            f"{_where(frame, index)}: rank {df.loc[index, 'rank']!r} is not a positive integer", who=who
+        )
     df["rank"] = rank.astype(np.int64)
     _check_duplicates(frame, df, who)
     _check_ranks(frame, df, who)
@@ -94,8 +95,11 @@ def _check_duplicates(frame: pd.DataFrame, df: pd.DataFrame, who: str) -> None:
         if dup.any():
             row = df.loc[dup.idxmax()]
             value = int(row[key]) if key == "rank" else repr(row[key])
-            raise OrderingsFrameError(f"{_where(frame, dup.idxmax())}: {who} {row[who]!r} gives "
-                                      f"{what} {value} twice in query {row['query']!r}", who=who)
+            raise OrderingsFrameError(
+                f"{_where(frame, dup.idxmax())}: {who} {row[who]!r} gives "
+                f"{what} {value} twice in query {row['query']!r}",
+                who=who,
+            )
 
 
 def _check_ranks(frame: pd.DataFrame, df: pd.DataFrame, who: str) -> None:
@@ -104,9 +108,12 @@ def _check_ranks(frame: pd.DataFrame, df: pd.DataFrame, who: str) -> None:
     if bad.any():
         row = df.loc[bad.idxmax()]
         key = (row["query"], row[who])
-        raise OrderingsFrameError(f"{_where(frame, bad.idxmax())}: ranks of {who} {row[who]!r} in "
-                                  f"query {row['query']!r} are not 1..k (largest {groups.max()[key]}, "
-                                  f"{groups.size()[key]} items)", who=who)
+        raise OrderingsFrameError(
+            f"{_where(frame, bad.idxmax())}: ranks of {who} {row[who]!r} in "
+            f"query {row['query']!r} are not 1..k (largest {groups.max()[key]}, "
+            f"{groups.size()[key]} items)",
+            who=who,
+        )
 
 
 def _group(frame: pd.DataFrame, df: pd.DataFrame, who: str) -> Orderings:
@@ -116,15 +123,18 @@ def _group(frame: pd.DataFrame, df: pd.DataFrame, who: str) -> Orderings:
         labels = part[who].drop_duplicates().tolist()
         orderings = wide.loc[labels].to_numpy()
         if orderings.shape[1] < 2:
-            raise OrderingsFrameError(f"{_where(frame, part.index[0])}: query {query!r} has fewer "
-                                      "than 2 items", who=who)
+            raise OrderingsFrameError(
+                f"{_where(frame, part.index[0])}: query {query!r} has fewer than 2 items", who=who
+            )
         reference = np.sort(orderings[0])
         for label, row in zip(labels, np.sort(orderings, axis=1), strict=True):
             if not np.array_equal(row, reference):
                 index = part.index[part[who] == label][0]
                 raise OrderingsFrameError(
                     f"{_where(frame, index)}: {who} {label!r} in query {query!r} ranks items "
-                    f"{sorted(row.tolist())} but {who} {labels[0]!r} ranks {sorted(reference.tolist())}", who=who)
+                    f"{sorted(row.tolist())} but {who} {labels[0]!r} ranks {sorted(reference.tolist())}",
+                    who=who,
+                )
         out[query] = (labels, orderings)
     return {q: out[q] for q in df["query"].drop_duplicates()}
 
@@ -138,8 +148,13 @@ def _methods(values: dict[str, float] | pd.Series) -> dict[str, float | None]:
     return {m: _num(values[m]) for m in METHODS}
 
 
-def _query_report(query: str, graders: list[str], golds: np.ndarray, systems: tuple[list[str], np.ndarray] | None,
-                  params: FrespaParams) -> dict[str, Any]:
+def _query_report(
+    query: str,
+    graders: list[str],
+    golds: np.ndarray,
+    systems: tuple[list[str], np.ndarray] | None,
+    params: FrespaParams,
+) -> dict[str, Any]:
     n, k = golds.shape
     ed = evaluation_discriminativeness(golds, frespa=params) if n >= 2 else dict.fromkeys(METHODS, math.nan)
     scored = []
@@ -148,16 +163,26 @@ def _query_report(query: str, graders: list[str], golds: np.ndarray, systems: tu
         table = score_orderings(golds, orderings, frespa=params)
         scored = [{"system": name, "scores": _methods(table.iloc[i])} for i, name in enumerate(names)]
     return {
-        "query": query, "k": k, "n_graders": n, "graders": graders,
+        "query": query,
+        "k": k,
+        "n_graders": n,
+        "graders": graders,
         "consensus": rba_consensus(golds).tolist(),
-        "mean_tau": _num(mean_pairwise_tau(golds)), "kendall_w": _num(kendall_w(golds)),
-        "ed": _methods(ed), "systems": scored,
+        "mean_tau": _num(mean_pairwise_tau(golds)),
+        "kendall_w": _num(kendall_w(golds)),
+        "ed": _methods(ed),
+        "systems": scored,
     }
 
 
-def build_orderings_report(golds: pd.DataFrame, systems: pd.DataFrame | None = None, *,
-                           frespa: FrespaParams | None = None, noise: bool = False,
-                           rng: np.random.Generator | None = None) -> dict[str, Any]:
+def build_orderings_report(
+    golds: pd.DataFrame,
+    systems: pd.DataFrame | None = None,
+    *,
+    frespa: FrespaParams | None = None,
+    noise: bool = False,
+    rng: np.random.Generator | None = None,
+) -> dict[str, Any]:
     """The JSON-able ordering-aggregation report.
 
     Parameters
@@ -191,7 +216,9 @@ def build_orderings_report(golds: pd.DataFrame, systems: pd.DataFrame | None = N
     ed = {m: _mean([q["ed"][m] for q in queries]) for m in METHODS}
     defined = {m: v for m, v in ed.items() if v is not None}
     report: dict[str, Any] = {
-        "queries": queries, "ed": ed, "best_method": max(defined, key=defined.__getitem__) if defined else None,
+        "queries": queries,
+        "ed": ed,
+        "best_method": max(defined, key=defined.__getitem__) if defined else None,
         "params": asdict(params),
     }
     if noise:
@@ -207,9 +234,12 @@ def _check_systems(systems: pd.DataFrame, gold_sets: Orderings, system_sets: Ord
             raise OrderingsFrameError(f"{where}: query {query!r} has no gold orderings", who="system")
         gold_items = np.sort(gold_sets[query][1][0])
         if not np.array_equal(np.sort(orderings[0]), gold_items):
-            raise OrderingsFrameError(f"{where}: system {names[0]!r} in query {query!r} ranks items "
-                                      f"{sorted(orderings[0].tolist())} but the golds rank "
-                                      f"{gold_items.tolist()}", who="system")
+            raise OrderingsFrameError(
+                f"{where}: system {names[0]!r} in query {query!r} ranks items "
+                f"{sorted(orderings[0].tolist())} but the golds rank "
+                f"{gold_items.tolist()}",
+                who="system",
+            )
 
 
 def _mean(values: list[float | None]) -> float | None:
@@ -221,26 +251,54 @@ def _noise_rows(gold_sets: list[np.ndarray], rng: np.random.Generator, params: F
     if not gold_sets:
         return []
     table = noise_robustness(gold_sets, rng=rng, frespa=params)
-    return [{"ratio": float(r), "ed": _methods(table.loc[r, "ed"]),
-             "degradation_pct": _methods(table.loc[r, "degradation_pct"])} for r in table.index]
+    return [
+        {
+            "ratio": float(r),
+            "ed": _methods(table.loc[r, "ed"]),
+            "degradation_pct": _methods(table.loc[r, "degradation_pct"]),
+        }
+        for r in table.index
+    ]
 
 
 def format_orderings_table(report: dict[str, Any]) -> str:
     """Plain-text tables of a :func:`build_orderings_report` result, for terminals."""
-    queries = pd.DataFrame([{"query": q["query"], "k": q["k"], "graders": q["n_graders"],
-                             "mean_tau": q["mean_tau"], "kendall_w": q["kendall_w"],
-                             "consensus": " > ".join(map(str, q["consensus"]))} for q in report["queries"]])
+    queries = pd.DataFrame(
+        [
+            {
+                "query": q["query"],
+                "k": q["k"],
+                "graders": q["n_graders"],
+                "mean_tau": q["mean_tau"],
+                "kendall_w": q["kendall_w"],
+                "consensus": " > ".join(map(str, q["consensus"])),
+            }
+            for q in report["queries"]
+        ]
+    )
     ed = pd.DataFrame({q["query"]: q["ed"] for q in report["queries"]}).T
     ed.loc["mean"] = pd.Series(report["ed"])
-    parts = ["Queries", queries.to_string(index=False, float_format="{:.3f}".format),
-             "", "ED by method (best: {})".format(report["best_method"]),
-             ed[list(METHODS)].to_string(float_format="{:.3f}".format)]
-    rows = [{"query": q["query"], "system": s["system"], **s["scores"]} for q in report["queries"] for s in q["systems"]]
+    parts = [
+        "Queries",
+        queries.to_string(index=False, float_format="{:.3f}".format),
+        "",
+        "ED by method (best: {})".format(report["best_method"]),
+        ed[list(METHODS)].to_string(float_format="{:.3f}".format),
+    ]
+    rows = [
+        {"query": q["query"], "system": s["system"], **s["scores"]} for q in report["queries"] for s in q["systems"]
+    ]
     if rows:
         parts += ["", "System scores", pd.DataFrame(rows).to_string(index=False, float_format="{:.3f}".format)]
     if report.get("noise"):
         noise = pd.DataFrame([{"ratio": f"{r['ratio']:g}", **r["ed"]} for r in report["noise"]])
         deg = pd.DataFrame([{"ratio": f"{r['ratio']:g}", **r["degradation_pct"]} for r in report["noise"]])
-        parts += ["", "ED with noise", noise.to_string(index=False, float_format="{:.3f}".format),
-                  "", "Degradation %", deg.to_string(index=False, float_format="{:.1f}".format)]
+        parts += [
+            "",
+            "ED with noise",
+            noise.to_string(index=False, float_format="{:.3f}".format),
+            "",
+            "Degradation %",
+            deg.to_string(index=False, float_format="{:.1f}".format),
+        ]
     return "\n".join(parts) + "\n"

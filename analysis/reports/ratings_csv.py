@@ -3,6 +3,7 @@
 Errors name the line and the field: ``RatingsFileError("line 7, field 'value': 'x' is not a number")``.
 Line numbers count the header as line 1 (a quoted field spanning lines would shift them).
 """
+
 from __future__ import annotations
 
 from collections.abc import Sequence
@@ -12,8 +13,11 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
-REQUIRED = {"categorical": ("unit", "grader", "value"), "numeric": ("unit", "grader", "value"),
-            "broad_fine": ("unit", "grader", "broad", "fine")}
+REQUIRED = {
+    "categorical": ("unit", "grader", "value"),
+    "numeric": ("unit", "grader", "value"),
+    "broad_fine": ("unit", "grader", "broad", "fine"),
+}
 FINE_SCALE = (0.0, 10.0)
 
 
@@ -24,20 +28,27 @@ class RatingsFileError(ValueError):
 def read_ratings_csv(path: str | Path, *, scheme: str, categories: Sequence[Any] | None = None) -> pd.DataFrame:
     """The judgments of a ratings CSV as a long DataFrame (values as str, or float where numeric)."""
     required = REQUIRED[scheme]
-    frame = read_table_csv(path, required, optional=("query",), needs=f"a {scheme} file needs {','.join(required)}",
-                           rows="judgments")
+    frame = read_table_csv(
+        path, required, optional=("query",), needs=f"a {scheme} file needs {','.join(required)}", rows="judgments"
+    )
     _check_values(frame, path, scheme, categories)
     _check_unique(frame, path)
     return frame
 
 
-def read_table_csv(path: str | Path, required: Sequence[str], *, optional: Sequence[str] = (),
-                   numeric: Sequence[str] = (), needs: str = "", rows: str = "rows") -> pd.DataFrame:
+def read_table_csv(
+    path: str | Path,
+    required: Sequence[str],
+    *,
+    optional: Sequence[str] = (),
+    numeric: Sequence[str] = (),
+    needs: str = "",
+    rows: str = "rows",
+) -> pd.DataFrame:
     """A CSV's ``required`` (and present ``optional``) columns as stripped strings, none empty, the
     ``numeric`` ones parsed as finite floats. Errors name the file, the line and the field."""
     try:
-        frame = pd.read_csv(path, dtype=str, keep_default_na=False, skip_blank_lines=False,
-                            skipinitialspace=True)
+        frame = pd.read_csv(path, dtype=str, keep_default_na=False, skip_blank_lines=False, skipinitialspace=True)
     except FileNotFoundError:
         raise RatingsFileError(f"{path}: no such file") from None
     except (pd.errors.ParserError, UnicodeDecodeError) as exc:
@@ -47,8 +58,9 @@ def read_table_csv(path: str | Path, required: Sequence[str], *, optional: Seque
     frame.columns = [str(c).strip() for c in frame.columns]
     missing = [c for c in required if c not in frame.columns]
     if missing:
-        raise RatingsFileError(f"{path}: line 1 (header) lacks field {missing[0]!r}; "
-                               f"{needs or 'expected ' + ','.join(required)}")
+        raise RatingsFileError(
+            f"{path}: line 1 (header) lacks field {missing[0]!r}; {needs or 'expected ' + ','.join(required)}"
+        )
     columns = [*required, *(c for c in optional if c in frame.columns)]
     frame = frame[columns].apply(lambda column: column.str.strip())
     if frame.empty:
@@ -74,8 +86,9 @@ def _numbers(frame: pd.DataFrame, path: str | Path, column: str) -> pd.Series:
     values = pd.to_numeric(frame[column], errors="coerce")
     bad = values.isna().to_numpy() | ~np.isfinite(values.to_numpy(dtype=float, na_value=np.nan))
     if bad.any():
-        raise RatingsFileError(f"{path}: line {_line(frame, bad)}, field {column!r}: "
-                               f"{frame[column].to_numpy()[bad][0]!r} is not a number")
+        raise RatingsFileError(
+            f"{path}: line {_line(frame, bad)}, field {column!r}: {frame[column].to_numpy()[bad][0]!r} is not a number"
+        )
     return values
 
 
@@ -86,16 +99,20 @@ def _check_values(frame: pd.DataFrame, path: str | Path, scheme: str, categories
         if scheme == "broad_fine":
             outside = ((values < FINE_SCALE[0]) | (values > FINE_SCALE[1])).to_numpy()
             if outside.any():
-                raise RatingsFileError(f"{path}: line {_line(frame, outside)}, field 'fine': "
-                                       f"{values.to_numpy()[outside][0]:g} is outside the scale 0-10")
+                raise RatingsFileError(
+                    f"{path}: line {_line(frame, outside)}, field 'fine': "
+                    f"{values.to_numpy()[outside][0]:g} is outside the scale 0-10"
+                )
         frame[numeric] = values
     label = {"categorical": "value", "broad_fine": "broad"}.get(scheme)
     if label and categories is not None:
         unknown = ~frame[label].isin([str(c) for c in categories]).to_numpy()
         if unknown.any():
-            raise RatingsFileError(f"{path}: line {_line(frame, unknown)}, field {label!r}: "
-                                   f"{frame[label].to_numpy()[unknown][0]!r} is not one of "
-                                   f"{','.join(map(str, categories))}")
+            raise RatingsFileError(
+                f"{path}: line {_line(frame, unknown)}, field {label!r}: "
+                f"{frame[label].to_numpy()[unknown][0]!r} is not one of "
+                f"{','.join(map(str, categories))}"
+            )
 
 
 def _check_unique(frame: pd.DataFrame, path: str | Path) -> None:
@@ -103,6 +120,8 @@ def _check_unique(frame: pd.DataFrame, path: str | Path) -> None:
     if repeated.any():
         row = frame.iloc[int(np.argmax(repeated))]
         first = frame[(frame["unit"] == row["unit"]) & (frame["grader"] == row["grader"])].index[0] + 2
-        raise RatingsFileError(f"{path}: line {_line(frame, repeated)}, fields 'unit','grader': second "
-                               f"judgment of unit {row['unit']!r} by grader {row['grader']!r} "
-                               f"(first on line {first})")
+        raise RatingsFileError(
+            f"{path}: line {_line(frame, repeated)}, fields 'unit','grader': second "
+            f"judgment of unit {row['unit']!r} by grader {row['grader']!r} "
+            f"(first on line {first})"
+        )

@@ -1,4 +1,5 @@
 """Turning metric output into plain JSON: AnalysisRun.result, and the commands' reports."""
+
 from __future__ import annotations
 
 import math

@@ -1,6 +1,7 @@
 """Accounting of adaptive allocation for the report (docs/design.md §5.6): judgments spent against
 the budget, extra assignments by reason, units settled and still open, and a simulated curve of
 judgments against accuracy for a campaign like this one."""
+
 from __future__ import annotations
 
 from typing import Any
@@ -16,8 +17,14 @@ from grading.services.payloads import VALUE_FIELD
 
 SIM_UNITS = 1000
 SIM_SEEDS = 2
-OPEN_REASONS = {NeedReason.BUSY, NeedReason.DISAGREEMENT, NeedReason.CONFUSABLE, NeedReason.QUERY_DEVIATION,
-                NeedReason.UNCERTAIN, NeedReason.UNJUDGED}
+OPEN_REASONS = {
+    NeedReason.BUSY,
+    NeedReason.DISAGREEMENT,
+    NeedReason.CONFUSABLE,
+    NeedReason.QUERY_DEVIATION,
+    NeedReason.UNCERTAIN,
+    NeedReason.UNJUDGED,
+}
 
 
 def accounting(*, campaign_id: int, model: dict[str, Any]) -> dict[str, Any]:
@@ -25,15 +32,21 @@ def accounting(*, campaign_id: int, model: dict[str, Any]) -> dict[str, Any]:
     if campaign.scheme not in VALUE_FIELD:
         return {}
     field = VALUE_FIELD[campaign.scheme]
-    extras = dict(Assignment.objects.filter(campaign=campaign, source=AssignmentSource.ADAPTIVE)
-                  .values_list("allocation_reason").annotate(n=Count("pk")))
+    extras = dict(
+        Assignment.objects.filter(campaign=campaign, source=AssignmentSource.ADAPTIVE)
+        .values_list("allocation_reason")
+        .annotate(n=Count("pk"))
+    )
     states = dict(UnitAllocation.objects.filter(campaign=campaign).values_list("reason").annotate(n=Count("pk")))
     labels = dict(NeedReason.choices)
     out: dict[str, Any] = {
-        "policy": campaign.policy, "budget": campaign.budget,
+        "policy": campaign.policy,
+        "budget": campaign.budget,
         "judgments": Judgment.objects.filter(campaign=campaign, **{f"{field}__isnull": False}).count(),
         "assignments": Assignment.objects.filter(campaign=campaign).count(),
-        "extra_by_reason": [{"reason": labels.get(r, r or "not recorded"), "assignments": n} for r, n in sorted(extras.items())],
+        "extra_by_reason": [
+            {"reason": labels.get(r, r or "not recorded"), "assignments": n} for r, n in sorted(extras.items())
+        ],
         "units_settled": sum(n for r, n in states.items() if r not in OPEN_REASONS),
         "units_open": sum(n for r, n in states.items() if r in OPEN_REASONS),
         "units_adjudicated": Adjudication.objects.filter(campaign=campaign).count(),
@@ -53,10 +66,17 @@ def _simulated(campaign: Campaign, ds: dict[str, Any]) -> list[dict[str, Any]]:
     sims = []
     for seed in range(SIM_SEEDS):
         rng = np.random.default_rng(seed)
-        sims.append(simulate_judgments(rng.integers(0, k, SIM_UNITS), accuracy, max_overlap=campaign.max_overlap,
-                                       n_categories=k, rng=rng))
-    policies = tuple(dict.fromkeys(["fixed", str(campaign.policy) if campaign.policy != Policy.FIXED else "consensus",
-                                    "uncertainty"]))
-    table = compare_policies_long(sims, initial_overlap=campaign.initial_overlap, max_overlap=campaign.max_overlap,
-                                  policies=policies)
+        sims.append(
+            simulate_judgments(
+                rng.integers(0, k, SIM_UNITS), accuracy, max_overlap=campaign.max_overlap, n_categories=k, rng=rng
+            )
+        )
+    policies = tuple(
+        dict.fromkeys(
+            ["fixed", str(campaign.policy) if campaign.policy != Policy.FIXED else "consensus", "uncertainty"]
+        )
+    )
+    table = compare_policies_long(
+        sims, initial_overlap=campaign.initial_overlap, max_overlap=campaign.max_overlap, policies=policies
+    )
     return table.to_dict("records")

@@ -4,6 +4,7 @@ A worker *claims* a queued run with a conditional UPDATE (so a redelivered or du
 does nothing), then owns it for that attempt: every later write is conditional on (status=running,
 attempts=its attempt). Losing ownership (the sweeper took the run back) raises RunLost.
 """
+
 from __future__ import annotations
 
 import threading
@@ -34,9 +35,17 @@ def run_claim(*, run_id: int, task_id: str = "") -> AnalysisRun | str:
     """Take a queued, due run for this attempt. Returns the run, or why it was not taken."""
     now = timezone.now()
     claimable = AnalysisRun.objects.filter(pk=run_id, status=RunStatus.QUEUED).filter(
-        Q(not_before__isnull=True) | Q(not_before__lte=now + timedelta(seconds=1)))
-    updates: dict[str, Any] = {"status": RunStatus.RUNNING, "attempts": F("attempts") + 1, "started_at": now,
-                               "heartbeat_at": now, "progress": 0, "stage": "starting", "finished_at": None}
+        Q(not_before__isnull=True) | Q(not_before__lte=now + timedelta(seconds=1))
+    )
+    updates: dict[str, Any] = {
+        "status": RunStatus.RUNNING,
+        "attempts": F("attempts") + 1,
+        "started_at": now,
+        "heartbeat_at": now,
+        "progress": 0,
+        "stage": "starting",
+        "finished_at": None,
+    }
     if task_id:
         updates["task_id"] = task_id
     if claimable.update(**updates):
@@ -105,11 +114,17 @@ def heartbeat_thread(progress: Progress, *, interval: float | None = None) -> It
 
 
 def run_fail(*, run_id: int, attempt: int, error: str) -> bool:
-    return bool(AnalysisRun.objects.filter(pk=run_id, status=RunStatus.RUNNING, attempts=attempt).update(
-        status=RunStatus.FAILED, error=error[:5000], finished_at=timezone.now()))
+    return bool(
+        AnalysisRun.objects.filter(pk=run_id, status=RunStatus.RUNNING, attempts=attempt).update(
+            status=RunStatus.FAILED, error=error[:5000], finished_at=timezone.now()
+        )
+    )
 
 
 def run_release(*, run_id: int, attempt: int, error: str) -> bool:
     """Give a run back to the queue after a transient error (the task will retry it)."""
-    return bool(AnalysisRun.objects.filter(pk=run_id, status=RunStatus.RUNNING, attempts=attempt).update(
-        status=RunStatus.QUEUED, error=error[:5000], stage="queued for retry", not_before=None))
+    return bool(
+        AnalysisRun.objects.filter(pk=run_id, status=RunStatus.RUNNING, attempts=attempt).update(
+            status=RunStatus.QUEUED, error=error[:5000], stage="queued for retry", not_before=None
+        )
+    )

@@ -1,4 +1,5 @@
 """Report sections about people and queries: stability, engagement, graders, per-query disagreement."""
+
 from __future__ import annotations
 
 from typing import Any
@@ -10,12 +11,17 @@ from analysis import metrics as m
 from analysis.services.values import ValueSpec, categorical_long, numeric_long, with_values
 
 # event type -> (scale shown in the report, numeric?)
-SCALES = {"broad_set": ("BROAD", False), "fine_set": ("FINE", True), "score_set": ("score", True),
-          "label_set": ("label", False)}
+SCALES = {
+    "broad_set": ("BROAD", False),
+    "fine_set": ("FINE", True),
+    "score_set": ("score", True),
+    "label_set": ("label", False),
+}
 
 
-def stability(value_events: pd.DataFrame, unit_events: pd.DataFrame, spec: ValueSpec, *,
-              tolerance: float) -> dict[str, Any]:
+def stability(
+    value_events: pd.DataFrame, unit_events: pd.DataFrame, spec: ValueSpec, *, tolerance: float
+) -> dict[str, Any]:
     """Changes, reverts and repeats per scale (overall and per grader); time and auditions per unit."""
     scales: dict[str, Any] = {}
     for kind, (label, numeric) in SCALES.items():
@@ -25,8 +31,11 @@ def stability(value_events: pd.DataFrame, unit_events: pd.DataFrame, spec: Value
         values = events["value"].astype(float) if numeric else events["value"].astype(str)
         frame = events[["grader", "unit", "seq"]].assign(value=values.to_numpy())
         result = m.judgment_stability(frame, tolerance=tolerance if numeric else 0.0)
-        scales[label] = {"tolerance": tolerance if numeric else 0.0, "overall": result["overall"],
-                         "per_grader": result["per_grader"].reset_index().to_dict("records")}
+        scales[label] = {
+            "tolerance": tolerance if numeric else 0.0,
+            "overall": result["overall"],
+            "per_grader": result["per_grader"].reset_index().to_dict("records"),
+        }
     return {"scales": scales, "engagement": engagement(unit_events)}
 
 
@@ -35,8 +44,11 @@ def engagement(unit_events: pd.DataFrame) -> dict[str, Any]:
         return {"overall": None, "per_grader": []}
     per = m.engagement(unit_events[["grader", "unit", "ts", "type"]])
     by_grader = per.groupby(level="grader").agg(
-        units=("seconds", "size"), mean_seconds=("seconds", "mean"), median_seconds=("seconds", "median"),
-        mean_auditions=("auditions", "mean"))
+        units=("seconds", "size"),
+        mean_seconds=("seconds", "mean"),
+        median_seconds=("seconds", "median"),
+        mean_auditions=("auditions", "mean"),
+    )
     return {"overall": m.engagement_summary(per), "per_grader": by_grader.reset_index().to_dict("records")}
 
 
@@ -69,8 +81,9 @@ def _deviation_from_others(num: pd.DataFrame) -> pd.Series:
     return dev.groupby(num["grader"]).mean().rename("mean_abs_deviation")
 
 
-def graders(judgments: pd.DataFrame, spec: ValueSpec, unit_events: pd.DataFrame,
-            pseudonyms: dict[int, str]) -> list[dict[str, Any]]:
+def graders(
+    judgments: pd.DataFrame, spec: ValueSpec, unit_events: pd.DataFrame, pseudonyms: dict[int, str]
+) -> list[dict[str, Any]]:
     """One row per grader: judgments, category usage, agreement with the majority, score habits, time."""
     frame = with_values(judgments, spec)
     if frame.empty:
@@ -94,8 +107,9 @@ def graders(judgments: pd.DataFrame, spec: ValueSpec, unit_events: pd.DataFrame,
     return table.sort_values("pseudonym").to_dict("records")
 
 
-def queries(judgments: pd.DataFrame, spec: ValueSpec, units: pd.DataFrame,
-            labels: dict[int, str]) -> list[dict[str, Any]]:
+def queries(
+    judgments: pd.DataFrame, spec: ValueSpec, units: pd.DataFrame, labels: dict[int, str]
+) -> list[dict[str, Any]]:
     """One row per query: units, judgments, agreement kinds and the share of units in disagreement."""
     frame = with_values(judgments, spec)
     frame = frame[frame["query"].notna()]
@@ -108,8 +122,9 @@ def queries(judgments: pd.DataFrame, spec: ValueSpec, units: pd.DataFrame,
             counts, unit_index, _ = m.long_to_counts(cat[["unit", "grader", "value"]], spec.categories)
             kinds = pd.Series(m.pattern_kinds(counts), index=unit_index)
             query_of = cat.drop_duplicates("unit").set_index("unit")["query"].reindex(unit_index)
-            tally = pd.crosstab(query_of.to_numpy(), kinds.to_numpy()).reindex(columns=["full", "partial", "none"],
-                                                                               fill_value=0)
+            tally = pd.crosstab(query_of.to_numpy(), kinds.to_numpy()).reindex(
+                columns=["full", "partial", "none"], fill_value=0
+            )
             rated = tally.sum(axis=1)
             tally["disagreement_pct"] = 100.0 * (tally["partial"] + tally["none"]) / rated.where(rated > 0)
             table = table.join(tally)

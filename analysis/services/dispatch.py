@@ -6,6 +6,7 @@ this process at once; a run due later, or an automatic one, waits for the embedd
 (``analysis.embedded``: a background thread of the web process) or ``manage.py run_due_analyses``.
 Only ``analysis.services.runs`` (and the embedded runner, through it) uses this module.
 """
+
 from __future__ import annotations
 
 import logging
@@ -47,7 +48,8 @@ def runs_execute_due(*, campaign_id: int | None = None) -> int:
     if not embedded():
         return 0
     due = AnalysisRun.objects.filter(status=RunStatus.QUEUED).filter(
-        Q(not_before__isnull=True) | Q(not_before__lte=timezone.now()))
+        Q(not_before__isnull=True) | Q(not_before__lte=timezone.now())
+    )
     if campaign_id is not None:
         due = due.filter(campaign_id=campaign_id)
     run_ids = list(due.order_by("pk").values_list("pk", flat=True))

@@ -1,4 +1,5 @@
 """Executing one analysis run: claim it, compute the report with progress, store the result."""
+
 from __future__ import annotations
 
 import json
@@ -41,8 +42,9 @@ def run_execute(*, run_id: int, task_id: str = "", worker_heartbeat: bool = Fals
     beating = attempts.heartbeat_thread(progress) if worker_heartbeat else nullcontext()
     try:
         with beating:
-            result, units = report_compute(campaign_id=run.campaign_id, parameters=run.parameters, seed=run.seed,
-                                           progress=progress)
+            result, units = report_compute(
+                campaign_id=run.campaign_id, parameters=run.parameters, seed=run.seed, progress=progress
+            )
             progress.stage("storing results", 95)
             stored = _store(run, result, units, progress)
     except attempts.RunLost:
@@ -53,8 +55,9 @@ def run_execute(*, run_id: int, task_id: str = "", worker_heartbeat: bool = Fals
         raise Transient(str(exc)) from exc
     except Exception as exc:  # the run records any failure; the worker carries on
         logger.exception("analysis run %s failed at stage %r", run.pk, progress._stage)
-        attempts.run_fail(run_id=run.pk, attempt=run.attempts,
-                      error=f"{type(exc).__name__} during “{progress._stage}”: {exc}")
+        attempts.run_fail(
+            run_id=run.pk, attempt=run.attempts, error=f"{type(exc).__name__} during “{progress._stage}”: {exc}"
+        )
         return RunStatus.FAILED
     return RunStatus.SUCCEEDED if stored else "lost"
 
@@ -68,8 +71,11 @@ def _release_quietly(run: AnalysisRun, error: str) -> None:
 
 def _store(run: AnalysisRun, result: dict[str, Any], units: pd.DataFrame, progress: attempts.Progress) -> bool:
     with transaction.atomic():
-        owned = AnalysisRun.objects.select_for_update().filter(
-            pk=run.pk, status=RunStatus.RUNNING, attempts=run.attempts).exists()
+        owned = (
+            AnalysisRun.objects.select_for_update()
+            .filter(pk=run.pk, status=RunStatus.RUNNING, attempts=run.attempts)
+            .exists()
+        )
         if not owned:
             return False
         UnitResult.objects.filter(run_id=run.pk).delete()
@@ -77,11 +83,17 @@ def _store(run: AnalysisRun, result: dict[str, Any], units: pd.DataFrame, progre
             _copy_unit_rows(run.pk, units)
         else:
             for start in range(0, len(units), STORE_BATCH):
-                UnitResult.objects.bulk_create(_unit_rows(run.pk, units.iloc[start:start + STORE_BATCH]))
+                UnitResult.objects.bulk_create(_unit_rows(run.pk, units.iloc[start : start + STORE_BATCH]))
         timings = progress.finish()
         AnalysisRun.objects.filter(pk=run.pk).update(
-            status=RunStatus.SUCCEEDED, result=result, progress=100, stage="done", error="",
-            timings=timings, finished_at=timezone.now(), heartbeat_at=timezone.now(),
+            status=RunStatus.SUCCEEDED,
+            result=result,
+            progress=100,
+            stage="done",
+            error="",
+            timings=timings,
+            finished_at=timezone.now(),
+            heartbeat_at=timezone.now(),
         )
     return True
 
@@ -97,11 +109,16 @@ def _unit_rows(run_id: int, frame: pd.DataFrame) -> list[UnitResult]:
         data = {name: _num(rec.get(name)) for name in UNIT_FIELDS}
         for name in ("n", "n_ns", "n_ss", "n_vs"):
             data[name] = None if data[name] is None else int(data[name])
-        rows.append(UnitResult(run_id=run_id, unit_id=int(rec["unit"]),
-                               query_id=None if rec.get("query") is None else int(rec["query"]),
-                               distribution=rec.get("distribution"), **data))
+        rows.append(
+            UnitResult(
+                run_id=run_id,
+                unit_id=int(rec["unit"]),
+                query_id=None if rec.get("query") is None else int(rec["query"]),
+                distribution=rec.get("distribution"),
+                **data,
+            )
+        )
     return rows
-
 
 
 def _copy_unit_rows(run_id: int, frame: pd.DataFrame) -> None:
@@ -113,8 +130,10 @@ def _copy_unit_rows(run_id: int, frame: pd.DataFrame) -> None:
 
     def rows() -> Iterator[list[Any]]:
         for row in frame.itertuples(index=False, name=None):
-            values = [None if v is None else (int(v) if c in ints else float(v))
-                      for c, v in zip(columns[:-1], row[:-1], strict=True)]
+            values = [
+                None if v is None else (int(v) if c in ints else float(v))
+                for c, v in zip(columns[:-1], row[:-1], strict=True)
+            ]
             yield [run_id, *values, None if row[-1] is None else json.dumps(row[-1])]
 
     pgcopy.copy_in(UnitResult._meta.db_table, ["run_id", "unit_id", "query_id", *UNIT_FIELDS, "distribution"], rows())

@@ -4,6 +4,7 @@ units (or mean absolute error on a numeric scale) and test–retest agreement on
 The pure functions take long frames and return per-grader frames; ``hidden_units_section`` reads the
 database through the selectors and shapes the JSON section.
 """
+
 from __future__ import annotations
 
 from typing import Any
@@ -24,8 +25,7 @@ def gold_scores(frame: pd.DataFrame, *, numeric: bool) -> pd.DataFrame:
     ----------
     frame : long frame with columns grader, value (the grader's answer) and gold (the organizer's).
     """
-    return _per_grader(frame["grader"], frame["value"], frame["gold"], numeric=numeric,
-                       names=("accuracy", "mae"))
+    return _per_grader(frame["grader"], frame["value"], frame["gold"], numeric=numeric, names=("accuracy", "mae"))
 
 
 def repeat_scores(frame: pd.DataFrame, *, numeric: bool) -> pd.DataFrame:
@@ -36,12 +36,14 @@ def repeat_scores(frame: pd.DataFrame, *, numeric: bool) -> pd.DataFrame:
     ----------
     frame : long frame with columns grader, first (the original answer) and again (the repeat's).
     """
-    return _per_grader(frame["grader"], frame["again"], frame["first"], numeric=numeric,
-                       names=("identical", "mean_abs_diff"))
+    return _per_grader(
+        frame["grader"], frame["again"], frame["first"], numeric=numeric, names=("identical", "mean_abs_diff")
+    )
 
 
-def _per_grader(grader: pd.Series, answer: pd.Series, reference: pd.Series, *, numeric: bool,
-                names: tuple[str, str]) -> pd.DataFrame:
+def _per_grader(
+    grader: pd.Series, answer: pd.Series, reference: pd.Series, *, numeric: bool, names: tuple[str, str]
+) -> pd.DataFrame:
     if numeric:
         score = (pd.to_numeric(answer, errors="coerce") - pd.to_numeric(reference, errors="coerce")).abs()
         name = names[1]
@@ -64,8 +66,11 @@ def hidden_units_section(*, campaign_id: int, scheme: str, pseudonyms: dict[int,
     if not gold.empty:
         numeric = scheme == Scheme.NUMERIC
         scores = gold_scores(gold, numeric=numeric)
-        out["gold"] = {"measure": "mae" if numeric else "accuracy", "units": int(gold["unit"].nunique()),
-                       "graders": _records(scores, pseudonyms)}
+        out["gold"] = {
+            "measure": "mae" if numeric else "accuracy",
+            "units": int(gold["unit"].nunique()),
+            "graders": _records(scores, pseudonyms),
+        }
     repeats = _repeats(campaign_id, scheme, pseudonyms)
     if repeats:
         out["repeats"] = repeats
@@ -73,8 +78,12 @@ def hidden_units_section(*, campaign_id: int, scheme: str, pseudonyms: dict[int,
 
 
 # Per scheme: the answer compared as a category, and the one compared as a number (None: not asked).
-REPEAT_FIELDS = {Scheme.BROAD_FINE: ("broad", "fine"), Scheme.NUMERIC: (None, "score"),
-                 Scheme.CATEGORICAL: ("label", None), Scheme.PAIRWISE: ("verdict", None)}
+REPEAT_FIELDS = {
+    Scheme.BROAD_FINE: ("broad", "fine"),
+    Scheme.NUMERIC: (None, "score"),
+    Scheme.CATEGORICAL: ("label", None),
+    Scheme.PAIRWISE: ("verdict", None),
+}
 
 
 def _repeats(campaign_id: int, scheme: str, pseudonyms: dict[int, str]) -> dict[str, Any]:
@@ -85,23 +94,34 @@ def _repeats(campaign_id: int, scheme: str, pseudonyms: dict[int, str]) -> dict[
     pairs = selectors.repeat_pairs_frame(campaign_id=campaign_id, fields=fields)
     if pairs.empty:
         return {}
-    parts = [repeat_scores(pairs.rename(columns={f"first_{f}": "first", f"again_{f}": "again"}), numeric=f == numeric)
-             for f in fields]
+    parts = [
+        repeat_scores(pairs.rename(columns={f"first_{f}": "first", f"again_{f}": "again"}), numeric=f == numeric)
+        for f in fields
+    ]
     scores = parts[0] if len(parts) == 1 else parts[0].merge(parts[1].drop(columns="n"), on="grader")
-    return {"categorical": categorical is not None, "numeric": numeric is not None,
-            "graders": _records(scores, pseudonyms)}
+    return {
+        "categorical": categorical is not None,
+        "numeric": numeric is not None,
+        "graders": _records(scores, pseudonyms),
+    }
 
 
 def _records(scores: pd.DataFrame, pseudonyms: dict[int, str]) -> list[dict[str, Any]]:
     rows = []
     for row in scores.to_dict("records"):
         grader = int(row.pop("grader"))
-        rows.append({"grader": grader, "pseudonym": pseudonyms.get(grader, f"grader-{grader}"),
-                     **{k: (int(v) if k == "n" else float(v)) for k, v in row.items()}})
+        rows.append(
+            {
+                "grader": grader,
+                "pseudonym": pseudonyms.get(grader, f"grader-{grader}"),
+                **{k: (int(v) if k == "n" else float(v)) for k, v in row.items()},
+            }
+        )
     return rows
 
 
 # --- the report's tables ----------------------------------------------------------------------------
+
 
 def hidden_units_tables(result: dict[str, Any], names: dict[int, str]) -> dict[str, Any]:
     """`gold` and `repeats` tables, each present only when the section has figures."""
@@ -112,28 +132,51 @@ def hidden_units_tables(result: dict[str, Any], names: dict[int, str]) -> dict[s
     gold = section.get("gold")
     if gold:
         mae = gold["measure"] == "mae"
-        rows = [{"who": names.get(g["grader"], g["pseudonym"]), "n": g["n"], "score": g["mae" if mae else "accuracy"]}
-                for g in gold["graders"]]
-        tables["gold"] = Table("Each grader on gold units", [
-            ("who", "Grader"), ("n", "Gold judgments"), ("score", "Mean absolute error" if mae else "Accuracy")],
-            rows, note=(
-            f"{gold['units']} unit{'s' if gold['units'] != 1 else ''} have an answer set by an organizer (gold). "
-            "Graders are served them like any other unit; their judgments of them are left out of agreement and "
-            "ground truth. " + ("Mean absolute error: the average distance between the grader's score and the gold "
-                                "score (0 = always exact)." if mae else
-                                "Accuracy: the share of the grader's gold judgments equal to the gold answer.")))
+        rows = [
+            {"who": names.get(g["grader"], g["pseudonym"]), "n": g["n"], "score": g["mae" if mae else "accuracy"]}
+            for g in gold["graders"]
+        ]
+        tables["gold"] = Table(
+            "Each grader on gold units",
+            [("who", "Grader"), ("n", "Gold judgments"), ("score", "Mean absolute error" if mae else "Accuracy")],
+            rows,
+            note=(
+                f"{gold['units']} unit{'s' if gold['units'] != 1 else ''} have an answer set by an organizer (gold). "
+                "Graders are served them like any other unit; their judgments of them are left out of agreement and "
+                "ground truth. "
+                + (
+                    "Mean absolute error: the average distance between the grader's score and the gold "
+                    "score (0 = always exact)."
+                    if mae
+                    else "Accuracy: the share of the grader's gold judgments equal to the gold answer."
+                )
+            ),
+        )
     repeats = section.get("repeats")
     if repeats:
-        rows = [{"who": names.get(g["grader"], g["pseudonym"]), "n": g["n"], "identical": g.get("identical"),
-                 "mean_abs_diff": g.get("mean_abs_diff")} for g in repeats["graders"]]
+        rows = [
+            {
+                "who": names.get(g["grader"], g["pseudonym"]),
+                "n": g["n"],
+                "identical": g.get("identical"),
+                "mean_abs_diff": g.get("mean_abs_diff"),
+            }
+            for g in repeats["graders"]
+        ]
         columns = [("who", "Grader"), ("n", "Repeats")]
         if repeats["categorical"]:
             columns.append(("identical", "Same answer again"))
         if repeats["numeric"]:
             columns.append(("mean_abs_diff", "Mean absolute difference"))
-        tables["repeats"] = Table("Each grader judging the same unit twice (test–retest)", columns, rows, note=(
-            "Some units are shown again to the grader who judged them, at least 10 units later and without saying "
-            "so. The second answer is kept apart: it changes neither the first judgment nor agreement or ground "
-            "truth. Same answer again: the share of repeats answered with the same category as the first time. "
-            "Mean absolute difference: the average distance between the two scores (0 = always the same)."))
+        tables["repeats"] = Table(
+            "Each grader judging the same unit twice (test–retest)",
+            columns,
+            rows,
+            note=(
+                "Some units are shown again to the grader who judged them, at least 10 units later and without saying "
+                "so. The second answer is kept apart: it changes neither the first judgment nor agreement or ground "
+                "truth. Same answer again: the share of repeats answered with the same category as the first time. "
+                "Mean absolute difference: the average distance between the two scores (0 = always the same)."
+            ),
+        )
     return tables

@@ -6,6 +6,7 @@ are already in the result's confusability and agreement sections; the card shows
 Units of two campaigns are matched by external id; a pairwise unit's two items are matched to the
 rating units of the same candidates (candidates judged in more than one unit are left out).
 """
+
 from __future__ import annotations
 
 from typing import Any
@@ -26,8 +27,13 @@ def _ratings(judgments: pd.DataFrame, scheme: str, keys: pd.DataFrame, by: str =
     column = NUMBER_COLUMN[scheme]
     rows = judgments[["unit", "grader", column]].dropna()
     names = keys.set_index("unit")[by]
-    return pd.DataFrame({"unit": rows["unit"].map(names).to_numpy(), "grader": rows["grader"].to_numpy(),
-                         "value": rows[column].to_numpy(dtype=float)}).dropna(subset=["unit"])
+    return pd.DataFrame(
+        {
+            "unit": rows["unit"].map(names).to_numpy(),
+            "grader": rows["grader"].to_numpy(),
+            "value": rows[column].to_numpy(dtype=float),
+        }
+    ).dropna(subset=["unit"])
 
 
 def _moved(frame: pd.DataFrame) -> list[dict[str, Any]]:
@@ -40,16 +46,21 @@ def reproducibility(*, campaign_id: int, scheme: str, judgments: pd.DataFrame, s
     if sibling.scheme != scheme:
         return {**out, "reason": f"the sibling is a {sibling.get_scheme_display()} campaign, this one is not"}
     first = _ratings(judgments, scheme, selectors.unit_keys_frame(campaign_id=campaign_id))
-    second = _ratings(selectors.judgments_frame(campaign_id=sibling_id), scheme,
-                      selectors.unit_keys_frame(campaign_id=sibling_id))
+    second = _ratings(
+        selectors.judgments_frame(campaign_id=sibling_id), scheme, selectors.unit_keys_frame(campaign_id=sibling_id)
+    )
     if first.empty or second.empty:
         return {**out, "reason": "one of the two campaigns has no judgments yet"}
     try:
         result = m.reproducibility(first, second, top=TOP_MOVED)
     except ValueError as exc:
         return {**out, "reason": str(exc)}
-    return {**out, **{k: v for k, v in result.items() if not k.startswith("moved_")},
-            "moved_mean": _moved(result["moved_mean"]), "moved_std": _moved(result["moved_std"])}
+    return {
+        **out,
+        **{k: v for k, v in result.items() if not k.startswith("moved_")},
+        "moved_mean": _moved(result["moved_mean"]),
+        "moved_std": _moved(result["moved_std"]),
+    }
 
 
 def resolution(*, campaign_id: int, scheme: str, judgments: pd.DataFrame, pairwise_id: int) -> dict[str, Any]:
@@ -62,15 +73,24 @@ def resolution(*, campaign_id: int, scheme: str, judgments: pd.DataFrame, pairwi
     verdicts = selectors.judgments_frame(campaign_id=pairwise_id)[["unit", "grader", "verdict"]].dropna()
     if ratings.empty or verdicts.empty:
         return {**out, "reason": "one of the two campaigns has no judgments yet"}
-    pairs = pd.DataFrame({"unit_a": verdicts["unit"].map(pair_keys["candidate"]).to_numpy(),
-                          "unit_b": verdicts["unit"].map(pair_keys["candidate_b"]).to_numpy(),
-                          "grader": verdicts["grader"].to_numpy(), "verdict": verdicts["verdict"].to_numpy()})
+    pairs = pd.DataFrame(
+        {
+            "unit_a": verdicts["unit"].map(pair_keys["candidate"]).to_numpy(),
+            "unit_b": verdicts["unit"].map(pair_keys["candidate_b"]).to_numpy(),
+            "grader": verdicts["grader"].to_numpy(),
+            "verdict": verdicts["verdict"].to_numpy(),
+        }
+    )
     try:
         result = m.resolution(ratings, pairs.dropna())
     except ValueError as exc:
         return {**out, "reason": str(exc)}
-    return {**out, "resolution": result["resolution"], "n_pairs": result["n_pairs"],
-            "curve": result["curve"].to_dict("records")}
+    return {
+        **out,
+        "resolution": result["resolution"],
+        "n_pairs": result["n_pairs"],
+        "curve": result["curve"].to_dict("records"),
+    }
 
 
 def instrument_section(*, campaign_id: int, scheme: str, judgments: pd.DataFrame) -> dict[str, Any] | None:
@@ -79,8 +99,12 @@ def instrument_section(*, campaign_id: int, scheme: str, judgments: pd.DataFrame
         return None
     sibling_id, pairwise_id = selectors.campaign_links(campaign_id=campaign_id)
     return {
-        "reproducibility": reproducibility(campaign_id=campaign_id, scheme=scheme, judgments=judgments,
-                                           sibling_id=sibling_id) if sibling_id else None,
-        "resolution": resolution(campaign_id=campaign_id, scheme=scheme, judgments=judgments,
-                                 pairwise_id=pairwise_id) if pairwise_id else None,
+        "reproducibility": reproducibility(
+            campaign_id=campaign_id, scheme=scheme, judgments=judgments, sibling_id=sibling_id
+        )
+        if sibling_id
+        else None,
+        "resolution": resolution(campaign_id=campaign_id, scheme=scheme, judgments=judgments, pairwise_id=pairwise_id)
+        if pairwise_id
+        else None,
     }

@@ -5,6 +5,7 @@ ground-truth export.
 Hidden units (repeats and gold) never reach this: the judgments frame holds graders' real
 judgments only.
 """
+
 from __future__ import annotations
 
 from typing import Any
@@ -19,8 +20,11 @@ from grading.models.choices import Scheme
 MODEL_COLUMNS = ["model_label", "model_probability", "model_score", "model_se"]
 
 
-def model_truth(judgments: pd.DataFrame, spec: ValueSpec, pseudonyms: dict[int, str],
-                ) -> tuple[dict[str, Any], pd.DataFrame]:
+def model_truth(
+    judgments: pd.DataFrame,
+    spec: ValueSpec,
+    pseudonyms: dict[int, str],
+) -> tuple[dict[str, Any], pd.DataFrame]:
     """The result section and a per-unit frame (unit + MODEL_COLUMNS; model_label is the category's
     position in the scale, like ``majority``)."""
     frame = with_values(judgments, spec) if not judgments.empty else judgments
@@ -35,8 +39,15 @@ def model_truth(judgments: pd.DataFrame, spec: ValueSpec, pseudonyms: dict[int, 
             fit = dawid_skene(cat[["unit", "grader", "value"]], categories=spec.categories)
             section["dawid_skene"] = _ds_section(fit, pseudonyms, cat.groupby("grader").size())
             position = {c: float(i) for i, c in enumerate(spec.categories)}
-            per_unit.append(pd.DataFrame({"unit": fit.units, "model_label": [position[v] for v in fit.labels],
-                                          "model_probability": fit.probability}))
+            per_unit.append(
+                pd.DataFrame(
+                    {
+                        "unit": fit.units,
+                        "model_label": [position[v] for v in fit.labels],
+                        "model_probability": fit.probability,
+                    }
+                )
+            )
     if spec.has_numbers and spec.scheme in (Scheme.NUMERIC, Scheme.BROAD_FINE):
         num = numeric_long(frame)
         if not num.empty:
@@ -44,8 +55,11 @@ def model_truth(judgments: pd.DataFrame, spec: ValueSpec, pseudonyms: dict[int, 
             section["bias_noise"] = _bias_noise_section(fit, pseudonyms, spec)
             per_unit.append(pd.DataFrame({"unit": fit.units, "model_score": fit.score, "model_se": fit.score_se}))
     for part in per_unit:
-        units = part if units.empty else units.drop(columns=[c for c in part if c != "unit" and c in units]
-                                                    ).merge(part, on="unit", how="outer")
+        units = (
+            part
+            if units.empty
+            else units.drop(columns=[c for c in part if c != "unit" and c in units]).merge(part, on="unit", how="outer")
+        )
     return section, units.reindex(columns=["unit", *MODEL_COLUMNS])
 
 
@@ -59,23 +73,48 @@ def _who(grader: Any, pseudonyms: dict[int, str]) -> str:
 
 
 def _ds_section(fit: Any, pseudonyms: dict[int, str], counts: pd.Series) -> dict[str, Any]:
-    graders = [{"grader": _id(g), "pseudonym": _who(g, pseudonyms), "judgments": int(counts.get(g, 0)),
-                "accuracy": float(fit.accuracy[i]), "confusion": fit.confusion[i].tolist()}
-               for i, g in enumerate(fit.graders)]
+    graders = [
+        {
+            "grader": _id(g),
+            "pseudonym": _who(g, pseudonyms),
+            "judgments": int(counts.get(g, 0)),
+            "accuracy": float(fit.accuracy[i]),
+            "confusion": fit.confusion[i].tolist(),
+        }
+        for i, g in enumerate(fit.graders)
+    ]
     return {
-        "categories": [str(c) for c in fit.categories], "priors": fit.priors.tolist(),
-        "iterations": fit.iterations, "converged": fit.converged, "log_likelihood": fit.log_likelihood,
-        "units": int(fit.units.size), "settled_95": int((fit.probability >= 0.95).sum()),
+        "categories": [str(c) for c in fit.categories],
+        "priors": fit.priors.tolist(),
+        "iterations": fit.iterations,
+        "converged": fit.converged,
+        "log_likelihood": fit.log_likelihood,
+        "units": int(fit.units.size),
+        "settled_95": int((fit.probability >= 0.95).sum()),
         "graders": sorted(graders, key=lambda r: r["pseudonym"]),
     }
 
 
 def _bias_noise_section(fit: Any, pseudonyms: dict[int, str], spec: ValueSpec) -> dict[str, Any]:
     return {
-        "scale": spec.num_label, "iterations": fit.iterations, "converged": fit.converged,
-        "log_likelihood": fit.log_likelihood, "units": int(fit.units.size),
+        "scale": spec.num_label,
+        "iterations": fit.iterations,
+        "converged": fit.converged,
+        "log_likelihood": fit.log_likelihood,
+        "units": int(fit.units.size),
         "median_se": float(np.median(fit.score_se)),
-        "graders": sorted(({"grader": _id(g), "pseudonym": _who(g, pseudonyms), "judgments": int(fit.n_judgments[i]),
-                            "bias": float(fit.bias[i]), "bias_se": float(fit.bias_se[i]), "noise": float(fit.noise[i])}
-                           for i, g in enumerate(fit.graders)), key=lambda r: r["pseudonym"]),
+        "graders": sorted(
+            (
+                {
+                    "grader": _id(g),
+                    "pseudonym": _who(g, pseudonyms),
+                    "judgments": int(fit.n_judgments[i]),
+                    "bias": float(fit.bias[i]),
+                    "bias_se": float(fit.bias_se[i]),
+                    "noise": float(fit.noise[i]),
+                }
+                for i, g in enumerate(fit.graders)
+            ),
+            key=lambda r: r["pseudonym"],
+        ),
     }

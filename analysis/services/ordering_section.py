@@ -5,6 +5,7 @@ every uploaded system by every method. The numbers come from ``build_orderings_r
 builder as ``manage.py orderings``); this module only turns the database's frames into its long
 ``query, grader|system, rank, item`` input and keeps queries it cannot score, with the reason.
 """
+
 from __future__ import annotations
 
 import math
@@ -32,19 +33,32 @@ def _long(orderings: dict[str, tuple[list[str], np.ndarray]], who: str) -> pd.Da
     parts = []
     for query, (labels, items) in orderings.items():
         n, k = items.shape
-        parts.append(pd.DataFrame({"query": query, who: np.repeat(labels, k),
-                                   "rank": np.tile(np.arange(1, k + 1), n), "item": items.ravel()}))
+        parts.append(
+            pd.DataFrame(
+                {
+                    "query": query,
+                    who: np.repeat(labels, k),
+                    "rank": np.tile(np.arange(1, k + 1), n),
+                    "item": items.ravel(),
+                }
+            )
+        )
     return pd.concat(parts, ignore_index=True) if parts else pd.DataFrame(columns=["query", who, "rank", "item"])
 
 
 def _grader_rows(golds: np.ndarray, graders: list[int], pseudonyms: dict[int, str]) -> list[dict[str, Any]]:
-    return [{"pseudonym": pseudonyms.get(g, f"grader-{g}"),
-             "ac_tau_with_others": m.ac_score(golds[i], np.delete(golds, i, axis=0))}
-            for i, g in enumerate(graders)]
+    return [
+        {
+            "pseudonym": pseudonyms.get(g, f"grader-{g}"),
+            "ac_tau_with_others": m.ac_score(golds[i], np.delete(golds, i, axis=0)),
+        }
+        for i, g in enumerate(graders)
+    ]
 
 
-def _system_sets(systems: pd.DataFrame | None, golds: dict[str, tuple[list[str], np.ndarray]],
-                 problems: dict[str, list[str]]) -> dict[str, tuple[list[str], np.ndarray]]:
+def _system_sets(
+    systems: pd.DataFrame | None, golds: dict[str, tuple[list[str], np.ndarray]], problems: dict[str, list[str]]
+) -> dict[str, tuple[list[str], np.ndarray]]:
     """The systems' orderings of each scorable query; the others are noted under ``problems``."""
     out: dict[str, tuple[list[str], np.ndarray]] = {}
     if systems is None or systems.empty:
@@ -58,7 +72,8 @@ def _system_sets(systems: pd.DataFrame | None, golds: dict[str, tuple[list[str],
         for name, items in zip(group["system"], group["ordering"], strict=True):
             if sorted(map(str, items)) != reference:
                 problems.setdefault(query, []).append(
-                    f"system {name!r} orders other items than the graders (candidates changed since the upload?)")
+                    f"system {name!r} orders other items than the graders (candidates changed since the upload?)"
+                )
                 continue
             names.append(str(name))
             rows.append([str(i) for i in items])
@@ -67,9 +82,15 @@ def _system_sets(systems: pd.DataFrame | None, golds: dict[str, tuple[list[str],
     return out
 
 
-def orderings(frame: pd.DataFrame, labels: dict[int, str], pseudonyms: dict[int, str], *,
-              rng: np.random.Generator, systems: pd.DataFrame | None = None,
-              item_labels: dict[str, str] | None = None) -> dict[str, Any]:
+def orderings(
+    frame: pd.DataFrame,
+    labels: dict[int, str],
+    pseudonyms: dict[int, str],
+    *,
+    rng: np.random.Generator,
+    systems: pd.DataFrame | None = None,
+    item_labels: dict[str, str] | None = None,
+) -> dict[str, Any]:
     """The orderings section.
 
     Parameters
@@ -99,8 +120,16 @@ def orderings(frame: pd.DataFrame, labels: dict[int, str], pseudonyms: dict[int,
     problems: dict[str, list[str]] = {}
     system_sets = _system_sets(systems, golds, problems)
     n_multi = sum(1 for _, g in golds.values() if g.shape[0] >= 2)
-    report = build_orderings_report(_long(golds, "grader"), _long(system_sets, "system") if system_sets else None,
-                                     noise=0 < n_multi <= NOISE_MAX_QUERIES, rng=rng) if golds else {"queries": []}
+    report = (
+        build_orderings_report(
+            _long(golds, "grader"),
+            _long(system_sets, "system") if system_sets else None,
+            noise=0 < n_multi <= NOISE_MAX_QUERIES,
+            rng=rng,
+        )
+        if golds
+        else {"queries": []}
+    )
     built = {q["query"]: q for q in report["queries"]}
     for row in rows:
         query = str(row["query"])
@@ -111,13 +140,22 @@ def orderings(frame: pd.DataFrame, labels: dict[int, str], pseudonyms: dict[int,
     return _section(rows, report, item_labels or {})
 
 
-def _query_row(built: dict[str, Any], gold: np.ndarray, graders: list[int],
-               pseudonyms: dict[int, str]) -> dict[str, Any]:
-    row: dict[str, Any] = {"orderings": built["n_graders"], "items": built["k"], "consensus": built["consensus"],
-                           "systems": built["systems"]}
+def _query_row(
+    built: dict[str, Any], gold: np.ndarray, graders: list[int], pseudonyms: dict[int, str]
+) -> dict[str, Any]:
+    row: dict[str, Any] = {
+        "orderings": built["n_graders"],
+        "items": built["k"],
+        "consensus": built["consensus"],
+        "systems": built["systems"],
+    }
     if built["n_graders"] >= 2:
-        row.update(kendall_w=built["kendall_w"], mean_pairwise_tau=built["mean_tau"], ed=built["ed"],
-                   graders=_grader_rows(gold, graders, pseudonyms))
+        row.update(
+            kendall_w=built["kendall_w"],
+            mean_pairwise_tau=built["mean_tau"],
+            ed=built["ed"],
+            graders=_grader_rows(gold, graders, pseudonyms),
+        )
     return row
 
 
@@ -130,9 +168,14 @@ def _section(rows: list[dict[str, Any]], report: dict[str, Any], item_labels: di
     scored = [(s["system"], s["scores"]) for r in rows for s in r.get("systems", [])]
     if scored:
         names = sorted({name for name, _ in scored})
-        out["systems"] = [{"system": name, "queries": sum(1 for n, _ in scored if n == name),
-                           "scores": {k: _mean([s[k] for n, s in scored if n == name]) for k in m.METHODS}}
-                          for name in names]
+        out["systems"] = [
+            {
+                "system": name,
+                "queries": sum(1 for n, _ in scored if n == name),
+                "scores": {k: _mean([s[k] for n, s in scored if n == name]) for k in m.METHODS},
+            }
+            for name in names
+        ]
     shown = {str(i) for r in rows for i in r.get("consensus", [])}
     out["item_labels"] = {i: item_labels[i] for i in sorted(shown) if i in item_labels}
     return out

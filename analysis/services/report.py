@@ -3,6 +3,7 @@
 ``report_compute`` returns the JSON result stored on the AnalysisRun and the per-unit table stored
 as UnitResult rows. Each stage reports its name and progress (which also heartbeats the run).
 """
+
 from __future__ import annotations
 
 from dataclasses import dataclass
@@ -50,7 +51,9 @@ def campaign_data_load(*, campaign_id: int) -> CampaignData:
     campaign = Campaign.objects.get(pk=campaign_id)
     unit_events = selectors.unit_events_frame(campaign_id=campaign_id)
     return CampaignData(
-        campaign_id=campaign_id, scheme=campaign.scheme, spec=value_spec(campaign),
+        campaign_id=campaign_id,
+        scheme=campaign.scheme,
+        spec=value_spec(campaign),
         judgments=selectors.judgments_frame(campaign_id=campaign_id),
         value_events=selectors.value_events(unit_events),
         unit_events=unit_events[["grader", "unit", "ts", "type"]],
@@ -61,8 +64,9 @@ def campaign_data_load(*, campaign_id: int) -> CampaignData:
     )
 
 
-def report_compute(*, campaign_id: int, parameters: dict[str, Any], seed: int,
-                   progress: ProgressSink | None = None) -> tuple[dict[str, Any], pd.DataFrame]:
+def report_compute(
+    *, campaign_id: int, parameters: dict[str, Any], seed: int, progress: ProgressSink | None = None
+) -> tuple[dict[str, Any], pd.DataFrame]:
     """Every section of the campaign report (docs/design.md §5) and the per-unit results.
 
     Parameters
@@ -76,8 +80,7 @@ def report_compute(*, campaign_id: int, parameters: dict[str, Any], seed: int,
     data = campaign_data_load(campaign_id=campaign_id)
     rng = np.random.default_rng(seed)
     n_boot, confidence = int(parameters["n_boot"]), float(parameters["confidence"])
-    result: dict[str, Any] = {"schema": RESULT_SCHEMA, "scheme": data.scheme, "seed": seed,
-                              "parameters": parameters}
+    result: dict[str, Any] = {"schema": RESULT_SCHEMA, "scheme": data.scheme, "seed": seed, "parameters": parameters}
     progress.stage("overview", 15)
     result["overview"] = selectors.campaign_overview(campaign_id=campaign_id)
     if data.client_ts_replaced:
@@ -85,14 +88,17 @@ def report_compute(*, campaign_id: int, parameters: dict[str, Any], seed: int,
         result["overview"]["implausible_client_timestamps"] = (
             f"{n} event{'s' if n != 1 else ''} {'has' if n == 1 else 'have'} a client timestamp outside the "
             "accepted window (stored by an older version); time on unit and the order of changes use the "
-            "server's arrival time for them instead.")
+            "server's arrival time for them instead."
+        )
     progress.stage("agreement", 20)
-    shared, units = sections.agreement_report(data.judgments, data.spec, n_boot=n_boot, confidence=confidence,
-                                              seed=seed)
+    shared, units = sections.agreement_report(
+        data.judgments, data.spec, n_boot=n_boot, confidence=confidence, seed=seed
+    )
     result.update(shared)  # agreement, confusability, fine_within_broad
     progress.stage("stability", 70)
-    result["stability"] = behaviour.stability(data.value_events, data.unit_events, data.spec,
-                                             tolerance=float(parameters["fine_tolerance"]))
+    result["stability"] = behaviour.stability(
+        data.value_events, data.unit_events, data.spec, tolerance=float(parameters["fine_tolerance"])
+    )
     progress.stage("graders", 80)
     result["graders"] = behaviour.graders(data.judgments, data.spec, data.unit_events, data.pseudonyms)
     progress.stage("model", 82)
@@ -105,15 +111,20 @@ def report_compute(*, campaign_id: int, parameters: dict[str, Any], seed: int,
         from grading.services.allocation_state import allocation_model_set
 
         ds = result["model"]["dawid_skene"]
-        allocation_model_set(campaign_id=campaign_id, categories=ds["categories"], priors=ds["priors"],
-                             confusion_by_grader={g["grader"]: g["confusion"] for g in ds["graders"]})
+        allocation_model_set(
+            campaign_id=campaign_id,
+            categories=ds["categories"],
+            priors=ds["priors"],
+            confusion_by_grader={g["grader"]: g["confusion"] for g in ds["graders"]},
+        )
     from analysis.services.accounting import accounting  # adaptive allocation's accounting (§5.6)
 
     result["accounting"] = accounting(campaign_id=campaign_id, model=result["model"])
     from analysis.services.hidden_units import hidden_units_section  # gold and repeats (§5.6)
 
-    result["hidden_units"] = hidden_units_section(campaign_id=campaign_id, scheme=data.scheme,
-                                                  pseudonyms=data.pseudonyms)
+    result["hidden_units"] = hidden_units_section(
+        campaign_id=campaign_id, scheme=data.scheme, pseudonyms=data.pseudonyms
+    )
     progress.stage("queries", 85)
     result["queries"] = behaviour.queries(data.judgments, data.spec, units, data.query_labels)
     if data.scheme == Scheme.ORDERING:
@@ -121,15 +132,25 @@ def report_compute(*, campaign_id: int, parameters: dict[str, Any], seed: int,
         from analysis.services.ordering_section import orderings
 
         result["orderings"] = orderings(
-            data.orderings, data.query_labels, data.pseudonyms, rng=rng,
+            data.orderings,
+            data.query_labels,
+            data.pseudonyms,
+            rng=rng,
             systems=selectors.system_orderings_frame(campaign_id=campaign_id),
-            item_labels=selectors.candidate_labels(campaign_id=campaign_id))
+            item_labels=selectors.candidate_labels(campaign_id=campaign_id),
+        )
     else:
         progress.stage("systems", 90)
         result["systems"] = systems_section(
-            data.judgments, data.spec, selectors.provenance_frame(campaign_id=campaign_id),
-            selectors.system_unit_scores_frame(campaign_id=campaign_id), units, rng=rng, n_boot=n_boot,
-            confidence=confidence)
+            data.judgments,
+            data.spec,
+            selectors.provenance_frame(campaign_id=campaign_id),
+            selectors.system_unit_scores_frame(campaign_id=campaign_id),
+            units,
+            rng=rng,
+            n_boot=n_boot,
+            confidence=confidence,
+        )
         progress.stage("instrument", 93)
         result["instrument"] = instrument_section(campaign_id=campaign_id, scheme=data.scheme, judgments=data.judgments)
     return jsonable(result), units

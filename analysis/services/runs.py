@@ -5,6 +5,7 @@ States: queued → running → succeeded | failed. Claiming a run and reporting 
 lives in ``dispatch``. A run whose worker died stops sending heartbeats; the sweeper re-queues it (up
 to ANALYSIS_MAX_ATTEMPTS) or marks it failed with the reason. Nothing stays "running" forever.
 """
+
 from __future__ import annotations
 
 import logging
@@ -57,7 +58,9 @@ def parameters_clean(parameters: dict[str, Any] | None) -> dict[str, Any]:
             raise ValueError(f"unknown analysis parameter {key!r}; valid: {', '.join(PARAMETER_RULES)}")
         kind, low, high = PARAMETER_RULES[key]
         if isinstance(value, bool) or not isinstance(value, int | float) or (kind is int and value != int(value)):
-            raise ValueError(f"analysis parameter {key!r} must be a{'n integer' if kind is int else ' number'}; got {value!r}")
+            raise ValueError(
+                f"analysis parameter {key!r} must be a{'n integer' if kind is int else ' number'}; got {value!r}"
+            )
         if not low <= value <= high:
             raise ValueError(f"analysis parameter {key!r} must lie in [{low:g}, {high:g}]; got {value!r}")
         out[key] = kind(value)
@@ -66,9 +69,16 @@ def parameters_clean(parameters: dict[str, Any] | None) -> dict[str, Any]:
 
 # --- creating and enqueueing ----------------------------------------------------------------------
 
-def run_create(*, campaign_id: int, trigger: str = RunTrigger.MANUAL, user: AbstractBaseUser | None = None,
-               parameters: dict[str, Any] | None = None, seed: int | None = None,
-               enqueue: bool = True) -> AnalysisRun:
+
+def run_create(
+    *,
+    campaign_id: int,
+    trigger: str = RunTrigger.MANUAL,
+    user: AbstractBaseUser | None = None,
+    parameters: dict[str, Any] | None = None,
+    seed: int | None = None,
+    enqueue: bool = True,
+) -> AnalysisRun:
     """An on-demand run, enqueued when the transaction commits (``enqueue=False``: the caller
     executes it with ``run_execute``, as ``export_ground_truth`` does).
 
@@ -78,15 +88,24 @@ def run_create(*, campaign_id: int, trigger: str = RunTrigger.MANUAL, user: Abst
     if seed is not None and not 0 <= seed < 2**63:
         raise ValueError(f"seed must be a non-negative 63-bit integer; got {seed!r}")
     with transaction.atomic():
-        active = AnalysisRun.objects.select_for_update().filter(
-            campaign_id=campaign_id, status__in=[RunStatus.QUEUED, RunStatus.RUNNING], parameters=params,
-        ).exclude(trigger=RunTrigger.AUTO)
+        active = (
+            AnalysisRun.objects.select_for_update()
+            .filter(
+                campaign_id=campaign_id,
+                status__in=[RunStatus.QUEUED, RunStatus.RUNNING],
+                parameters=params,
+            )
+            .exclude(trigger=RunTrigger.AUTO)
+        )
         existing = next((r for r in active if seed is None or r.seed == seed), None)
         if existing is not None:
             return existing
         run = AnalysisRun.objects.create(
-            campaign_id=campaign_id, number=run_number_next(campaign_id=campaign_id),
-            trigger=trigger, parameters=params, created_by=user,
+            campaign_id=campaign_id,
+            number=run_number_next(campaign_id=campaign_id),
+            trigger=trigger,
+            parameters=params,
+            created_by=user,
             seed=secrets.randbits(31) if seed is None else seed,
         )
         if enqueue:
@@ -119,8 +138,12 @@ def run_schedule_auto(*, campaign_id: int) -> AnalysisRun | None:
     try:
         with transaction.atomic():
             run = AnalysisRun.objects.create(
-                campaign_id=campaign_id, number=run_number_next(campaign_id=campaign_id), trigger=RunTrigger.AUTO, parameters=parameters_clean(None),
-                seed=secrets.randbits(31), not_before=timezone.now() + timedelta(seconds=debounce),
+                campaign_id=campaign_id,
+                number=run_number_next(campaign_id=campaign_id),
+                trigger=RunTrigger.AUTO,
+                parameters=parameters_clean(None),
+                seed=secrets.randbits(31),
+                not_before=timezone.now() + timedelta(seconds=debounce),
             )
     except IntegrityError:
         return None  # a concurrent request queued it first
@@ -135,6 +158,7 @@ def run_enqueue(*, run_id: int, countdown: float = 0, background: bool = False) 
 
 # --- sweeping -----------------------------------------------------------------------------------------
 
+
 @dataclass
 class SweepOutcome:
     requeued: list[int] = field(default_factory=list)
@@ -148,14 +172,16 @@ def run_sweep_stale(*, now: datetime | None = None) -> SweepOutcome:
     cutoff = now - timedelta(seconds=stale_seconds())
     outcome = SweepOutcome()
     lost = AnalysisRun.objects.filter(status=RunStatus.RUNNING).filter(
-        Q(heartbeat_at__lt=cutoff) | Q(heartbeat_at__isnull=True, started_at__lt=cutoff))
+        Q(heartbeat_at__lt=cutoff) | Q(heartbeat_at__isnull=True, started_at__lt=cutoff)
+    )
     for run in lost:
         _sweep_one(run, now=now, outcome=outcome)
     if not embedded():
         # A queued run whose message was lost (broker restarted, ...) is sent again; a duplicate
         # message is harmless because only one claim can succeed.
         left = AnalysisRun.objects.filter(status=RunStatus.QUEUED).filter(
-            Q(not_before__lt=cutoff) | Q(not_before__isnull=True, created_at__lt=cutoff))
+            Q(not_before__lt=cutoff) | Q(not_before__isnull=True, created_at__lt=cutoff)
+        )
         for run_id in left.values_list("pk", flat=True):
             # not_before marks the resend, so the next sweep waits another stale period.
             if AnalysisRun.objects.filter(pk=run_id, status=RunStatus.QUEUED).update(not_before=timezone.now()):
@@ -166,13 +192,17 @@ def run_sweep_stale(*, now: datetime | None = None) -> SweepOutcome:
 
 def _sweep_one(run: AnalysisRun, *, now: datetime, outcome: SweepOutcome) -> None:
     last = run.heartbeat_at or run.started_at
-    reason = (f"The worker stopped reporting during stage “{run.stage or 'starting'}” of attempt {run.attempts} "
-              f"(no heartbeat since {last:%Y-%m-%d %H:%M:%S} UTC): it was probably killed or lost.")
-    same = AnalysisRun.objects.filter(pk=run.pk, status=RunStatus.RUNNING, attempts=run.attempts,
-                                      heartbeat_at=run.heartbeat_at)
+    reason = (
+        f"The worker stopped reporting during stage “{run.stage or 'starting'}” of attempt {run.attempts} "
+        f"(no heartbeat since {last:%Y-%m-%d %H:%M:%S} UTC): it was probably killed or lost."
+    )
+    same = AnalysisRun.objects.filter(
+        pk=run.pk, status=RunStatus.RUNNING, attempts=run.attempts, heartbeat_at=run.heartbeat_at
+    )
     if run.attempts < max_attempts():
-        if same.update(status=RunStatus.QUEUED, error=f"{reason} Retrying.", stage="queued for retry",
-                       progress=0, not_before=None):
+        if same.update(
+            status=RunStatus.QUEUED, error=f"{reason} Retrying.", stage="queued for retry", progress=0, not_before=None
+        ):
             logger.warning("analysis run %s: %s Retrying.", run.pk, reason)
             outcome.requeued.append(run.pk)
             if not embedded():

@@ -3,6 +3,7 @@
 Every function takes DataFrames (the long judgment frame of `analysis.selectors`) and returns plain
 data for the JSON result; none touches the database.
 """
+
 from __future__ import annotations
 
 from typing import Any
@@ -36,8 +37,10 @@ def _records(frame: pd.DataFrame) -> list[dict[str, Any]]:
 
 # --- the agreement report: one builder for the app and the `agreement` command -------------------
 
-def agreement_report(judgments: pd.DataFrame, spec: ValueSpec, *, n_boot: int, confidence: float,
-                     seed: int) -> tuple[dict[str, Any], pd.DataFrame]:
+
+def agreement_report(
+    judgments: pd.DataFrame, spec: ValueSpec, *, n_boot: int, confidence: float, seed: int
+) -> tuple[dict[str, Any], pd.DataFrame]:
     """The agreement, confusability and FINE-within-BROAD sections, and the per-unit table.
 
     The analysis runs (judgments from the database) and ``manage.py agreement`` (a ratings file)
@@ -53,41 +56,59 @@ def agreement_report(judgments: pd.DataFrame, spec: ValueSpec, *, n_boot: int, c
     """
     rng = np.random.default_rng(seed)
     units = unit_table(judgments, spec)
-    sections = {"agreement": agreement(judgments, spec, rng=rng, n_boot=n_boot, confidence=confidence),
-                "confusability": confusability(units), "fine_within_broad": fine_within_broad(judgments, spec)}
+    sections = {
+        "agreement": agreement(judgments, spec, rng=rng, n_boot=n_boot, confidence=confidence),
+        "confusability": confusability(units),
+        "fine_within_broad": fine_within_broad(judgments, spec),
+    }
     return sections, units
 
 
 # --- agreement ------------------------------------------------------------------------------------
 
-def agreement(judgments: pd.DataFrame, spec: ValueSpec, *, rng: np.random.Generator, n_boot: int,
-              confidence: float) -> dict[str, Any]:
+
+def agreement(
+    judgments: pd.DataFrame, spec: ValueSpec, *, rng: np.random.Generator, n_boot: int, confidence: float
+) -> dict[str, Any]:
     """Fleiss' kappa (all levels, collapsed levels), per-category kappas, patterns, χ² tests, alpha."""
     frame = with_values(judgments, spec)
-    out: dict[str, Any] = {"levels": [], "alpha": None, "chi2_graders": None, "chi2_queries": None,
-                           "confidence": confidence, "n_boot": n_boot}
+    out: dict[str, Any] = {
+        "levels": [],
+        "alpha": None,
+        "chi2_graders": None,
+        "chi2_queries": None,
+        "confidence": confidence,
+        "n_boot": n_boot,
+    }
     if spec.has_categories:
-        out.update(_categorical_agreement(categorical_long(frame, spec), spec, rng=rng, n_boot=n_boot,
-                                          confidence=confidence))
+        out.update(
+            _categorical_agreement(categorical_long(frame, spec), spec, rng=rng, n_boot=n_boot, confidence=confidence)
+        )
     if spec.has_numbers:
         out["alpha"] = _alpha(numeric_long(frame), spec, rng=rng, n_boot=n_boot, confidence=confidence)
     return out
 
 
-def _categorical_agreement(cat: pd.DataFrame, spec: ValueSpec, *, rng: np.random.Generator, n_boot: int,
-                           confidence: float) -> dict[str, Any]:
+def _categorical_agreement(
+    cat: pd.DataFrame, spec: ValueSpec, *, rng: np.random.Generator, n_boot: int, confidence: float
+) -> dict[str, Any]:
     if cat.empty:
         return {"units_rated": 0, "units_excluded": 0}
     counts, units, cats = m.long_to_counts(cat[["unit", "grader", "value"]], spec.categories)
     rated = counts.sum(axis=1) >= 2
-    out: dict[str, Any] = {"units_rated": int(rated.sum()), "units_excluded": int((~rated).sum()),
-                           "chi2_graders": m.chi2_graders(cat["grader"].to_numpy(), cat["value"].astype(str).to_numpy())._asdict()}
+    out: dict[str, Any] = {
+        "units_rated": int(rated.sum()),
+        "units_excluded": int((~rated).sum()),
+        "chi2_graders": m.chi2_graders(cat["grader"].to_numpy(), cat["value"].astype(str).to_numpy())._asdict(),
+    }
     levels = [(f"{len(cats)} levels", counts, cats)]
     if spec.collapse:
         collapsed, new_cats = m.collapse_counts(counts, cats, spec.collapse)
         levels.append((f"{len(new_cats)} levels", collapsed, new_cats))
-    out["levels"] = [_level(name, table[rated], labels, rng=rng, n_boot=n_boot, confidence=confidence)
-                     for name, table, labels in levels]
+    out["levels"] = [
+        _level(name, table[rated], labels, rng=rng, n_boot=n_boot, confidence=confidence)
+        for name, table, labels in levels
+    ]
     out["cohen"] = _cohen(cat, cats)
     query_of = cat.drop_duplicates("unit").set_index("unit")["query"].reindex(units)
     if rated.any() and query_of.notna().any():
@@ -116,33 +137,48 @@ def _cohen(cat: pd.DataFrame, categories: list[Any]) -> dict[str, Any] | None:
     return out
 
 
-def _level(name: str, counts: np.ndarray, categories: list[Any], *, rng: np.random.Generator, n_boot: int,
-           confidence: float) -> dict[str, Any]:
+def _level(
+    name: str, counts: np.ndarray, categories: list[Any], *, rng: np.random.Generator, n_boot: int, confidence: float
+) -> dict[str, Any]:
     labels = [str(c) for c in categories]
     if counts.shape[0] == 0:
         reason = "no unit has two or more judgments"
-        return {"name": name, "categories": labels, "kappa": estimate(undefined_estimate(reason)),
-                "per_category": [], "patterns": [], "kinds": {}}
-    kappa = _no_interval_unless(n_boot, m.fleiss_kappa_ci(counts, rng=rng, n_boot=max(n_boot, 1),
-                                                          confidence=confidence))
+        return {
+            "name": name,
+            "categories": labels,
+            "kappa": estimate(undefined_estimate(reason)),
+            "per_category": [],
+            "patterns": [],
+            "kinds": {},
+        }
+    kappa = _no_interval_unless(
+        n_boot, m.fleiss_kappa_ci(counts, rng=rng, n_boot=max(n_boot, 1), confidence=confidence)
+    )
     per_category = m.fleiss_kappa_per_category(counts)
     patterns = m.pattern_table(counts, labels)
     return {
-        "name": name, "categories": labels, "kappa": estimate(kappa),
-        "per_category": [{"category": c, "kappa": float(k), "label": m.landis_koch(float(k))}
-                         for c, k in zip(labels, per_category, strict=True)],
-        "patterns": _records(patterns), "kinds": m.kind_summary(counts),
+        "name": name,
+        "categories": labels,
+        "kappa": estimate(kappa),
+        "per_category": [
+            {"category": c, "kappa": float(k), "label": m.landis_koch(float(k))}
+            for c, k in zip(labels, per_category, strict=True)
+        ],
+        "patterns": _records(patterns),
+        "kinds": m.kind_summary(counts),
     }
 
 
-def _alpha(num: pd.DataFrame, spec: ValueSpec, *, rng: np.random.Generator, n_boot: int,
-           confidence: float) -> dict[str, Any]:
+def _alpha(
+    num: pd.DataFrame, spec: ValueSpec, *, rng: np.random.Generator, n_boot: int, confidence: float
+) -> dict[str, Any]:
     out = {"level": spec.alpha_level, "scale": spec.num_label}
     if num.empty or num.groupby("unit").size().max() < 2:
         return {**out, **estimate(undefined_estimate("no unit has two or more judgments"))}
     wide, _, _ = m.long_to_wide(num[["unit", "grader", "value"]])
-    est = _no_interval_unless(n_boot, m.krippendorff_alpha_ci(wide, spec.alpha_level, rng=rng,
-                                                              n_boot=max(n_boot, 1), confidence=confidence))
+    est = _no_interval_unless(
+        n_boot, m.krippendorff_alpha_ci(wide, spec.alpha_level, rng=rng, n_boot=max(n_boot, 1), confidence=confidence)
+    )
     return {**out, **estimate(est)}
 
 
@@ -152,6 +188,7 @@ def _no_interval_unless(n_boot: int, est: m.Estimate) -> m.Estimate:
 
 
 # --- per unit ---------------------------------------------------------------------------------------
+
 
 def unit_table(judgments: pd.DataFrame, spec: ValueSpec) -> pd.DataFrame:
     """Per unit: query, n, mean, median, majority, dif, std, entropy, and the BROAD/label distribution."""
@@ -167,14 +204,16 @@ def unit_table(judgments: pd.DataFrame, spec: ValueSpec) -> pd.DataFrame:
             table = table.join(m.unit_confusability(num[["unit", "grader", "value"]]), how="left")
     if spec.has_categories:
         cat = categorical_long(frame, spec)
-        counts = pd.crosstab(cat["unit"], cat["value"]).reindex(index=table.index, columns=spec.categories,
-                                                                 fill_value=0)
+        counts = pd.crosstab(cat["unit"], cat["value"]).reindex(
+            index=table.index, columns=spec.categories, fill_value=0
+        )
         if spec.scheme == Scheme.BROAD_FINE:
             for label in spec.categories:
                 table[f"n_{label.lower()}"] = counts[label].to_numpy()
         else:
-            table["distribution"] = [dict(zip(map(str, spec.categories), map(int, row), strict=True))
-                                     for row in counts.to_numpy()]
+            table["distribution"] = [
+                dict(zip(map(str, spec.categories), map(int, row), strict=True)) for row in counts.to_numpy()
+            ]
         if "n" not in table:
             table["n"] = counts.sum(axis=1)
     table["n"] = table["n"].fillna(0).astype(int)
@@ -195,13 +234,18 @@ def confusability(units: pd.DataFrame) -> dict[str, Any]:
         return {"available": False}
     rated = units[units["n"] >= 2]
     std = rated["std"].to_numpy(dtype=float)
-    out: dict[str, Any] = {"available": True, "summary": m.confusability_summary(units),
-                           "distributions": {c: _histogram(rated[c].to_numpy(dtype=float))
-                                             for c in ("dif", "std", "entropy")}}
+    out: dict[str, Any] = {
+        "available": True,
+        "summary": m.confusability_summary(units),
+        "distributions": {c: _histogram(rated[c].to_numpy(dtype=float)) for c in ("dif", "std", "entropy")},
+    }
     if std.size:
         low, high = np.quantile(std, [1 / 6, 5 / 6])
-        out["precision"] = {"mean_std": float(std.mean()), "std_std": float(std.std(ddof=1)) if std.size > 1 else None,
-                            "band_67": [float(low), float(high)]}
+        out["precision"] = {
+            "mean_std": float(std.mean()),
+            "std_std": float(std.std(ddof=1)) if std.size > 1 else None,
+            "band_67": [float(low), float(high)],
+        }
     out["crescent"] = _crescent(rated["mean"].to_numpy(dtype=float), std)
     return out
 
@@ -211,8 +255,13 @@ def _crescent(mean: np.ndarray, std: np.ndarray) -> dict[str, Any]:
     if mean.size <= CRESCENT_MAX_POINTS:
         return {"kind": "points", "points": np.column_stack([mean, std]).tolist()}
     grid, x_edges, y_edges = np.histogram2d(mean, std, bins=CRESCENT_GRID)
-    return {"kind": "grid", "counts": grid.astype(int).tolist(), "x_edges": x_edges.tolist(),
-            "y_edges": y_edges.tolist(), "n": int(mean.size)}
+    return {
+        "kind": "grid",
+        "counts": grid.astype(int).tolist(),
+        "x_edges": x_edges.tolist(),
+        "y_edges": y_edges.tolist(),
+        "n": int(mean.size),
+    }
 
 
 def fine_within_broad(judgments: pd.DataFrame, spec: ValueSpec) -> list[dict[str, Any]] | None:

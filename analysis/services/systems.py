@@ -8,6 +8,7 @@ confusability-aware methods, and per-grader ρ with paired t-tests between syste
 The section is computed from frames the caller passes; only :func:`systems_reevaluate` (the page's
 choice of ground truth, measure and threshold) reads the stored run's units and the uploaded scores.
 """
+
 from __future__ import annotations
 
 from typing import Any
@@ -25,8 +26,10 @@ from grading.models.choices import Scheme
 
 BROAD_NUMBER = {"NS": 0.0, "SS": 1.0, "VS": 2.0}
 SCALES: dict[str, list[dict[str, str]]] = {
-    Scheme.BROAD_FINE: [{"key": "fine", "name": "FINE", "explain": "mean FINE score, 0–10"},
-                        {"key": "broad", "name": "BROAD", "explain": "BROAD as a number: NS = 0, SS = 1, VS = 2"}],
+    Scheme.BROAD_FINE: [
+        {"key": "fine", "name": "FINE", "explain": "mean FINE score, 0–10"},
+        {"key": "broad", "name": "BROAD", "explain": "BROAD as a number: NS = 0, SS = 1, VS = 2"},
+    ],
     Scheme.NUMERIC: [{"key": "score", "name": "score", "explain": "mean score on the campaign's scale"}],
 }
 NOT_DISTINGUISHABLE = "not distinguishable at this precision"
@@ -59,44 +62,85 @@ def _tests(per_query: pd.DataFrame, order: list[str]) -> tuple[dict[str, Any], d
         result = friedman(per_query)
         pvalues = nemenyi(per_query)
     except ValueError as exc:
-        return {"reason": str(exc)}, {"method": "Nemenyi", "alpha": ALPHA, "pairs": [], "groups": {}, "reason": str(exc)}
+        return {"reason": str(exc)}, {
+            "method": "Nemenyi",
+            "alpha": ALPHA,
+            "pairs": [],
+            "groups": {},
+            "reason": str(exc),
+        }
     result = {"statistic": result.pop("chi2"), **result}
     systems = [s for s in order if s in pvalues.index]
-    pairs = [{"system_a": a, "system_b": b, "p": float(pvalues.loc[a, b]), "distinguishable": bool(pvalues.loc[a, b] < ALPHA),
-              "verdict": verdict(float(pvalues.loc[a, b]))}
-             for i, a in enumerate(systems) for b in systems[i + 1:]]
+    pairs = [
+        {
+            "system_a": a,
+            "system_b": b,
+            "p": float(pvalues.loc[a, b]),
+            "distinguishable": bool(pvalues.loc[a, b] < ALPHA),
+            "verdict": verdict(float(pvalues.loc[a, b])),
+        }
+        for i, a in enumerate(systems)
+        for b in systems[i + 1 :]
+    ]
     return result, {"method": "Nemenyi", "alpha": ALPHA, "pairs": pairs, "groups": letter_groups(systems, pvalues)}
 
 
-def systems_section(judgments: pd.DataFrame, spec: ValueSpec, provenance: pd.DataFrame, uploaded: pd.DataFrame,
-                    units: pd.DataFrame, *, rng: np.random.Generator, n_boot: int, confidence: float) -> dict[str, Any]:
+def systems_section(
+    judgments: pd.DataFrame,
+    spec: ValueSpec,
+    provenance: pd.DataFrame,
+    uploaded: pd.DataFrame,
+    units: pd.DataFrame,
+    *,
+    rng: np.random.Generator,
+    n_boot: int,
+    confidence: float,
+) -> dict[str, Any]:
     """The ``systems`` section of the analysis result (see the module docstring)."""
     scales = SCALES.get(spec.scheme)
     if not scales:
         return {"available": False, "reason": "systems are scored here only in BROAD/FINE and numeric campaigns"}
-    out: dict[str, Any] = {"available": False, "scales": scales, "alpha": ALPHA, "per_system": [], "friedman": None,
-                           "posthoc": None, "uploaded": None, "n_boot": n_boot, "confidence": confidence}
+    out: dict[str, Any] = {
+        "available": False,
+        "scales": scales,
+        "alpha": ALPHA,
+        "per_system": [],
+        "friedman": None,
+        "posthoc": None,
+        "uploaded": None,
+        "n_boot": n_boot,
+        "confidence": confidence,
+    }
     if provenance.empty and uploaded.empty:
         return {**out, "reason": "no system returned any of the judged candidates, and no system scores were uploaded"}
     truth = unit_truth(judgments, spec.scheme)
     primary = scales[0]["key"]
     if not provenance.empty and not judgments.empty:
         tables = {key: per_query_scores(series, provenance) for key, series in truth.items()}
-        scored = {key: system_scores(t, rng=rng, n_boot=n_boot, confidence=confidence)
-                  for key, t in tables.items() if not t.empty}
+        scored = {
+            key: system_scores(t, rng=rng, n_boot=n_boot, confidence=confidence)
+            for key, t in tables.items()
+            if not t.empty
+        }
         if primary in scored:
             order = [str(s) for s in scored[primary].index]
             out["friedman"], out["posthoc"] = _tests(tables[primary], order)
             out["friedman"]["scale"] = scales[0]["name"]
             groups = out["posthoc"]["groups"]
-            out["per_system"] = [{"system": s, "n_queries": int(scored[primary].loc[s, "n_queries"]),
-                                  "group": groups.get(s, ""),
-                                  "scores": {k: _interval(v.loc[s]) for k, v in scored.items() if s in v.index}}
-                                 for s in order]
+            out["per_system"] = [
+                {
+                    "system": s,
+                    "n_queries": int(scored[primary].loc[s, "n_queries"]),
+                    "group": groups.get(s, ""),
+                    "scores": {k: _interval(v.loc[s]) for k, v in scored.items() if s in v.index},
+                }
+                for s in order
+            ]
             out["available"] = True
     if not uploaded.empty and not judgments.empty and not units.empty:
-        out["uploaded"] = uploaded_evaluation(uploaded, units.set_index("unit"), rng=rng, n_boot=n_boot,
-                                              confidence=confidence, **DEFAULT_EVALUATION)
+        out["uploaded"] = uploaded_evaluation(
+            uploaded, units.set_index("unit"), rng=rng, n_boot=n_boot, confidence=confidence, **DEFAULT_EVALUATION
+        )
         out["uploaded"]["graders"] = grader_comparison(judgments, spec, uploaded)
         out["available"] = True
     if not out["available"]:
@@ -104,9 +148,17 @@ def systems_section(judgments: pd.DataFrame, spec: ValueSpec, provenance: pd.Dat
     return out
 
 
-def uploaded_evaluation(uploaded: pd.DataFrame, units: pd.DataFrame, *, aggregate: str, measure: str,
-                        threshold: float | None, rng: np.random.Generator, n_boot: int,
-                        confidence: float) -> dict[str, Any]:
+def uploaded_evaluation(
+    uploaded: pd.DataFrame,
+    units: pd.DataFrame,
+    *,
+    aggregate: str,
+    measure: str,
+    threshold: float | None,
+    rng: np.random.Generator,
+    n_boot: int,
+    confidence: float,
+) -> dict[str, Any]:
     """Every uploaded system's per-unit scores against the ground truth (units: indexed by unit).
 
     Raises ValueError for an unknown aggregate or measure (the page shows it beside its form).
@@ -115,13 +167,25 @@ def uploaded_evaluation(uploaded: pd.DataFrame, units: pd.DataFrame, *, aggregat
     per_system = []
     for system, rows in uploaded.groupby("system", sort=True):
         scores = pd.Series(rows["score"].to_numpy(dtype=float), index=rows["unit"].to_numpy())
-        result = evaluate_scores(scores, rated, aggregate=aggregate, measure=measure, threshold=threshold,
-                                 rng=rng, n_boot=n_boot, confidence=confidence)
+        result = evaluate_scores(
+            scores,
+            rated,
+            aggregate=aggregate,
+            measure=measure,
+            threshold=threshold,
+            rng=rng,
+            n_boot=n_boot,
+            confidence=confidence,
+        )
         per_system.append({"system": str(system), **result})
     thresholds = [s["low_subset"]["threshold"] for s in per_system if s.get("low_subset")]
-    return {"aggregate": aggregate, "measure": measure,
-            "threshold": threshold if threshold is not None else (thresholds[0] if thresholds else None),
-            "threshold_chosen": threshold is not None, "per_system": per_system}
+    return {
+        "aggregate": aggregate,
+        "measure": measure,
+        "threshold": threshold if threshold is not None else (thresholds[0] if thresholds else None),
+        "threshold_chosen": threshold is not None,
+        "per_system": per_system,
+    }
 
 
 def grader_comparison(judgments: pd.DataFrame, spec: ValueSpec, uploaded: pd.DataFrame) -> dict[str, Any]:
@@ -148,8 +212,16 @@ def systems_reevaluate(*, run: Any, aggregate: str, measure: str, threshold: flo
         return result
     units = selectors.unit_results_frame(run_id=run.pk)
     rng = np.random.default_rng(run.seed)
-    fresh = uploaded_evaluation(uploaded, units, aggregate=aggregate, measure=measure, threshold=threshold, rng=rng,
-                                n_boot=int(section.get("n_boot", 1000)), confidence=float(section.get("confidence", 0.95)))
+    fresh = uploaded_evaluation(
+        uploaded,
+        units,
+        aggregate=aggregate,
+        measure=measure,
+        threshold=threshold,
+        rng=rng,
+        n_boot=int(section.get("n_boot", 1000)),
+        confidence=float(section.get("confidence", 0.95)),
+    )
     section["uploaded"] = {**jsonable(fresh), "graders": section["uploaded"].get("graders")}
     result["systems"] = section
     return result

@@ -1,4 +1,5 @@
 """The report's tables and plots, from a stored run: one source for the HTML page and the CSV downloads."""
+
 from __future__ import annotations
 
 import math
@@ -26,8 +27,13 @@ def most_disagreeing(queries: list[dict[str, Any]], limit: int = PAGE_QUERIES) -
 
 def _ci(est: dict[str, Any] | None) -> dict[str, Any]:
     est = est or {}
-    return {"value": est.get("value"), "ci_low": est.get("ci_low"), "ci_high": est.get("ci_high"),
-            "label": est.get("label"), "reason": est.get("reason")}
+    return {
+        "value": est.get("value"),
+        "ci_low": est.get("ci_low"),
+        "ci_high": est.get("ci_high"),
+        "label": est.get("label"),
+        "reason": est.get("reason"),
+    }
 
 
 def _names(result: dict[str, Any], show_names: bool) -> dict[int, str]:
@@ -41,51 +47,104 @@ def _names(result: dict[str, Any], show_names: bool) -> dict[int, str]:
 
 def _agreement_tables(agreement: dict[str, Any]) -> dict[str, Table]:
     tables: dict[str, Table] = {}
-    kappa_rows = [{"statistic": f"Fleiss' kappa, {lv['name']}", **_ci(lv["kappa"])} for lv in agreement.get("levels", [])]
+    kappa_rows = [
+        {"statistic": f"Fleiss' kappa, {lv['name']}", **_ci(lv["kappa"])} for lv in agreement.get("levels", [])
+    ]
     if agreement.get("alpha"):
         alpha = agreement["alpha"]
         kappa_rows.append({"statistic": f"Krippendorff's alpha ({alpha['level']}, {alpha['scale']})", **_ci(alpha)})
-    tables["agreement"] = Table(f"Agreement with {agreement.get('confidence', 0.95):.0%} bootstrap intervals", [
-        ("statistic", "Statistic"), ("value", "Value"), ("ci_low", "CI low"), ("ci_high", "CI high"),
-        ("label", "Landis & Koch"), ("reason", "Note")], kappa_rows,
-        note=f"Units with fewer than 2 judgments are excluded: {agreement.get('units_excluded', 0)}.")
+    tables["agreement"] = Table(
+        f"Agreement with {agreement.get('confidence', 0.95):.0%} bootstrap intervals",
+        [
+            ("statistic", "Statistic"),
+            ("value", "Value"),
+            ("ci_low", "CI low"),
+            ("ci_high", "CI high"),
+            ("label", "Landis & Koch"),
+            ("reason", "Note"),
+        ],
+        kappa_rows,
+        note=f"Units with fewer than 2 judgments are excluded: {agreement.get('units_excluded', 0)}.",
+    )
     per_category = [{"level": lv["name"], **row} for lv in agreement.get("levels", []) for row in lv["per_category"]]
-    tables["per_category"] = Table("Per-category kappa", [("level", "Levels"), ("category", "Category"),
-                                                          ("kappa", "Kappa"), ("label", "Landis & Koch")], per_category)
+    tables["per_category"] = Table(
+        "Per-category kappa",
+        [("level", "Levels"), ("category", "Category"), ("kappa", "Kappa"), ("label", "Landis & Koch")],
+        per_category,
+    )
     for i, lv in enumerate(agreement.get("levels", [])):
-        tables[f"patterns_{i}"] = Table(f"Agreement patterns, {lv['name']}", [
-            ("pattern", "Pattern"), ("kind", "Kind"), ("count", "Units"), ("percent", "%")], lv["patterns"])
-    chi2 = [{"test": name, **(agreement.get(key) or {})} for key, name in (
-        ("chi2_graders", "graders × categories (do graders use the categories differently?)"),
-        ("chi2_queries", "queries × {full, partial, none} (does disagreement vary across queries?)"))
-        if agreement.get(key)]
-    tables["chi2"] = Table("Chi-squared tests", [("test", "Test"), ("chi2", "χ²"), ("df", "df"), ("p", "p"),
-                                                 ("reason", "Note")], chi2)
+        tables[f"patterns_{i}"] = Table(
+            f"Agreement patterns, {lv['name']}",
+            [("pattern", "Pattern"), ("kind", "Kind"), ("count", "Units"), ("percent", "%")],
+            lv["patterns"],
+        )
+    chi2 = [
+        {"test": name, **(agreement.get(key) or {})}
+        for key, name in (
+            ("chi2_graders", "graders × categories (do graders use the categories differently?)"),
+            ("chi2_queries", "queries × {full, partial, none} (does disagreement vary across queries?)"),
+        )
+        if agreement.get(key)
+    ]
+    tables["chi2"] = Table(
+        "Chi-squared tests", [("test", "Test"), ("chi2", "χ²"), ("df", "df"), ("p", "p"), ("reason", "Note")], chi2
+    )
     return tables
 
 
 def _stability_tables(stability: dict[str, Any], names: dict[int, str]) -> dict[str, Table]:
-    columns = [("who", "Grader"), ("opportunities", "Opportunities"), ("events", "Events"),
-               ("mean_events", "Mean events"), ("max_events", "Max"), ("mode_events", "Mode"),
-               ("share_at_mode", "Share at mode"), ("pct_changed", "% changed"), ("changes", "Changes"),
-               ("reverts", "Reverts"), ("pct_reverts", "% reverts"), ("repeats", "Repeats")]
+    columns = [
+        ("who", "Grader"),
+        ("opportunities", "Opportunities"),
+        ("events", "Events"),
+        ("mean_events", "Mean events"),
+        ("max_events", "Max"),
+        ("mode_events", "Mode"),
+        ("share_at_mode", "Share at mode"),
+        ("pct_changed", "% changed"),
+        ("changes", "Changes"),
+        ("reverts", "Reverts"),
+        ("pct_reverts", "% reverts"),
+        ("repeats", "Repeats"),
+    ]
     tables = {}
     for scale, data in stability.get("scales", {}).items():
         rows = [{"who": "all graders", **data["overall"]}] + [
-            {"who": names.get(int(r["grader"]), r["grader"]), **r} for r in data["per_grader"]]
-        tables[f"stability_{scale.lower()}"] = Table(f"Judgment stability, {scale}", columns, rows,
-                                                     note=f"Equal within ±{data['tolerance']:g}." if data["tolerance"] else "")
+            {"who": names.get(int(r["grader"]), r["grader"]), **r} for r in data["per_grader"]
+        ]
+        tables[f"stability_{scale.lower()}"] = Table(
+            f"Judgment stability, {scale}",
+            columns,
+            rows,
+            note=f"Equal within ±{data['tolerance']:g}." if data["tolerance"] else "",
+        )
     engagement = stability.get("engagement") or {}
     rows = [{"who": names.get(int(r["grader"]), r["grader"]), **r} for r in engagement.get("per_grader", [])]
     if engagement.get("overall"):
         o = engagement["overall"]
-        rows.insert(0, {"who": "all graders", "mean_seconds": o["mean_seconds"], "median_seconds": o["median_seconds"],
-                        "mean_auditions": o["mean_auditions"]})
-    tables["engagement"] = Table("Time on unit and auditions", [
-        ("who", "Grader"), ("units", "Units"), ("mean_seconds", "Mean time"), ("median_seconds", "Median time"),
-        ("mean_auditions", "Auditions per unit")], rows, durations=("mean_seconds", "median_seconds"),
+        rows.insert(
+            0,
+            {
+                "who": "all graders",
+                "mean_seconds": o["mean_seconds"],
+                "median_seconds": o["median_seconds"],
+                "mean_auditions": o["mean_auditions"],
+            },
+        )
+    tables["engagement"] = Table(
+        "Time on unit and auditions",
+        [
+            ("who", "Grader"),
+            ("units", "Units"),
+            ("mean_seconds", "Mean time"),
+            ("median_seconds", "Median time"),
+            ("mean_auditions", "Auditions per unit"),
+        ],
+        rows,
+        durations=("mean_seconds", "median_seconds"),
         note="Active time only: the unit on screen and the page in focus, between the grader's interactions; "
-             "a pause longer than 5 minutes counts as 5 minutes.")
+        "a pause longer than 5 minutes counts as 5 minutes.",
+    )
     return tables
 
 
@@ -96,26 +155,49 @@ def _confusability_tables(result: dict[str, Any], run: AnalysisRun) -> dict[str,
     summary = {**conf["summary"], **{k: v for k, v in (conf.get("precision") or {}).items() if k != "band_67"}}
     band = (conf.get("precision") or {}).get("band_67") or [None, None]
     summary.update(band_low=band[0], band_high=band[1])
-    tables = {"confusability": Table("Confusability and precision", [
-        ("n_units", "Units (≥ 2 judgments)"), ("n_excluded", "Excluded"), ("mean_dif", "Mean range"),
-        ("mean_std", "Mean std"), ("std_std", "Std of std"), ("band_low", "Middle 67% of std from"),
-        ("band_high", "to"), ("mean_entropy", "Mean entropy (bits)")], [summary])}
+    tables = {
+        "confusability": Table(
+            "Confusability and precision",
+            [
+                ("n_units", "Units (≥ 2 judgments)"),
+                ("n_excluded", "Excluded"),
+                ("mean_dif", "Mean range"),
+                ("mean_std", "Mean std"),
+                ("std_std", "Std of std"),
+                ("band_low", "Middle 67% of std from"),
+                ("band_high", "to"),
+                ("mean_entropy", "Mean entropy (bits)"),
+            ],
+            [summary],
+        )
+    }
     extremes = selectors.unit_results_extremes(run_id=run.pk)
-    columns = [("unit__external_id", "Unit"), ("n", "n"), ("mean", "Mean"), ("dif", "Range"), ("std", "Std"),
-               ("entropy", "Entropy")]
+    columns = [
+        ("unit__external_id", "Unit"),
+        ("n", "n"),
+        ("mean", "Mean"),
+        ("dif", "Range"),
+        ("std", "Std"),
+        ("entropy", "Entropy"),
+    ]
     rows = extremes["most"] + extremes["least"]
     for row in rows:
         row["url"] = reverse("analysis:unit", args=[run.campaign_id, row["unit_id"]])
     if rows and rows[0].get("n_ns") is not None:  # BROAD/FINE: the consensus BROAD beside the FINE statistics
         columns += [("majority_broad", "Consensus BROAD"), ("n_ns", "NS"), ("n_ss", "SS"), ("n_vs", "VS")]
-        for row, label in zip(rows, consensus_category([[r[k] or 0 for k in ("n_ns", "n_ss", "n_vs")] for r in rows],
-                                                       ["NS", "SS", "VS"]), strict=True):
+        for row, label in zip(
+            rows,
+            consensus_category([[r[k] or 0 for k in ("n_ns", "n_ss", "n_vs")] for r in rows], ["NS", "SS", "VS"]),
+            strict=True,
+        ):
             row["majority_broad"] = label
     explain = {"std": "std", "dif": "dif", "entropy": "entropy", "majority_broad": "majority_broad"}
-    tables["most_confusable"] = Table("Most confusable units (by std)", columns, extremes["most"], link="unit__external_id",
-                                      explain=explain)
-    tables["least_confusable"] = Table("Least confusable units (by std)", columns, extremes["least"],
-                                       link="unit__external_id", explain=explain)
+    tables["most_confusable"] = Table(
+        "Most confusable units (by std)", columns, extremes["most"], link="unit__external_id", explain=explain
+    )
+    tables["least_confusable"] = Table(
+        "Least confusable units (by std)", columns, extremes["least"], link="unit__external_id", explain=explain
+    )
     return tables
 
 
@@ -123,36 +205,78 @@ def report_tables(run: AnalysisRun, *, show_names: bool) -> dict[str, Table]:
     result = run.result or {}
     names = _names(result, show_names)
     overview = result.get("overview", {})
-    tables = {"overview": Table("Overview", [("what", "What"), ("value", "Value")],
-                                [{"what": k.replace("_", " ").capitalize(), "value": v} for k, v in overview.items()],
-                                page_rows=[{"what": k.replace("_", " ").capitalize(),
-                                            "value": format_duration(v) if k == "span_seconds" and v is not None else v}
-                                           for k, v in overview.items()])}
+    tables = {
+        "overview": Table(
+            "Overview",
+            [("what", "What"), ("value", "Value")],
+            [{"what": k.replace("_", " ").capitalize(), "value": v} for k, v in overview.items()],
+            page_rows=[
+                {
+                    "what": k.replace("_", " ").capitalize(),
+                    "value": format_duration(v) if k == "span_seconds" and v is not None else v,
+                }
+                for k, v in overview.items()
+            ],
+        )
+    }
     tables.update(_agreement_tables(result.get("agreement", {})))
     tables.update(_stability_tables(result.get("stability", {}), names))
     tables.update(_confusability_tables(result, run))
     if result.get("fine_within_broad"):
-        tables["fine_within_broad"] = Table("FINE within BROAD", [
-            ("broad", "BROAD"), ("n", "n"), ("mean", "Mean"), ("std", "Std"), ("min", "Min"), ("q1", "Q1"),
-            ("median", "Median"), ("q3", "Q3"), ("max", "Max")], result["fine_within_broad"])
+        tables["fine_within_broad"] = Table(
+            "FINE within BROAD",
+            [
+                ("broad", "BROAD"),
+                ("n", "n"),
+                ("mean", "Mean"),
+                ("std", "Std"),
+                ("min", "Min"),
+                ("q1", "Q1"),
+                ("median", "Median"),
+                ("q3", "Q3"),
+                ("max", "Max"),
+            ],
+            result["fine_within_broad"],
+        )
     graders = [{**g, "who": names.get(int(g["grader"]), g["pseudonym"])} for g in result.get("graders", [])]
     usage = [k for k in (graders[0] if graders else {}) if k.startswith("usage_")]
-    tables["graders"] = Table("Graders", [("who", "Grader"), ("judgments", "Judgments"),
-                                          *[(k, k.removeprefix("usage_")) for k in usage],
-                                          ("agreement_with_majority", "Agrees with majority"),
-                                          ("score_mean", "Mean score"), ("score_std", "Std score"),
-                                          ("mean_abs_deviation", "Mean |dev| from others"),
-                                          ("events", "Events"), ("median_seconds", "Median time/unit")], graders,
-                                   durations=("median_seconds",))
+    tables["graders"] = Table(
+        "Graders",
+        [
+            ("who", "Grader"),
+            ("judgments", "Judgments"),
+            *[(k, k.removeprefix("usage_")) for k in usage],
+            ("agreement_with_majority", "Agrees with majority"),
+            ("score_mean", "Mean score"),
+            ("score_std", "Std score"),
+            ("mean_abs_deviation", "Mean |dev| from others"),
+            ("events", "Events"),
+            ("median_seconds", "Median time/unit"),
+        ],
+        graders,
+        durations=("median_seconds",),
+    )
     queries = result.get("queries", [])
-    tables["queries"] = Table("Per query", [
-        ("label", "Query"), ("units", "Units"), ("judgments", "Judgments"), ("full", "Full"), ("partial", "Partial"),
-        ("none", "None"), ("disagreement_pct", "% in disagreement"), ("mean_std", "Mean std"),
-        ("mean_entropy", "Mean entropy")], queries)
+    tables["queries"] = Table(
+        "Per query",
+        [
+            ("label", "Query"),
+            ("units", "Units"),
+            ("judgments", "Judgments"),
+            ("full", "Full"),
+            ("partial", "Partial"),
+            ("none", "None"),
+            ("disagreement_pct", "% in disagreement"),
+            ("mean_std", "Mean std"),
+            ("mean_entropy", "Mean entropy"),
+        ],
+        queries,
+    )
     if len(queries) > PAGE_QUERIES:
         tables["queries"].page_rows = most_disagreeing(queries)
-        tables["queries"].note = (f"The {PAGE_QUERIES} of {len(queries)} queries with the most disagreement; "
-                                  "the CSV download has them all.")
+        tables["queries"].note = (
+            f"The {PAGE_QUERIES} of {len(queries)} queries with the most disagreement; the CSV download has them all."
+        )
     if result.get("orderings"):
         tables.update(_ordering_tables(result["orderings"]))
     tables.update(system_tables(result))
@@ -167,58 +291,115 @@ def report_tables(run: AnalysisRun, *, show_names: bool) -> dict[str, Table]:
 def _ordering_tables(orderings: dict[str, Any]) -> dict[str, Table]:
     methods = orderings.get("methods", [])
     names = orderings.get("item_labels") or {}
-    queries = [{**q, "consensus": [names.get(i, i) for i in q.get("consensus", [])]} for q in orderings.get("queries", [])]
-    tables = {"ordering_queries": Table("Consensus ordering and agreement per query (RBA)", [
-        ("label", "Query"), ("orderings", "Orderings"), ("items", "Items"), ("kendall_w", "Kendall's W"),
-        ("mean_pairwise_tau", "Mean pairwise τ"), ("consensus", "Consensus (first = most)"), ("problem", "Note")],
-        queries, explain={"kendall_w": "kendall_w", "mean_pairwise_tau": "tau", "consensus": "rba"})}
+    queries = [
+        {**q, "consensus": [names.get(i, i) for i in q.get("consensus", [])]} for q in orderings.get("queries", [])
+    ]
+    tables = {
+        "ordering_queries": Table(
+            "Consensus ordering and agreement per query (RBA)",
+            [
+                ("label", "Query"),
+                ("orderings", "Orderings"),
+                ("items", "Items"),
+                ("kendall_w", "Kendall's W"),
+                ("mean_pairwise_tau", "Mean pairwise τ"),
+                ("consensus", "Consensus (first = most)"),
+                ("problem", "Note"),
+            ],
+            queries,
+            explain={"kendall_w": "kendall_w", "mean_pairwise_tau": "tau", "consensus": "rba"},
+        )
+    }
     per_grader: dict[str, list[float]] = {}
     for q in orderings.get("queries", []):
         for g in q.get("graders", []):
             per_grader.setdefault(g["pseudonym"], []).append(g["ac_tau_with_others"])
-    tables["ordering_graders"] = Table("Graders: agreement of each grader's orderings with the others'", [
-        ("who", "Grader"), ("queries", "Queries ordered (with ≥ 1 other grader)"),
-        ("mean_ac_tau", "Mean AC-τ with the others")],
+    tables["ordering_graders"] = Table(
+        "Graders: agreement of each grader's orderings with the others'",
+        [
+            ("who", "Grader"),
+            ("queries", "Queries ordered (with ≥ 1 other grader)"),
+            ("mean_ac_tau", "Mean AC-τ with the others"),
+        ],
         [{"who": who, "queries": len(v), "mean_ac_tau": _mean(v)} for who, v in sorted(per_grader.items())],
-        note="AC-τ: the mean Kendall's τ between the grader's ordering of a query and each other grader's.")
+        note="AC-τ: the mean Kendall's τ between the grader's ordering of a query and each other grader's.",
+    )
     best = orderings.get("best_method") or ""
     heading = {k: f"{k} ★" if k == best else k for k in methods}
     if orderings.get("ed"):
-        tables["ed"] = Table("Evaluation discriminativeness (ED) by method, mean over queries", [
-            ("method", "Method"), ("ed", "ED")], [{"method": heading[k], "ed": orderings["ed"][k]} for k in methods],
-            note=f"★ {best}: the method the ED favours (highest mean ED)." if best else "", explain={"ed": "ed"})
+        tables["ed"] = Table(
+            "Evaluation discriminativeness (ED) by method, mean over queries",
+            [("method", "Method"), ("ed", "ED")],
+            [{"method": heading[k], "ed": orderings["ed"][k]} for k in methods],
+            note=f"★ {best}: the method the ED favours (highest mean ED)." if best else "",
+            explain={"ed": "ed"},
+        )
     if orderings.get("systems"):
         tables.update(_system_tables(orderings, methods, heading, best))
     if orderings.get("noise"):
-        rows = [{"ratio": n["ratio"], **{f"ed_{k}": n["ed"][k] for k in methods},
-                 **{f"deg_{k}": n["degradation_pct"][k] for k in methods}} for n in orderings["noise"]]
-        tables["noise"] = Table("Noise robustness: ED with random orderings added", [
-            ("ratio", "Noise ratio"), *[(f"ed_{k}", f"ED {k}") for k in methods],
-            *[(f"deg_{k}", f"% degr. {k}") for k in methods]], rows,
-            groups=[("", 1), *method_groups(methods, lead=0, correlations="ED of the correlation methods",
-                                            frespa="ED of FreSPA"),
-                    *method_groups(methods, lead=0, correlations="% degradation, correlation methods",
-                                   frespa="% degradation, FreSPA")],
-            explain={**{f"ed_{k}": "ed" for k in methods}, **{f"deg_{k}": "degradation" for k in methods}})
+        rows = [
+            {
+                "ratio": n["ratio"],
+                **{f"ed_{k}": n["ed"][k] for k in methods},
+                **{f"deg_{k}": n["degradation_pct"][k] for k in methods},
+            }
+            for n in orderings["noise"]
+        ]
+        tables["noise"] = Table(
+            "Noise robustness: ED with random orderings added",
+            [
+                ("ratio", "Noise ratio"),
+                *[(f"ed_{k}", f"ED {k}") for k in methods],
+                *[(f"deg_{k}", f"% degr. {k}") for k in methods],
+            ],
+            rows,
+            groups=[
+                ("", 1),
+                *method_groups(methods, lead=0, correlations="ED of the correlation methods", frespa="ED of FreSPA"),
+                *method_groups(
+                    methods, lead=0, correlations="% degradation, correlation methods", frespa="% degradation, FreSPA"
+                ),
+            ],
+            explain={**{f"ed_{k}": "ed" for k in methods}, **{f"deg_{k}": "degradation" for k in methods}},
+        )
     return tables
 
 
-def _system_tables(orderings: dict[str, Any], methods: list[str], heading: dict[str, str],
-                   best: str) -> dict[str, Table]:
-    note = (f"★ marks {best}, the method the ED favours (highest mean ED over queries): trust its column most."
-            if best else "No query has two graders' orderings yet, so no method is favoured.")
+def _system_tables(
+    orderings: dict[str, Any], methods: list[str], heading: dict[str, str], best: str
+) -> dict[str, Table]:
+    note = (
+        f"★ marks {best}, the method the ED favours (highest mean ED over queries): trust its column most."
+        if best
+        else "No query has two graders' orderings yet, so no method is favoured."
+    )
     score_columns = [(k, heading[k]) for k in methods]
     summary = [{"system": s["system"], "queries": s["queries"], **s["scores"]} for s in orderings["systems"]]
-    per_query = [{"label": q["label"], "system": s["system"], **s["scores"]}
-                 for q in orderings.get("queries", []) for s in q.get("systems", [])]
+    per_query = [
+        {"label": q["label"], "system": s["system"], **s["scores"]}
+        for q in orderings.get("queries", [])
+        for s in q.get("systems", [])
+    ]
     groups, explain = method_groups(methods, lead=2), method_terms(methods)
     return {
-        "systems": Table("Systems' orderings scored by every method, mean over queries",
-                         [("system", "System"), ("queries", "Queries"), *score_columns], summary, note=note,
-                         marked=best, groups=groups, explain=explain),
-        "system_scores": Table("Systems' orderings scored by every method, per query",
-                               [("label", "Query"), ("system", "System"), *score_columns], per_query, note=note,
-                               marked=best, groups=groups, explain=explain),
+        "systems": Table(
+            "Systems' orderings scored by every method, mean over queries",
+            [("system", "System"), ("queries", "Queries"), *score_columns],
+            summary,
+            note=note,
+            marked=best,
+            groups=groups,
+            explain=explain,
+        ),
+        "system_scores": Table(
+            "Systems' orderings scored by every method, per query",
+            [("label", "Query"), ("system", "System"), *score_columns],
+            per_query,
+            note=note,
+            marked=best,
+            groups=groups,
+            explain=explain,
+        ),
     }
 
 
@@ -229,44 +410,64 @@ def _mean(values: list[float | None]) -> float | None:
 
 def report_plots(result: dict[str, Any]) -> dict[str, SafeString]:
     agreement = result.get("agreement", {})
-    rows = [(f"κ {lv['name']}", lv["kappa"]["value"], lv["kappa"]["ci_low"], lv["kappa"]["ci_high"])
-            for lv in agreement.get("levels", [])]
+    rows = [
+        (f"κ {lv['name']}", lv["kappa"]["value"], lv["kappa"]["ci_low"], lv["kappa"]["ci_high"])
+        for lv in agreement.get("levels", [])
+    ]
     if agreement.get("alpha"):
         a = agreement["alpha"]
         rows.append((f"α {a['scale']}", a["value"], a["ci_low"], a["ci_high"]))
     level = agreement.get("confidence", 0.95)  # the run's confidence parameter
-    out = {"agreement": plots.intervals(rows, title=f"Agreement with {level:.0%} intervals", xlabel="kappa / alpha",
-                                        confidence=level)}
+    out = {
+        "agreement": plots.intervals(
+            rows, title=f"Agreement with {level:.0%} intervals", xlabel="kappa / alpha", confidence=level
+        )
+    }
     if agreement.get("levels") and agreement["levels"][0]["kinds"]:  # no kinds: no unit has two judgments
         lv = agreement["levels"][0]
-        out["patterns"] = plots.bars(["full", "partial", "none"], [lv["kinds"][k]["percent"] for k in
-                                                                   ("full", "partial", "none")],
-                                     title=f"Agreement kinds, {lv['name']}", ylabel="% of units")
+        out["patterns"] = plots.bars(
+            ["full", "partial", "none"],
+            [lv["kinds"][k]["percent"] for k in ("full", "partial", "none")],
+            title=f"Agreement kinds, {lv['name']}",
+            ylabel="% of units",
+        )
     conf = result.get("confusability") or {}
     if conf.get("available"):
         scale = agreement.get("alpha", {}) or {}
         for measure in ("dif", "std", "entropy"):
             hist = conf["distributions"][measure]
-            out[f"hist_{measure}"] = plots.histogram(hist["edges"], hist["counts"], title=f"Distribution of {measure}",
-                                                     xlabel=measure)
-        out["crescent"] = plots.crescent(conf["crescent"], title="Std against mean (the crescent)",
-                                         xlabel=f"mean {scale.get('scale', 'score')}")
+            out[f"hist_{measure}"] = plots.histogram(
+                hist["edges"], hist["counts"], title=f"Distribution of {measure}", xlabel=measure
+            )
+        out["crescent"] = plots.crescent(
+            conf["crescent"], title="Std against mean (the crescent)", xlabel=f"mean {scale.get('scale', 'score')}"
+        )
     if result.get("fine_within_broad"):
-        out["fine_within_broad"] = plots.boxes([{**r, "name": r["broad"]} for r in result["fine_within_broad"]],
-                                               title="FINE within each BROAD category", ylabel="FINE")
+        out["fine_within_broad"] = plots.boxes(
+            [{**r, "name": r["broad"]} for r in result["fine_within_broad"]],
+            title="FINE within each BROAD category",
+            ylabel="FINE",
+        )
     graders = result.get("graders", [])
     usage = [k for k in (graders[0] if graders else {}) if k.startswith("usage_")]
     if usage:
-        out["usage"] = plots.bars([g["pseudonym"] for g in graders], [], title="Category usage per grader",
-                                  ylabel="judgments", series=[k.removeprefix("usage_") for k in usage],
-                                  groups=[[g[k] for g in graders] for k in usage])
+        out["usage"] = plots.bars(
+            [g["pseudonym"] for g in graders],
+            [],
+            title="Category usage per grader",
+            ylabel="judgments",
+            series=[k.removeprefix("usage_") for k in usage],
+            groups=[[g[k] for g in graders] for k in usage],
+        )
     if result.get("queries") and any("disagreement_pct" in q for q in result["queries"]):
         queries = result["queries"]
         shown = most_disagreeing(queries) if len(queries) > PAGE_QUERIES else queries
         title = "Units in disagreement per query" + (
-            f" (the {PAGE_QUERIES} of {len(queries)} with the most)" if len(shown) < len(queries) else "")
-        out["queries"] = plots.bars([q["label"] for q in shown], [q.get("disagreement_pct") for q in shown],
-                                    title=title, ylabel="% of units")
+            f" (the {PAGE_QUERIES} of {len(queries)} with the most)" if len(shown) < len(queries) else ""
+        )
+        out["queries"] = plots.bars(
+            [q["label"] for q in shown], [q.get("disagreement_pct") for q in shown], title=title, ylabel="% of units"
+        )
     if (result.get("orderings") or {}).get("ed"):
         ed = result["orderings"]["ed"]
         out["ed"] = plots.bars(list(ed), list(ed.values()), title="ED by method", ylabel="ED")

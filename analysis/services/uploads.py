@@ -1,5 +1,6 @@
 """Uploads that change what the report shows: systems' orderings or per-unit scores, evaluated by the next
 analysis run."""
+
 from __future__ import annotations
 
 import secrets
@@ -27,17 +28,27 @@ def run_after_upload(*, campaign_id: int, trigger: str, user: AbstractBaseUser |
     return run
 
 
-def system_orderings_upload(*, campaign: Campaign, rows: Sequence[Mapping[str, Any]], trigger: str,
-                            user: AbstractBaseUser | None, where: Callable[[int], str] = csv_line,
-                            ) -> tuple[SystemOrderingsSummary, AnalysisRun]:
+def system_orderings_upload(
+    *,
+    campaign: Campaign,
+    rows: Sequence[Mapping[str, Any]],
+    trigger: str,
+    user: AbstractBaseUser | None,
+    where: Callable[[int], str] = csv_line,
+) -> tuple[SystemOrderingsSummary, AnalysisRun]:
     """Import the systems' orderings (all or nothing), then start an analysis run to score them."""
     summary = system_orderings_import(campaign=campaign, rows=rows, where=where)
     return summary, run_after_upload(campaign_id=campaign.pk, trigger=trigger, user=user)
 
 
-def system_scores_upload(*, campaign: Campaign, rows: Sequence[Mapping[str, Any]], trigger: str,
-                         user: AbstractBaseUser | None, where: Callable[[int], str] = csv_line,
-                         ) -> tuple[SystemScoresSummary, AnalysisRun]:
+def system_scores_upload(
+    *,
+    campaign: Campaign,
+    rows: Sequence[Mapping[str, Any]],
+    trigger: str,
+    user: AbstractBaseUser | None,
+    where: Callable[[int], str] = csv_line,
+) -> tuple[SystemScoresSummary, AnalysisRun]:
     """Import the systems' per-unit scores (all or nothing), then start an analysis run to evaluate them."""
     summary = system_scores_import(campaign=campaign, rows=rows, where=where)
     return summary, run_after_upload(campaign_id=campaign.pk, trigger=trigger, user=user)

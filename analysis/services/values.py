@@ -6,6 +6,7 @@
 - pairwise: the verdict (B < equal < A);
 - ordering: no per-unit values (orderings are analysed per query).
 """
+
 from __future__ import annotations
 
 from dataclasses import dataclass, field
@@ -57,11 +58,26 @@ def value_spec(campaign: Campaign) -> ValueSpec:
         return ValueSpec(Scheme.NUMERIC, None, [], None, "score", "score", "interval")
     if campaign.scheme == Scheme.CATEGORICAL:
         ordered = bool(params.get("ordered", False))
-        return ValueSpec(Scheme.CATEGORICAL, "label", list(params.get("labels", [])), None, "label_position",
-                         "label position", "ordinal" if ordered else "nominal", ordered)
+        return ValueSpec(
+            Scheme.CATEGORICAL,
+            "label",
+            list(params.get("labels", [])),
+            None,
+            "label_position",
+            "label position",
+            "ordinal" if ordered else "nominal",
+            ordered,
+        )
     if campaign.scheme == Scheme.PAIRWISE:
-        return ValueSpec(Scheme.PAIRWISE, "verdict", ["B", "equal", "A"], None, "verdict_position",
-                         "verdict (B=0, equal=1, A=2)", "ordinal")
+        return ValueSpec(
+            Scheme.PAIRWISE,
+            "verdict",
+            ["B", "equal", "A"],
+            None,
+            "verdict_position",
+            "verdict (B=0, equal=1, A=2)",
+            "ordinal",
+        )
     return ValueSpec(campaign.scheme)
 
 
@@ -87,15 +103,27 @@ def categorical_long(frame: pd.DataFrame, spec: ValueSpec) -> pd.DataFrame:
     """Judgments with a category in the scale: columns unit, grader, query, value."""
     rows = frame[frame["cat"].notna()]
     rows = rows[rows["cat"].isin(spec.categories)]
-    return pd.DataFrame({"unit": rows["unit"].to_numpy(), "grader": rows["grader"].to_numpy(),
-                         "query": rows["query"].to_numpy(), "value": rows["cat"].to_numpy()})
+    return pd.DataFrame(
+        {
+            "unit": rows["unit"].to_numpy(),
+            "grader": rows["grader"].to_numpy(),
+            "query": rows["query"].to_numpy(),
+            "value": rows["cat"].to_numpy(),
+        }
+    )
 
 
 def numeric_long(frame: pd.DataFrame) -> pd.DataFrame:
     """Judgments with a number: columns unit, grader, query, value (float)."""
     rows = frame[frame["num"].notna()]
-    return pd.DataFrame({"unit": rows["unit"].to_numpy(), "grader": rows["grader"].to_numpy(),
-                         "query": rows["query"].to_numpy(), "value": rows["num"].to_numpy(dtype=float)})
+    return pd.DataFrame(
+        {
+            "unit": rows["unit"].to_numpy(),
+            "grader": rows["grader"].to_numpy(),
+            "query": rows["query"].to_numpy(),
+            "value": rows["num"].to_numpy(dtype=float),
+        }
+    )
 
 
 def finite(values: np.ndarray) -> np.ndarray:

@@ -5,6 +5,7 @@ own page and from well-behaved scripts are well formed: this reads exactly those
 result the serializer gives, and answers None for anything else, so that the serializer can name
 what is wrong. tests/grading/test_fast_events.py checks the two agree.
 """
+
 from __future__ import annotations
 
 import uuid
@@ -33,11 +34,21 @@ def event_input_fast(raw: Any) -> EventInput | None:
     event_id, kind, stamp = raw.get("id"), raw.get("type"), raw.get("client_ts")
     payload = raw.get("payload", {})
     seq, session = raw.get("seq", 0), raw.get("session_id", "")
-    if not (isinstance(event_id, str) and len(event_id) == 36 and isinstance(kind, str) and kind in _TYPES
-            and isinstance(stamp, str) and isinstance(payload, dict)
-            and type(seq) is int and 0 <= seq <= MAX_SEQ
-            and isinstance(session, str) and len(session) <= 64 and session == session.strip() and "\x00" not in session
-            and not has_surrogate(session)):
+    if not (
+        isinstance(event_id, str)
+        and len(event_id) == 36
+        and isinstance(kind, str)
+        and kind in _TYPES
+        and isinstance(stamp, str)
+        and isinstance(payload, dict)
+        and type(seq) is int
+        and 0 <= seq <= MAX_SEQ
+        and isinstance(session, str)
+        and len(session) <= 64
+        and session == session.strip()
+        and "\x00" not in session
+        and not has_surrogate(session)
+    ):
         return None
     ok_campaign, campaign = _id(raw.get("campaign"), optional=False)
     ok_unit, unit = _id(raw.get("unit"), optional=True)
@@ -51,5 +62,14 @@ def event_input_fast(raw: Any) -> EventInput | None:
         return None
     if client_ts is None or client_ts.tzinfo is None:
         return None
-    return EventInput(id=parsed_id, campaign_id=campaign, type=kind, client_ts=client_ts, payload=payload,
-                      unit_id=unit, query_id=query, seq=seq, session_id=session)
+    return EventInput(
+        id=parsed_id,
+        campaign_id=campaign,
+        type=kind,
+        client_ts=client_ts,
+        payload=payload,
+        unit_id=unit,
+        query_id=query,
+        seq=seq,
+        session_id=session,
+    )

@@ -1,4 +1,5 @@
 """Paging for every list endpoint: `limit` and `offset` are checked, never passed on unbounded."""
+
 from __future__ import annotations
 
 from typing import Any
@@ -21,8 +22,9 @@ def _bounded(request: Request, name: str, *, default: int, minimum: int, maximum
     except ValueError:
         value = None
     if value is None or not minimum <= value <= maximum:
-        raise InvalidValue(f"{name} must be a whole number from {minimum} to {maximum}, got {raw[:40]!r}.",
-                           field=name, value=raw[:40])
+        raise InvalidValue(
+            f"{name} must be a whole number from {minimum} to {maximum}, got {raw[:40]!r}.", field=name, value=raw[:40]
+        )
     return value
 
 

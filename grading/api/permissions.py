@@ -5,6 +5,7 @@ so that the pages and the API refuse exactly the same things. This module turns 
 the same body, {code, detail, field, value}, with the service's HTTP status, and never a 500 for
 bad input.
 """
+
 from __future__ import annotations
 
 import json
@@ -83,8 +84,11 @@ def validated(serializer_class: type[serializers.Serializer], data: Any) -> dict
     """The serializer's validated data, or InvalidValue naming the first bad field and its value."""
     problem = surrogate_problem(data)
     if problem:
-        raise InvalidValue(f"{problem[0]} holds a lone surrogate (text that is not valid Unicode): {problem[1]}",
-                           field=problem[0], value=problem[1])
+        raise InvalidValue(
+            f"{problem[0]} holds a lone surrogate (text that is not valid Unicode): {problem[1]}",
+            field=problem[0],
+            value=problem[1],
+        )
     serializer = serializer_class(data=data)
     if not serializer.is_valid():
         raise validation_error(serializer.errors, data)
@@ -101,5 +105,7 @@ class GradingAPIView(APIView):
         if isinstance(exc, exceptions.ValidationError):
             return Response(error_body(validation_error(exc.detail, getattr(self.request, "data", None))), status=400)
         if isinstance(exc, exceptions.ParseError):
-            return Response({"code": "parse_error", "detail": str(exc.detail), "field": "body", "value": None}, status=400)
+            return Response(
+                {"code": "parse_error", "detail": str(exc.detail), "field": "body", "value": None}, status=400
+            )
         return super().handle_exception(exc)

@@ -1,11 +1,15 @@
 """Completing the OpenAPI schema: every operation documents the refusals any endpoint may give, so
 that a client (and the schema fuzzing in CI) knows every status it can meet."""
+
 from __future__ import annotations
 
 from typing import Any
 
-ERROR_BODY = {"type": "object", "description": "What was wrong: `detail`, and for invalid input `field` and `value`.",
-              "additionalProperties": True}
+ERROR_BODY = {
+    "type": "object",
+    "description": "What was wrong: `detail`, and for invalid input `field` and `value`.",
+    "additionalProperties": True,
+}
 COMMON_ERRORS = {
     "400": "Invalid input (the body or a parameter); nothing was stored.",
     "401": "No credentials, or a bad or expired token (see the WWW-Authenticate header).",
@@ -24,5 +28,7 @@ def add_common_errors(result: dict[str, Any], generator: Any, request: Any, publ
                 continue
             responses = operation["responses"]
             for code, text in COMMON_ERRORS.items():
-                responses.setdefault(code, {"description": text, "content": {"application/json": {"schema": ERROR_BODY}}})
+                responses.setdefault(
+                    code, {"description": text, "content": {"application/json": {"schema": ERROR_BODY}}}
+                )
     return result

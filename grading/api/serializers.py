@@ -1,5 +1,6 @@
 """Input and output shapes of the grading API. Validation of *values* lives in the services; these
 only check that a request has the right shape (types, ids, timestamps)."""
+
 from __future__ import annotations
 
 from typing import Any
@@ -30,7 +31,9 @@ class JSONObjectField(serializers.JSONField):
         return data
 
 
-@extend_schema_field({"type": "string", "pattern": f"^({'|'.join(CampaignStatus.values)})$", "description": "draft, open or closed."})
+@extend_schema_field(
+    {"type": "string", "pattern": f"^({'|'.join(CampaignStatus.values)})$", "description": "draft, open or closed."}
+)
 class CampaignStatusField(serializers.ChoiceField):
     """A campaign's status. Described by a pattern, not an enum: drf-spectacular names enums after
     their field, and other apps have `status` enums of their own."""
@@ -133,7 +136,18 @@ class JudgmentOut(serializers.ModelSerializer):
 
     class Meta:
         model = Judgment
-        fields = ["unit", "broad", "fine", "score", "label", "verdict", "comment", "skipped", "guidelines_version", "updated_at"]
+        fields = [
+            "unit",
+            "broad",
+            "fine",
+            "score",
+            "label",
+            "verdict",
+            "comment",
+            "skipped",
+            "guidelines_version",
+            "updated_at",
+        ]
 
 
 class AssignmentOut(serializers.ModelSerializer):
@@ -171,8 +185,23 @@ class CampaignOut(serializers.ModelSerializer):
     class Meta:
         model = Campaign
         fields = [
-            "id", "name", "slug", "description", "scheme", "scheme_params", "status", "guidelines_version", "guidelines",
-            "initial_overlap", "max_overlap", "budget", "policy", "policy_params", "roles", "progress", "created_at",
+            "id",
+            "name",
+            "slug",
+            "description",
+            "scheme",
+            "scheme_params",
+            "status",
+            "guidelines_version",
+            "guidelines",
+            "initial_overlap",
+            "max_overlap",
+            "budget",
+            "policy",
+            "policy_params",
+            "roles",
+            "progress",
+            "created_at",
         ]
 
     def get_roles(self, obj: Campaign) -> list[str]:
@@ -225,13 +254,17 @@ class MemberOut(serializers.Serializer):
 
 
 class AssignIn(serializers.Serializer):
-    grader = serializers.CharField(max_length=20, required=False, help_text="Pseudonym; omit to create the initial overlap.")
+    grader = serializers.CharField(
+        max_length=20, required=False, help_text="Pseudonym; omit to create the initial overlap."
+    )
     units = serializers.ListField(child=id_field(), required=False, max_length=100_000)
     seed = serializers.IntegerField(min_value=0, max_value=MAX_SEQ, required=False, default=0)
 
     def validate(self, attrs: dict[str, Any]) -> dict[str, Any]:
         if ("grader" in attrs) != ("units" in attrs):
-            raise serializers.ValidationError({"units": "grader and units go together (omit both for the initial overlap)."})
+            raise serializers.ValidationError(
+                {"units": "grader and units go together (omit both for the initial overlap)."}
+            )
         return attrs
 
 

@@ -1,5 +1,6 @@
 """The grading REST API. Each view: validate with an input serializer, call one service or
 selector, serialize the output. Errors come back as {code, detail, field, value} (see errors.py)."""
+
 from __future__ import annotations
 
 from datetime import UTC, datetime
@@ -29,9 +30,14 @@ from grading.services.events import event_record, events_record
 from grading.services.tokens import token_get_or_create
 
 CAMPAIGN_PARAM = OpenApiParameter("campaign", OpenApiTypes.INT, required=True, description="Campaign id.")
-ERRORS = {code: OpenApiResponse(s.ErrorOut, description=text) for code, text in [
-    (400, "Invalid input; `field` and `value` name what was wrong."), (403, "Not allowed."), (404, "Not found."),
-]}
+ERRORS = {
+    code: OpenApiResponse(s.ErrorOut, description=text)
+    for code, text in [
+        (400, "Invalid input; `field` and `value` name what was wrong."),
+        (403, "Not allowed."),
+        (404, "Not found."),
+    ]
+}
 
 
 class TokenView(GradingAPIView):
@@ -144,12 +150,15 @@ class AssignmentListView(GradingAPIView, GenericAPIView):
 
     @extend_schema(parameters=[CAMPAIGN_PARAM], responses={200: s.AssignmentOut(many=True), **ERRORS})
     def get(self, request: Request) -> Response:
-        campaign = selectors.campaign_get_for_grader(grader=request.user, campaign_id=request.query_params.get("campaign"))
+        campaign = selectors.campaign_get_for_grader(
+            grader=request.user, campaign_id=request.query_params.get("campaign")
+        )
         page = self.paginate_queryset(selectors.assignment_list_for_grader(grader=request.user, campaign=campaign))
         judgments = selectors.judgments_by_unit(grader=request.user, campaign=campaign)
         repeats = selectors.repeat_answers_of(assignments=page)
-        return self.get_paginated_response(s.AssignmentOut(page, many=True, context={"judgments": judgments,
-                                                                                     "repeats": repeats}).data)
+        return self.get_paginated_response(
+            s.AssignmentOut(page, many=True, context={"judgments": judgments, "repeats": repeats}).data
+        )
 
 
 class NextAssignmentView(GradingAPIView):
@@ -157,7 +166,9 @@ class NextAssignmentView(GradingAPIView):
 
     @extend_schema(parameters=[CAMPAIGN_PARAM], responses={200: s.AssignmentOut, 204: None, **ERRORS})
     def get(self, request: Request) -> Response:
-        campaign = selectors.campaign_get_for_grader(grader=request.user, campaign_id=request.query_params.get("campaign"))
+        campaign = selectors.campaign_get_for_grader(
+            grader=request.user, campaign_id=request.query_params.get("campaign")
+        )
         assignment = allocation.assignment_next(grader=request.user, campaign=campaign)
         if assignment is None:
             return Response(status=status.HTTP_204_NO_CONTENT)
@@ -175,15 +186,24 @@ class JudgmentListView(GradingAPIView, GenericAPIView):
 
     @extend_schema(parameters=[CAMPAIGN_PARAM], responses={200: s.JudgmentOut(many=True), **ERRORS})
     def get(self, request: Request) -> Response:
-        campaign = selectors.campaign_get_for_grader(grader=request.user, campaign_id=request.query_params.get("campaign"))
+        campaign = selectors.campaign_get_for_grader(
+            grader=request.user, campaign_id=request.query_params.get("campaign")
+        )
         page = self.paginate_queryset(selectors.judgment_list_for_grader(grader=request.user, campaign=campaign))
         return self.get_paginated_response(s.JudgmentOut(page, many=True).data)
 
 
 def _event_input(data: dict[str, Any]) -> EventInput:
     return EventInput(
-        id=data["id"], campaign_id=data["campaign"], type=data["type"], client_ts=data["client_ts"],
-        payload=data["payload"], unit_id=data["unit"], query_id=data["query"], seq=data["seq"], session_id=data["session_id"],
+        id=data["id"],
+        campaign_id=data["campaign"],
+        type=data["type"],
+        client_ts=data["client_ts"],
+        payload=data["payload"],
+        unit_id=data["unit"],
+        query_id=data["query"],
+        seq=data["seq"],
+        session_id=data["session_id"],
     )
 
 
@@ -216,14 +236,18 @@ class EventView(GradingAPIView):
         if isinstance(body, list):
             return Response(self._batch(request.user, body))
         if not isinstance(body, dict):
-            raise InvalidValue("the body must be an event object or a list of events.", field="body", value=type(body).__name__)
+            raise InvalidValue(
+                "the body must be an event object or a list of events.", field="body", value=type(body).__name__
+            )
         code, result = _record_one(request.user, body)
         return Response(result["error"] if result["status"] == "rejected" else result, status=code)
 
     @staticmethod
     def _batch(user: Any, events: list[Any]) -> dict[str, Any]:
         if len(events) > s.MAX_BATCH:
-            raise InvalidValue(f"a batch holds at most {s.MAX_BATCH} events, got {len(events)}.", field="body", value=len(events))
+            raise InvalidValue(
+                f"a batch holds at most {s.MAX_BATCH} events, got {len(events)}.", field="body", value=len(events)
+            )
         results: list[dict[str, Any] | None] = [None] * len(events)
         accepted: list[tuple[int, EventInput]] = []
         for index, raw in enumerate(events):
@@ -245,7 +269,13 @@ class EventView(GradingAPIView):
 
 def _rejected(index: int, raw: Any, exc: GradingError) -> dict[str, Any]:
     event_id = str(raw.get("id")) if isinstance(raw, dict) and raw.get("id") is not None else None
-    return {"index": index, "http_status": exc.http_status, "id": event_id, "status": "rejected", "error": error_body(exc)}
+    return {
+        "index": index,
+        "http_status": exc.http_status,
+        "id": event_id,
+        "status": "rejected",
+        "error": error_body(exc),
+    }
 
 
 class OrderingView(GradingAPIView):
@@ -255,9 +285,14 @@ class OrderingView(GradingAPIView):
     def post(self, request: Request) -> Response:
         data = validated(s.OrderingIn, request.data)
         event = EventInput(
-            id=data.get("id") or uuid4(), campaign_id=data["campaign"], query_id=data["query"],
-            type=EventType.ORDERING_SUBMITTED, payload={"items": data["items"]},
-            client_ts=data.get("client_ts") or datetime.now(UTC), seq=data["seq"], session_id=data["session_id"],
+            id=data.get("id") or uuid4(),
+            campaign_id=data["campaign"],
+            query_id=data["query"],
+            type=EventType.ORDERING_SUBMITTED,
+            payload={"items": data["items"]},
+            client_ts=data.get("client_ts") or datetime.now(UTC),
+            seq=data["seq"],
+            session_id=data["session_id"],
         )
         try:
             outcome = event_record(grader=request.user, data=event)
@@ -266,4 +301,3 @@ class OrderingView(GradingAPIView):
                 exc.field = "items"
             raise
         return Response(outcome.as_dict(), status=status.HTTP_200_OK if outcome.replayed else status.HTTP_201_CREATED)
-

@@ -1,4 +1,5 @@
 """The grading data model (docs/design.md §2)."""
+
 from grading.models.allocation import (
     Adjudication,
     CampaignAllocation,

@@ -1,6 +1,7 @@
 """Allocation state: what adaptive allocation needs to know about each unit, kept current as
 judgments arrive (docs/design.md §5.6, "Cost of next"), so that a grader's next unit is found by an
 indexed query instead of by reading the whole campaign."""
+
 from __future__ import annotations
 
 from django.conf import settings
@@ -50,7 +51,9 @@ class UnitAllocation(models.Model):
 
     class Meta:
         indexes = [
-            models.Index(fields=["campaign", "-priority", "unit"], condition=Q(needs_more=True), name="unit_alloc_wanted"),
+            models.Index(
+                fields=["campaign", "-priority", "unit"], condition=Q(needs_more=True), name="unit_alloc_wanted"
+            ),
             models.Index(fields=["campaign", "disagree", "n_assigned"], name="unit_alloc_disagree"),
         ]
 
@@ -112,8 +115,9 @@ class RepeatAnswer(models.Model):
     of a unit they already judged, kept apart from their Judgment (which it never changes) and from
     ground truth and agreement. Its events are ordinary GradingEvents; the fields mirror Judgment's."""
 
-    assignment = models.OneToOneField("grading.Assignment", primary_key=True, on_delete=models.CASCADE,
-                                      related_name="repeat_answer")
+    assignment = models.OneToOneField(
+        "grading.Assignment", primary_key=True, on_delete=models.CASCADE, related_name="repeat_answer"
+    )
     campaign = models.ForeignKey(Campaign, on_delete=models.CASCADE, related_name="repeat_answers")
     grader = models.ForeignKey(settings.AUTH_USER_MODEL, on_delete=models.CASCADE, related_name="+")
     unit = models.ForeignKey(Unit, on_delete=models.CASCADE, related_name="repeat_answers")

@@ -24,15 +24,29 @@ class Campaign(models.Model):
     budget = models.PositiveIntegerField(null=True, blank=True, help_text="Total judgments allowed; empty = unlimited.")
     policy = models.CharField(max_length=20, choices=Policy.choices, default=Policy.FIXED)
     policy_params = models.JSONField(default=dict, blank=True)
-    created_by = models.ForeignKey(settings.AUTH_USER_MODEL, null=True, blank=True, on_delete=models.SET_NULL, related_name="+")
+    created_by = models.ForeignKey(
+        settings.AUTH_USER_MODEL, null=True, blank=True, on_delete=models.SET_NULL, related_name="+"
+    )
     created_at = models.DateTimeField(auto_now_add=True)
     updated_at = models.DateTimeField(auto_now=True)
     # The campaign as an instrument (docs/design.md §5.5): a sibling rating campaign over the same
     # units (reproducibility) and a pairwise campaign over pairs of its items (resolution).
-    sibling_campaign = models.ForeignKey("self", null=True, blank=True, on_delete=models.SET_NULL, related_name="+",
-                                         help_text="A rating campaign over the same units, for reproducibility.")
-    pairwise_campaign = models.ForeignKey("self", null=True, blank=True, on_delete=models.SET_NULL, related_name="+",
-                                          help_text="A pairwise campaign over pairs of these items, for resolution.")
+    sibling_campaign = models.ForeignKey(
+        "self",
+        null=True,
+        blank=True,
+        on_delete=models.SET_NULL,
+        related_name="+",
+        help_text="A rating campaign over the same units, for reproducibility.",
+    )
+    pairwise_campaign = models.ForeignKey(
+        "self",
+        null=True,
+        blank=True,
+        on_delete=models.SET_NULL,
+        related_name="+",
+        help_text="A pairwise campaign over pairs of these items, for resolution.",
+    )
 
     class Meta:
         ordering = ["-created_at", "id"]
@@ -41,7 +55,9 @@ class Campaign(models.Model):
             models.CheckConstraint(condition=Q(status__in=CampaignStatus.values), name="campaign_status_valid"),
             models.CheckConstraint(condition=Q(policy__in=Policy.values), name="campaign_policy_valid"),
             models.CheckConstraint(condition=Q(initial_overlap__gte=1), name="campaign_initial_overlap_positive"),
-            models.CheckConstraint(condition=Q(max_overlap__gte=F("initial_overlap")), name="campaign_max_overlap_ge_initial"),
+            models.CheckConstraint(
+                condition=Q(max_overlap__gte=F("initial_overlap")), name="campaign_max_overlap_ge_initial"
+            ),
         ]
 
     def __str__(self) -> str:

@@ -164,7 +164,9 @@ class SystemOutput(models.Model):
 
     class Meta:
         constraints = [
-            models.UniqueConstraint(fields=["system", "unit"], condition=Q(unit__isnull=False), name="output_unit_unique"),
+            models.UniqueConstraint(
+                fields=["system", "unit"], condition=Q(unit__isnull=False), name="output_unit_unique"
+            ),
             models.UniqueConstraint(
                 fields=["system", "query"], condition=Q(unit__isnull=True), name="output_query_unique"
             ),

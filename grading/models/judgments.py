@@ -34,19 +34,33 @@ class Assignment(models.Model):
 
     class Meta:
         ordering = ["campaign_id", "grader_id", "position", "id"]
-        indexes = [models.Index(fields=["campaign", "grader", "status"]), models.Index(fields=["unit", "status"]),
-                   models.Index(fields=["campaign", "grader", "position"], name="assignment_grader_position"),
-                   models.Index(fields=["campaign", "lease_expires_at"], name="assignment_adaptive_open",
-                                condition=Q(source="adaptive", status="open"))]
+        indexes = [
+            models.Index(fields=["campaign", "grader", "status"]),
+            models.Index(fields=["unit", "status"]),
+            models.Index(fields=["campaign", "grader", "position"], name="assignment_grader_position"),
+            models.Index(
+                fields=["campaign", "lease_expires_at"],
+                name="assignment_adaptive_open",
+                condition=Q(source="adaptive", status="open"),
+            ),
+        ]
         constraints = [
-            models.UniqueConstraint(fields=["grader", "unit"], condition=Q(unit__isnull=False, repeat=False),
-                                    name="assignment_grader_unit_unique"),
-            models.UniqueConstraint(fields=["grader", "unit"], condition=Q(unit__isnull=False, repeat=True),
-                                    name="assignment_grader_unit_repeat_unique"),
+            models.UniqueConstraint(
+                fields=["grader", "unit"],
+                condition=Q(unit__isnull=False, repeat=False),
+                name="assignment_grader_unit_unique",
+            ),
+            models.UniqueConstraint(
+                fields=["grader", "unit"],
+                condition=Q(unit__isnull=False, repeat=True),
+                name="assignment_grader_unit_repeat_unique",
+            ),
             models.UniqueConstraint(
                 fields=["grader", "query"], condition=Q(unit__isnull=True), name="assignment_grader_query_unique"
             ),
-            models.CheckConstraint(condition=Q(unit__isnull=False) | Q(query__isnull=False), name="assignment_has_target"),
+            models.CheckConstraint(
+                condition=Q(unit__isnull=False) | Q(query__isnull=False), name="assignment_has_target"
+            ),
             models.CheckConstraint(condition=Q(status__in=AssignmentStatus.values), name="assignment_status_valid"),
         ]
 
@@ -135,7 +149,9 @@ class Judgment(models.Model):
             models.CheckConstraint(
                 condition=Q(fine__isnull=True) | (Q(fine__gte=0) & Q(fine__lte=10)), name="judgment_fine_0_10"
             ),
-            models.CheckConstraint(condition=Q(broad__isnull=True) | Q(broad__in=Broad.values), name="judgment_broad_valid"),
+            models.CheckConstraint(
+                condition=Q(broad__isnull=True) | Q(broad__in=Broad.values), name="judgment_broad_valid"
+            ),
             models.CheckConstraint(
                 condition=Q(verdict__isnull=True) | Q(verdict__in=PairwiseVerdict.values), name="judgment_verdict_valid"
             ),

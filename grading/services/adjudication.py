@@ -1,6 +1,7 @@
 """Adjudication (docs/design.md §5.6): an organizer records the value of a unit the graders could
 not settle, with a note. It is an event of its own type by the organizer, kept apart from grader
 judgments; ground truth takes the value and flags it."""
+
 from __future__ import annotations
 
 from datetime import UTC, datetime
@@ -16,13 +17,19 @@ from grading.models.choices import EventType, Role, Scheme
 from grading.services import payloads
 
 # The event whose value check an adjudicated value of each scheme passes.
-VALUE_KIND = {Scheme.BROAD_FINE: EventType.BROAD_SET, Scheme.NUMERIC: EventType.SCORE_SET,
-              Scheme.CATEGORICAL: EventType.LABEL_SET, Scheme.PAIRWISE: EventType.PAIRWISE_SET}
+VALUE_KIND = {
+    Scheme.BROAD_FINE: EventType.BROAD_SET,
+    Scheme.NUMERIC: EventType.SCORE_SET,
+    Scheme.CATEGORICAL: EventType.LABEL_SET,
+    Scheme.PAIRWISE: EventType.PAIRWISE_SET,
+}
 MAX_NOTE = 5000
 
 
 def can_adjudicate(*, user: AbstractBaseUser, campaign_id: int) -> bool:
-    return bool(user.is_staff or CampaignRole.objects.filter(campaign_id=campaign_id, user=user, role=Role.ORGANIZER).exists())
+    return bool(
+        user.is_staff or CampaignRole.objects.filter(campaign_id=campaign_id, user=user, role=Role.ORGANIZER).exists()
+    )
 
 
 def unit_value_checked(*, unit: Unit, value: Any, purpose: str) -> Any:
@@ -30,8 +37,11 @@ def unit_value_checked(*, unit: Unit, value: Any, purpose: str) -> Any:
     campaign = unit.campaign
     kind = VALUE_KIND.get(campaign.scheme)
     if kind is None:
-        raise InvalidValue(f"{campaign.get_scheme_display()} campaigns have no per-unit value to {purpose}.",
-                           field="unit", value=unit.pk)
+        raise InvalidValue(
+            f"{campaign.get_scheme_display()} campaigns have no per-unit value to {purpose}.",
+            field="unit",
+            value=unit.pk,
+        )
     if campaign.scheme == Scheme.NUMERIC and isinstance(value, str):
         try:
             value = float(value)
@@ -44,21 +54,32 @@ def unit_value_checked(*, unit: Unit, value: Any, purpose: str) -> Any:
 
 
 @transaction.atomic
-def adjudication_record(*, organizer: AbstractBaseUser, unit: Unit, value: Any, note: str = "",
-                        event_id: UUID | None = None) -> Adjudication:
+def adjudication_record(
+    *, organizer: AbstractBaseUser, unit: Unit, value: Any, note: str = "", event_id: UUID | None = None
+) -> Adjudication:
     """Validate and store an organizer's value for a unit (the same checks as a grader's value)."""
     campaign = unit.campaign
     if not can_adjudicate(user=organizer, campaign_id=campaign.pk):
-        raise NotAllowed(f"only organizers of campaign {campaign.pk} adjudicate its units.", field="unit", value=unit.pk)
+        raise NotAllowed(
+            f"only organizers of campaign {campaign.pk} adjudicate its units.", field="unit", value=unit.pk
+        )
     parsed = unit_value_checked(unit=unit, value=value, purpose="adjudicate")
     note = (note or "").strip()
     if len(note) > MAX_NOTE:
         raise InvalidValue(f"note is longer than {MAX_NOTE} characters.", field="note", value=len(note))
     event = GradingEvent.objects.create(
-        id=event_id or uuid4(), campaign=campaign, grader=organizer, unit=unit, query_id=unit.query_id,
-        type=EventType.ADJUDICATED, payload={"value": parsed, "note": note}, client_ts=datetime.now(UTC),
-        guidelines_version=campaign.guidelines_version)
+        id=event_id or uuid4(),
+        campaign=campaign,
+        grader=organizer,
+        unit=unit,
+        query_id=unit.query_id,
+        type=EventType.ADJUDICATED,
+        payload={"value": parsed, "note": note},
+        client_ts=datetime.now(UTC),
+        guidelines_version=campaign.guidelines_version,
+    )
     adjudication, _ = Adjudication.objects.update_or_create(
-        unit=unit, defaults={"campaign": campaign, "value": str(parsed), "note": note, "organizer": organizer,
-                             "event": event})
+        unit=unit,
+        defaults={"campaign": campaign, "value": str(parsed), "note": note, "organizer": organizer, "event": event},
+    )
     return adjudication

@@ -10,6 +10,7 @@ Every step is an indexed query over a bounded number of rows: the per-unit state
 (grading.models.allocation) is kept current in the transaction that records a judgment, so the cost
 of a request does not grow with the campaign.
 """
+
 from __future__ import annotations
 
 from dataclasses import dataclass
@@ -57,12 +58,15 @@ def assignment_next_explained(*, grader: AbstractBaseUser, campaign: Campaign) -
     """Like `assignment_next`, and when nothing can be given, why: BUDGET_SPENT, MAX_OVERLAP_REACHED
     (units still disagree but have all the graders they may have) or NOTHING_NEEDED."""
     if not campaign.is_open:
-        raise CampaignClosed(f"campaign {campaign.pk} is {campaign.status}: it takes no judgments.", field="campaign", value=campaign.pk)
+        raise CampaignClosed(
+            f"campaign {campaign.pk} is {campaign.status}: it takes no judgments.", field="campaign", value=campaign.pk
+        )
     now = timezone.now()
     assignment = (
         Assignment.objects.select_for_update(skip_locked=True, of=("self",))
         .filter(campaign=campaign, grader=grader, status=AssignmentStatus.OPEN)
-        .order_by("position", "pk").first()
+        .order_by("position", "pk")
+        .first()
     )
     reason = None
     if assignment is None:
@@ -80,7 +84,9 @@ def assignment_extra(*, grader: AbstractBaseUser, campaign: Campaign) -> Assignm
     """One more unit for a grader who asks for more work: like assignment_next without the grader's
     own open assignments, so that repeated calls hand out a batch. None when nothing is left."""
     if not campaign.is_open:
-        raise CampaignClosed(f"campaign {campaign.pk} is {campaign.status}: it takes no judgments.", field="campaign", value=campaign.pk)
+        raise CampaignClosed(
+            f"campaign {campaign.pk} is {campaign.status}: it takes no judgments.", field="campaign", value=campaign.pk
+        )
     now = timezone.now()
     assignment = _reclaim_expired(grader, campaign, now)
     if assignment is None:
@@ -106,10 +112,19 @@ def _reclaim_expired(grader: AbstractBaseUser, campaign: Campaign, now) -> Assig
     mine = Assignment.objects.filter(grader=grader, unit=OuterRef("unit"))
     slot = (
         Assignment.objects.select_for_update(skip_locked=True, of=("self",))
-        .filter(campaign=campaign, source=AssignmentSource.ADAPTIVE, status=AssignmentStatus.OPEN,
-                lease_expires_at__lt=now, unit__isnull=False, repeat=False)
-        .exclude(grader=grader).exclude(Exists(mine)).exclude(Exists(judged))
-        .order_by("lease_expires_at", "pk").first()
+        .filter(
+            campaign=campaign,
+            source=AssignmentSource.ADAPTIVE,
+            status=AssignmentStatus.OPEN,
+            lease_expires_at__lt=now,
+            unit__isnull=False,
+            repeat=False,
+        )
+        .exclude(grader=grader)
+        .exclude(Exists(mine))
+        .exclude(Exists(judged))
+        .order_by("lease_expires_at", "pk")
+        .first()
     )
     if slot is None:
         return None
@@ -139,8 +154,13 @@ def _extra(grader: AbstractBaseUser, campaign: Campaign) -> tuple[Assignment | N
     if not taken.update(n_assignments=F("n_assignments") + 1):
         return None, BUDGET_SPENT
     assignment = Assignment.objects.create(
-        campaign=campaign, grader=grader, unit_id=row.unit_id, query_id=row.query_id, source=AssignmentSource.ADAPTIVE,
-        position=_next_position(grader, campaign), allocation_reason=row.reason,
+        campaign=campaign,
+        grader=grader,
+        unit_id=row.unit_id,
+        query_id=row.query_id,
+        source=AssignmentSource.ADAPTIVE,
+        position=_next_position(grader, campaign),
+        allocation_reason=row.reason,
     )
     # The unit now has one more assignment, open: busy until it is judged (what units_changed would
     # compute, without reading the unit's rows again).
@@ -162,8 +182,11 @@ def _ordering_extra(grader: AbstractBaseUser, campaign: Campaign) -> tuple[Assig
 def _wanted(grader: AbstractBaseUser, campaign: Campaign):
     """The units that need more and that this grader has never had, most wanted first (an index scan)."""
     mine = Assignment.objects.filter(grader=grader, unit=OuterRef("unit"))
-    rows = (UnitAllocation.objects.filter(campaign=campaign, needs_more=True).exclude(Exists(mine))
-            .order_by("-priority", "unit_id"))
+    rows = (
+        UnitAllocation.objects.filter(campaign=campaign, needs_more=True)
+        .exclude(Exists(mine))
+        .order_by("-priority", "unit_id")
+    )
     if campaign.policy == Policy.QUERY_DEVIATION:
         rows = rows.filter(_in_queries(_deviating_queries(campaign)))
     return rows
@@ -185,16 +208,22 @@ def _pick(grader: AbstractBaseUser, campaign: Campaign, state: CampaignAllocatio
     judged = _judged_by_unit([r.unit_id for r in shortlist], campaign)
     categories = categories_of(campaign)
     # Largest expected entropy drop by this grader; ties: fewer judgments, then lower unit id.
-    return min(shortlist, key=lambda r: (-round(expected_entropy_drop(state.model, judged.get(r.unit_id, []), grader.pk,
-                                                                        categories=categories), 12),
-                                         r.n_judgments, r.unit_id))
+    return min(
+        shortlist,
+        key=lambda r: (
+            -round(expected_entropy_drop(state.model, judged.get(r.unit_id, []), grader.pk, categories=categories), 12),
+            r.n_judgments,
+            r.unit_id,
+        ),
+    )
 
 
 def _judged_by_unit(unit_ids: list[int], campaign: Campaign) -> dict[int, list[tuple[int, str]]]:
     field = VALUE_FIELD[campaign.scheme]
     judged: dict[int, list[tuple[int, str]]] = {}
-    for unit_id, grader_id, value in (Judgment.objects.filter(unit_id__in=unit_ids, **{f"{field}__isnull": False})
-                                      .values_list("unit_id", "grader_id", field)):
+    for unit_id, grader_id, value in Judgment.objects.filter(
+        unit_id__in=unit_ids, **{f"{field}__isnull": False}
+    ).values_list("unit_id", "grader_id", field):
         judged.setdefault(unit_id, []).append((grader_id, value))
     return judged
 
@@ -210,8 +239,11 @@ def _deviating_queries(campaign: Campaign) -> list[int | None]:
     cost grows with the campaign, which only this policy pays."""
     params = campaign.policy_params or {}
     tolerance = float(params.get("tolerance", 0.2))
-    per_query = list(UnitAllocation.objects.filter(campaign=campaign, n_judgments__gte=2).values("query_id")
-                     .annotate(n=Count("pk"), bad=Count("pk", filter=Q(disagree=True))))
+    per_query = list(
+        UnitAllocation.objects.filter(campaign=campaign, n_judgments__gte=2)
+        .values("query_id")
+        .annotate(n=Count("pk"), bad=Count("pk", filter=Q(disagree=True)))
+    )
     total = sum(q["n"] for q in per_query)
     if not total:
         return []
@@ -238,5 +270,15 @@ def units_wanting_more(campaign: Campaign) -> list[int]:
     return list(rows.values_list("unit_id", flat=True))
 
 
-__all__ = ["BUDGET_SPENT", "LEASE", "MAX_OVERLAP_REACHED", "NOTHING_NEEDED", "NeedReason", "NextResult",
-           "assignment_extra", "assignment_next", "assignment_next_explained", "units_wanting_more"]
+__all__ = [
+    "BUDGET_SPENT",
+    "LEASE",
+    "MAX_OVERLAP_REACHED",
+    "NOTHING_NEEDED",
+    "NeedReason",
+    "NextResult",
+    "assignment_extra",
+    "assignment_next",
+    "assignment_next_explained",
+    "units_wanting_more",
+]

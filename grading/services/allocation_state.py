@@ -6,6 +6,7 @@ read by index) and decides, under the campaign's policy, whether each unit needs
 and why. `allocation_state_build` computes the state of a whole campaign at once (when allocation is
 first asked for, and after assignments are created in bulk).
 """
+
 from __future__ import annotations
 
 import hashlib
@@ -24,8 +25,19 @@ from grading.models.choices import AssignmentStatus, Policy, Scheme
 from grading.services.grader_model import posterior_entropy
 from grading.services.payloads import VALUE_FIELD
 
-STATE_FIELDS = ["campaign", "query_id", "n_judgments", "n_assigned", "n_open", "values", "spread", "disagree",
-                "needs_more", "reason", "priority"]
+STATE_FIELDS = [
+    "campaign",
+    "query_id",
+    "n_judgments",
+    "n_assigned",
+    "n_open",
+    "values",
+    "spread",
+    "disagree",
+    "needs_more",
+    "reason",
+    "priority",
+]
 
 
 @dataclass
@@ -48,8 +60,12 @@ def units_changed(*, unit_ids: Iterable[int | None]) -> None:
         return
     # Lock the rows first (in a fixed order), so that a concurrent extra assignment on one of these
     # units is either committed before we count, or waits for us.
-    rows = list(UnitAllocation.objects.select_for_update(of=("self",)).filter(unit_id__in=ids).order_by("unit_id")
-                .select_related("campaign", "campaign__allocation"))
+    rows = list(
+        UnitAllocation.objects.select_for_update(of=("self",))
+        .filter(unit_id__in=ids)
+        .order_by("unit_id")
+        .select_related("campaign", "campaign__allocation")
+    )
     if not rows:
         return
     by_campaign: dict[int, list[UnitAllocation]] = defaultdict(list)
@@ -84,8 +100,9 @@ def allocation_state_build(*, campaign: Campaign, only_if_missing: bool = False)
         row = UnitAllocation(unit_id=unit_id, campaign=campaign, query_id=query_id)
         _decide(row, campaign, tallies[unit_id], model=state.model)
         rows.append(row)
-    UnitAllocation.objects.bulk_create(rows, batch_size=2000, update_conflicts=True, unique_fields=["unit"],
-                                       update_fields=STATE_FIELDS)
+    UnitAllocation.objects.bulk_create(
+        rows, batch_size=2000, update_conflicts=True, unique_fields=["unit"], update_fields=STATE_FIELDS
+    )
     state.n_assignments = Assignment.objects.filter(campaign=campaign).count()
     state.settings_key = settings_key(campaign)
     state.save(update_fields=["n_assignments", "settings_key"])
@@ -94,8 +111,13 @@ def allocation_state_build(*, campaign: Campaign, only_if_missing: bool = False)
 
 def settings_key(campaign: Campaign) -> str:
     """A digest of the settings that decide whether a unit needs more judgments."""
-    settings = [campaign.scheme, campaign.policy, campaign.initial_overlap, campaign.max_overlap,
-                campaign.policy_params or {}]
+    settings = [
+        campaign.scheme,
+        campaign.policy,
+        campaign.initial_overlap,
+        campaign.max_overlap,
+        campaign.policy_params or {},
+    ]
     return hashlib.sha256(json.dumps(settings, sort_keys=True, default=str).encode()).hexdigest()
 
 
@@ -117,15 +139,23 @@ def assignments_added(*, campaign: Campaign) -> None:
         allocation_state_build(campaign=campaign)
 
 
-def allocation_model_set(*, campaign_id: int, categories: list[str], priors: list[float],
-                         confusion_by_grader: dict[int, list[list[float]]]) -> None:
+def allocation_model_set(
+    *, campaign_id: int, categories: list[str], priors: list[float], confusion_by_grader: dict[int, list[list[float]]]
+) -> None:
     """Store a fitted Dawid–Skene grader model for the `uncertainty` policy (the analysis run fits it)
     and, under that policy, recompute every unit's posterior entropy with it."""
     campaign = Campaign.objects.filter(pk=campaign_id).first()
-    if campaign is None or campaign.scheme not in VALUE_FIELD or [str(c) for c in categories] != categories_of(campaign):
+    if (
+        campaign is None
+        or campaign.scheme not in VALUE_FIELD
+        or [str(c) for c in categories] != categories_of(campaign)
+    ):
         return
-    model = {"categories": list(categories), "priors": list(priors),
-             "theta": {str(g): m for g, m in confusion_by_grader.items()}}
+    model = {
+        "categories": list(categories),
+        "priors": list(priors),
+        "theta": {str(g): m for g, m in confusion_by_grader.items()},
+    }
     with transaction.atomic():
         # One row's update; the whole state is recomputed only where the model decides allocation.
         if not CampaignAllocation.objects.filter(campaign=campaign).update(model=model):
@@ -138,12 +168,19 @@ def allocation_model_set(*, campaign_id: int, categories: list[str], priors: lis
 def _tallies(unit_ids: list[int], campaign: Campaign, *, whole_campaign: bool = False) -> dict[int, _Tally]:
     field = VALUE_FIELD.get(campaign.scheme)
     tallies: dict[int, _Tally] = defaultdict(lambda: _Tally(judged=[]))
-    judgments = Judgment.objects.filter(campaign=campaign) if whole_campaign else Judgment.objects.filter(unit_id__in=unit_ids)
-    assignments = Assignment.objects.filter(campaign=campaign, unit__isnull=False) if whole_campaign \
+    judgments = (
+        Judgment.objects.filter(campaign=campaign) if whole_campaign else Judgment.objects.filter(unit_id__in=unit_ids)
+    )
+    assignments = (
+        Assignment.objects.filter(campaign=campaign, unit__isnull=False)
+        if whole_campaign
         else Assignment.objects.filter(unit_id__in=unit_ids)
+    )
     assignments = assignments.filter(repeat=False)  # a hidden repeat is no extra grader of the unit (§5.6)
     if field is not None:
-        for unit_id, grader_id, value in judgments.filter(**{f"{field}__isnull": False}).values_list("unit_id", "grader_id", field):
+        for unit_id, grader_id, value in judgments.filter(**{f"{field}__isnull": False}).values_list(
+            "unit_id", "grader_id", field
+        ):
             tallies[unit_id].judged.append((grader_id, value))
     for unit_id, status in assignments.values_list("unit_id", "status"):
         tallies[unit_id].n_assigned += 1
@@ -204,4 +241,12 @@ def spread(values: list[Any], *, numeric: bool) -> float:
     return -sum(c / n * math.log2(c / n) for c in Counter(values).values()) + 0.0
 
 
-__all__ = ["allocation_model_set", "allocation_state_build", "allocation_state_get", "assignments_added", "categories_of", "spread", "units_changed"]
+__all__ = [
+    "allocation_model_set",
+    "allocation_state_build",
+    "allocation_state_get",
+    "assignments_added",
+    "categories_of",
+    "spread",
+    "units_changed",
+]

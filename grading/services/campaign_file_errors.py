@@ -4,6 +4,7 @@ The checker collects the problems of independent entries (CSV rows, queries, can
 people) so that the organizer sees every one at once; problems with the file as a whole (not
 readable, not JSON, a wrong format) stop at once, as later checks would be meaningless.
 """
+
 from __future__ import annotations
 
 import json
@@ -101,6 +102,7 @@ class Collector:
 
     def in_line_order(self) -> None:
         """Sort a CSV's problems: the campaign's first, then by line, then the rest (stable)."""
+
         def order(error: CampaignFileError) -> tuple[int, int]:
             line = error.where.removeprefix("line ")
             return (1, int(line)) if line.isdigit() else (0 if error.where == "campaign" else 2, 0)

@@ -5,6 +5,7 @@ walks it once and raises CampaignFileError naming the row, the field and the bad
 CampaignFileErrors listing every such problem when independent entries have several; nothing is
 written to the database or to storage before the whole file has passed.
 """
+
 from __future__ import annotations
 
 import csv
@@ -25,20 +26,49 @@ from grading.jsontext import has_surrogate, json_problem
 from grading.models.choices import CampaignStatus, MediaKind, Policy, Scheme
 from grading.services.campaign_file_errors import CampaignFileError, CampaignFileErrors, Collector
 
-__all__ = ["CampaignFileError", "CampaignFileErrors", "definition_check", "definition_from_csv", "definition_from_json",
-           "read_text_file"]
+__all__ = [
+    "CampaignFileError",
+    "CampaignFileErrors",
+    "definition_check",
+    "definition_from_csv",
+    "definition_from_json",
+    "read_text_file",
+]
 
 FORMAT = "evalutron.campaign/1"
 CSV_COLUMNS = (
-    "query", "query_title", "query_kind", "query_text", "query_media", "query_url",
-    "candidate", "candidate_kind", "candidate_text", "candidate_media", "candidate_url", "system", "rank",
+    "query",
+    "query_title",
+    "query_kind",
+    "query_text",
+    "query_media",
+    "query_url",
+    "candidate",
+    "candidate_kind",
+    "candidate_text",
+    "candidate_media",
+    "candidate_url",
+    "system",
+    "rank",
 )
 
 
 # Column sizes of the models the definition is written to (checked here, so that PostgreSQL never
 # refuses a row halfway through an import; SQLite would silently store the longer text).
-MAX_LENGTH = {"name": 200, "slug": 80, "scheme": 20, "system": 100, "id": 100, "unit": 200, "title": 200,
-              "media_url": 500, "media": 200, "username": 150, "status": 10, "policy": 20}
+MAX_LENGTH = {
+    "name": 200,
+    "slug": 80,
+    "scheme": 20,
+    "system": 100,
+    "id": 100,
+    "unit": 200,
+    "title": 200,
+    "media_url": 500,
+    "media": 200,
+    "username": 150,
+    "status": 10,
+    "policy": 20,
+}
 MAX_INT = 2**31 - 1
 # Where definition_from_csv leaves the problems of single rows for definition_check to report with the rest.
 ROW_ERRORS = "_row_errors"
@@ -52,17 +82,22 @@ def read_text_file(path: Path) -> str:
     try:
         size = path.stat().st_size
         if size > limit:
-            raise CampaignFileError("whole file", "(size)", size, f"the file is larger than the limit of {limit} bytes "
-                                    "(IMPORT_MAX_BYTES)")
+            raise CampaignFileError(
+                "whole file", "(size)", size, f"the file is larger than the limit of {limit} bytes (IMPORT_MAX_BYTES)"
+            )
         data = path.read_bytes()
     except OSError as exc:
         raise CampaignFileError("whole file", "(file)", str(path), f"cannot be read: {exc.strerror}") from None
     try:
         return data.decode("utf-8-sig")
     except UnicodeDecodeError as exc:
-        line = data[:exc.start].count(b"\n") + 1
-        raise CampaignFileError(f"line {line}", "(encoding)", data[exc.start:exc.start + 4].hex(" "),
-                                "the file is not UTF-8 text (save it as UTF-8)") from None
+        line = data[: exc.start].count(b"\n") + 1
+        raise CampaignFileError(
+            f"line {line}",
+            "(encoding)",
+            data[exc.start : exc.start + 4].hex(" "),
+            "the file is not UTF-8 text (save it as UTF-8)",
+        ) from None
 
 
 def definition_from_json(path: Path) -> dict[str, Any]:
@@ -89,11 +124,17 @@ def definition_from_csv(path: Path, campaign: dict[str, Any]) -> dict[str, Any]:
         unknown = [c for c in header if c not in CSV_COLUMNS]
         if "candidate" not in header or unknown:
             bad = unknown[0] if unknown else "candidate"
-            raise CampaignFileError("line 1", "(header)", bad, f"columns must include 'candidate' and be among {', '.join(CSV_COLUMNS)}")
+            raise CampaignFileError(
+                "line 1", "(header)", bad, f"columns must include 'candidate' and be among {', '.join(CSV_COLUMNS)}"
+            )
         for row in reader:
             if reader.line_num > settings.IMPORT_MAX_ITEMS + 1:
-                raise CampaignFileError(f"line {reader.line_num}", "(rows)", reader.line_num - 1,
-                                        f"a file holds at most {settings.IMPORT_MAX_ITEMS} rows (IMPORT_MAX_ITEMS)")
+                raise CampaignFileError(
+                    f"line {reader.line_num}",
+                    "(rows)",
+                    reader.line_num - 1,
+                    f"a file holds at most {settings.IMPORT_MAX_ITEMS} rows (IMPORT_MAX_ITEMS)",
+                )
             rows.run(_csv_row, reader.line_num, row, queries, candidates, systems)
     except csv.Error as exc:
         rows.add(CampaignFileError(f"line {reader.line_num + 1}", "(csv)", None, f"the CSV cannot be read: {exc}"))
@@ -102,8 +143,14 @@ def definition_from_csv(path: Path, campaign: dict[str, Any]) -> dict[str, Any]:
         rows.add(exc)
         rows.raise_any()
     # The rows' own problems wait for definition_check, which reports them with those of the values.
-    return {"format": FORMAT, "campaign": campaign, "systems": list(systems.values()),
-            "queries": list(queries.values()), "candidates": list(candidates.values()), **({ROW_ERRORS: rows.errors} if rows.errors else {})}
+    return {
+        "format": FORMAT,
+        "campaign": campaign,
+        "systems": list(systems.values()),
+        "queries": list(queries.values()),
+        "candidates": list(candidates.values()),
+        **({ROW_ERRORS: rows.errors} if rows.errors else {}),
+    }
 
 
 def _csv_row(line: int, row: dict[str, Any], queries: dict, candidates: dict, systems: dict) -> None:
@@ -115,14 +162,28 @@ def _csv_row(line: int, row: dict[str, Any], queries: dict, candidates: dict, sy
         raise CampaignFileError(where, "candidate", row.get("candidate"), "every row needs a candidate id")
     qid = (row.get("query") or "").strip()
     if qid and qid not in queries:
-        queries[qid] = {"id": qid, "title": row.get("query_title") or "", "kind": row.get("query_kind") or "text",
-                        "text": row.get("query_text") or "", "media": row.get("query_media") or "",
-                        "media_url": row.get("query_url") or "", "_where": where}
-    cand = candidates.setdefault(cid, {
-        "id": cid, "kind": row.get("candidate_kind") or "text", "text": row.get("candidate_text") or "",
-        "media": row.get("candidate_media") or "", "media_url": row.get("candidate_url") or "",
-        "provenance": [], "queries": [], "_where": where,
-    })
+        queries[qid] = {
+            "id": qid,
+            "title": row.get("query_title") or "",
+            "kind": row.get("query_kind") or "text",
+            "text": row.get("query_text") or "",
+            "media": row.get("query_media") or "",
+            "media_url": row.get("query_url") or "",
+            "_where": where,
+        }
+    cand = candidates.setdefault(
+        cid,
+        {
+            "id": cid,
+            "kind": row.get("candidate_kind") or "text",
+            "text": row.get("candidate_text") or "",
+            "media": row.get("candidate_media") or "",
+            "media_url": row.get("candidate_url") or "",
+            "provenance": [],
+            "queries": [],
+            "_where": where,
+        },
+    )
     system = (row.get("system") or "").strip()
     rank_raw = (row.get("rank") or "").strip()
     rank = None
@@ -146,7 +207,9 @@ def _text(value: Any, where: str, key: str, *, max_length: int | None = None) ->
         raise CampaignFileError(where, key, value, f"is longer than {max_length} characters")
 
 
-def _str(obj: dict, key: str, where: str, *, required: bool = False, default: str = "", max_length: int | None = None) -> str:
+def _str(
+    obj: dict, key: str, where: str, *, required: bool = False, default: str = "", max_length: int | None = None
+) -> str:
     if required and obj.get(key) is None:
         raise CampaignFileError(where, key, None, "this required field is missing")
     value = obj.get(key, default)
@@ -168,8 +231,9 @@ def _ref(obj: dict, key: str, where: str, known: set[str], *, what: str, optiona
     if not isinstance(value, str):
         raise CampaignFileError(where, key, value, f"must be a {what} (a string)")
     if value not in known:
-        raise CampaignFileError(where, key, value, "unknown system (list it under 'systems')" if what == "system"
-                                else f"unknown {what}")
+        raise CampaignFileError(
+            where, key, value, "unknown system (list it under 'systems')" if what == "system" else f"unknown {what}"
+        )
     return value
 
 
@@ -178,12 +242,15 @@ def _list(obj: dict, key: str, where: str) -> list:
     if not isinstance(value, list):
         raise CampaignFileError(where, key, value, "must be a list")
     if len(value) > settings.IMPORT_MAX_ITEMS:
-        raise CampaignFileError(where, key, len(value), f"holds more than {settings.IMPORT_MAX_ITEMS} entries "
-                                "(IMPORT_MAX_ITEMS)")
+        raise CampaignFileError(
+            where, key, len(value), f"holds more than {settings.IMPORT_MAX_ITEMS} entries (IMPORT_MAX_ITEMS)"
+        )
     return value
 
 
-def _int(obj: dict, key: str, where: str, default: int | None, *, minimum: int = 0, maximum: int = MAX_INT) -> int | None:
+def _int(
+    obj: dict, key: str, where: str, default: int | None, *, minimum: int = 0, maximum: int = MAX_INT
+) -> int | None:
     value = obj.get(key, default)
     if value is None and default is None:
         return None
@@ -235,15 +302,24 @@ def definition_check(defn: dict[str, Any], media_dir: Path | None) -> dict[str, 
     scheme = camp["scheme"] if camp else raw.get("scheme") if isinstance(raw, dict) else None
     known["candidate id"] = _ids(defn, "candidates", "id")
     units = found.run(_units, defn, scheme, candidates, known, found) or []
-    people = {role: [n.strip() for n in _entries(found, defn, role, lambda n, i, r=role: _username_check(n, f"{r}[{i}]"))]
-              for role in ("graders", "organizers")}
+    people = {
+        role: [n.strip() for n in _entries(found, defn, role, lambda n, i, r=role: _username_check(n, f"{r}[{i}]"))]
+        for role in ("graders", "organizers")
+    }
     assign = defn.get("assign", True)
     if not isinstance(assign, bool):
         found.add(CampaignFileError("top level", "assign", assign, "must be true or false"))
     found.in_line_order()  # a CSV's problems in the order of its lines (JSON entries keep their order)
     found.raise_any()
-    return {"campaign": camp, "systems": systems, "queries": queries, "candidates": candidates, "units": units,
-            **people, "assign": assign}
+    return {
+        "campaign": camp,
+        "systems": systems,
+        "queries": queries,
+        "candidates": candidates,
+        "units": units,
+        **people,
+        "assign": assign,
+    }
 
 
 def _entries(found: Collector, defn: dict[str, Any], key: str, check: Callable[[Any, int], Any]) -> list:
@@ -251,8 +327,10 @@ def _entries(found: Collector, defn: dict[str, Any], key: str, check: Callable[[
     Entries of the object lists must be objects; ids that repeat are reported at each repetition."""
     entries = found.run(_list, defn, key, "top level") or []
     objects = key in ("systems", "queries", "candidates", "units")
-    out = [found.run(lambda e=e, i=i: check(_object(e, f"{key}[{i}]", key) if objects else e, i))
-           for i, e in enumerate(entries)]
+    out = [
+        found.run(lambda e=e, i=i: check(_object(e, f"{key}[{i}]", key) if objects else e, i))
+        for i, e in enumerate(entries)
+    ]
     if objects:
         id_key = "name" if key == "systems" else "id"
         _unique(found, [(i, o[id_key]) for i, o in enumerate(out) if o is not None], key, id_key)
@@ -262,8 +340,11 @@ def _entries(found: Collector, defn: dict[str, Any], key: str, check: Callable[[
 def _ids(defn: dict[str, Any], key: str, id_key: str) -> set[str]:
     """The ids an entry list declares, whether or not the entries passed their checks."""
     entries = defn.get(key)
-    return {e[id_key].strip() for e in entries if isinstance(e, dict) and isinstance(e.get(id_key), str)} \
-        if isinstance(entries, list) else set()
+    return (
+        {e[id_key].strip() for e in entries if isinstance(e, dict) and isinstance(e.get(id_key), str)}
+        if isinstance(entries, list)
+        else set()
+    )
 
 
 def _username_check(name: Any, where: str) -> str:
@@ -273,7 +354,9 @@ def _username_check(name: Any, where: str) -> str:
     try:
         _username(name.strip())
     except ValidationError:
-        raise CampaignFileError(where, "username", name, "a username holds letters, digits and @ . + - _ only") from None
+        raise CampaignFileError(
+            where, "username", name, "a username holds letters, digits and @ . + - _ only"
+        ) from None
     return name
 
 
@@ -316,13 +399,19 @@ def _campaign(c: dict[str, Any]) -> dict[str, Any]:
 
 
 def _system(s: dict[str, Any], where: str) -> dict[str, Any]:
-    return {"name": _str(s, "name", where, required=True, max_length=MAX_LENGTH["system"]),
-            "description": _str(s, "description", where)}
+    return {
+        "name": _str(s, "name", where, required=True, max_length=MAX_LENGTH["system"]),
+        "description": _str(s, "description", where),
+    }
 
 
 def _item(obj: dict[str, Any], where: str, media_dir: Path | None, *, title: bool = False) -> dict[str, Any]:
-    out = {"id": _str(obj, "id", where, required=True), "text": _str(obj, "text", where),
-           "media_url": _str(obj, "media_url", where), "kind": obj.get("kind", "text") or "text"}
+    out = {
+        "id": _str(obj, "id", where, required=True),
+        "text": _str(obj, "text", where),
+        "media_url": _str(obj, "media_url", where),
+        "kind": obj.get("kind", "text") or "text",
+    }
     if title:
         out["title"] = _str(obj, "title", where)
     if not isinstance(out["kind"], str) or out["kind"] not in MediaKind.values:
@@ -363,8 +452,11 @@ def _candidate(c: dict[str, Any], i: int, media_dir: Path | None, known: dict[st
         query = _ref(p, "query", pw, query_ids, what="query id")
         rank = _int(p, "rank", pw, None, minimum=1)
         out["provenance"].append({"system": system, "query": query, "rank": rank})
-    listed = [_ref({"query": q}, "query", f"{where}.queries[{j}]", query_ids, what="query id")
-              for j, q in enumerate(_list(c, "queries", where)) if q]
+    listed = [
+        _ref({"query": q}, "query", f"{where}.queries[{j}]", query_ids, what="query id")
+        for j, q in enumerate(_list(c, "queries", where))
+        if q
+    ]
     out["queries"] = list(dict.fromkeys(listed + [p["query"] for p in out["provenance"] if p["query"]]))
     return out
 
@@ -378,28 +470,44 @@ def _unique(found: Collector, values: list[tuple[int, str]], where: str, field: 
         seen.add(v)
 
 
-def _units(defn: dict[str, Any], scheme: Any, candidates: list, known: dict[str, set[str]], found: Collector) -> list[dict[str, Any]]:
+def _units(
+    defn: dict[str, Any], scheme: Any, candidates: list, known: dict[str, set[str]], found: Collector
+) -> list[dict[str, Any]]:
     """Explicit units, or one per query–candidate pair (one per candidate when there are no queries)."""
     if "units" not in defn:
         if scheme == Scheme.PAIRWISE:
-            raise CampaignFileError("top level", "units", None, "a pairwise campaign lists its units (pairs of candidates)")
-        units = [{"id": f"{q}/{c['id']}", "query": q, "candidate": c["id"], "candidate_b": None}
-                 for c in candidates for q in (c["queries"] or [None])]
+            raise CampaignFileError(
+                "top level", "units", None, "a pairwise campaign lists its units (pairs of candidates)"
+            )
+        units = [
+            {"id": f"{q}/{c['id']}", "query": q, "candidate": c["id"], "candidate_b": None}
+            for c in candidates
+            for q in (c["queries"] or [None])
+        ]
         for u in units:
             if u["query"] is None:
                 u["id"] = u["candidate"]
             if len(u["id"]) > MAX_LENGTH["unit"]:
-                found.add(CampaignFileError("units", "id", u["id"], f"query id and candidate id together are longer "
-                                            f"than a unit id may be ({MAX_LENGTH['unit']} characters)"))
+                found.add(
+                    CampaignFileError(
+                        "units",
+                        "id",
+                        u["id"],
+                        f"query id and candidate id together are longer "
+                        f"than a unit id may be ({MAX_LENGTH['unit']} characters)",
+                    )
+                )
         return units
     return _entries(found, defn, "units", lambda u, i: _unit(u, f"units[{i}]", scheme, known))
 
 
 def _unit(u: dict[str, Any], where: str, scheme: Any, known: dict[str, set[str]]) -> dict[str, Any]:
-    unit = {"id": _str(u, "id", where, required=True, max_length=MAX_LENGTH["unit"]),
-            "query": _ref(u, "query", where, known["query id"], what="query id"),
-            "candidate": _ref(u, "candidate", where, known["candidate id"], what="candidate id", optional=False),
-            "candidate_b": _ref(u, "candidate_b", where, known["candidate id"], what="candidate id")}
+    unit = {
+        "id": _str(u, "id", where, required=True, max_length=MAX_LENGTH["unit"]),
+        "query": _ref(u, "query", where, known["query id"], what="query id"),
+        "candidate": _ref(u, "candidate", where, known["candidate id"], what="candidate id", optional=False),
+        "candidate_b": _ref(u, "candidate_b", where, known["candidate id"], what="candidate id"),
+    }
     if unit["candidate_b"] == unit["candidate"]:
         raise CampaignFileError(where, "candidate_b", unit["candidate_b"], "a pair needs two different candidates")
     if scheme == Scheme.PAIRWISE and unit["candidate_b"] is None:

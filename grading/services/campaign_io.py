@@ -1,4 +1,5 @@
 """Importing and exporting whole campaigns. Import is all or nothing; export → import round-trips."""
+
 from __future__ import annotations
 
 import json
@@ -25,7 +26,9 @@ from grading.services.campaigns import (
 )
 
 
-def campaign_import(*, definition: dict[str, Any], media_dir: Path | None, created_by: AbstractBaseUser | None = None) -> Campaign:
+def campaign_import(
+    *, definition: dict[str, Any], media_dir: Path | None, created_by: AbstractBaseUser | None = None
+) -> Campaign:
     """Create a campaign from a definition. A malformed definition raises CampaignFileError and stores nothing."""
     plan = definition_check(definition, media_dir)
     camp = plan["campaign"]
@@ -53,26 +56,50 @@ def _write(plan: dict[str, Any], created_by: AbstractBaseUser | None, saved: lis
     for pos, q in enumerate(plan["queries"]):
         public_id = new_public_id()
         queries[q["id"]] = Query.objects.create(
-            campaign=campaign, external_id=q["id"], title=q["title"], kind=q["kind"], text=q["text"], public_id=public_id,
-            media_url=q["media_url"], media_file=_store(campaign, q["media"], public_id, saved), position=pos,
+            campaign=campaign,
+            external_id=q["id"],
+            title=q["title"],
+            kind=q["kind"],
+            text=q["text"],
+            public_id=public_id,
+            media_url=q["media_url"],
+            media_file=_store(campaign, q["media"], public_id, saved),
+            position=pos,
         )
     candidates = {}
     for c in plan["candidates"]:
         public_id = new_public_id()
         cand = Candidate.objects.create(
-            campaign=campaign, external_id=c["id"], kind=c["kind"], text=c["text"], media_url=c["media_url"],
-            public_id=public_id, media_file=_store(campaign, c["media"], public_id, saved),
+            campaign=campaign,
+            external_id=c["id"],
+            kind=c["kind"],
+            text=c["text"],
+            media_url=c["media_url"],
+            public_id=public_id,
+            media_file=_store(campaign, c["media"], public_id, saved),
         )
         candidates[c["id"]] = cand
-        CandidateProvenance.objects.bulk_create([
-            CandidateProvenance(candidate=cand, system=systems[p["system"]], query=queries.get(p["query"]), rank=p["rank"])
-            for p in c["provenance"]
-        ])
-    Unit.objects.bulk_create([
-        Unit(campaign=campaign, external_id=u["id"], query=queries.get(u["query"]), candidate=candidates[u["candidate"]],
-             candidate_b=candidates.get(u["candidate_b"]), position=pos)
-        for pos, u in enumerate(plan["units"])
-    ])
+        CandidateProvenance.objects.bulk_create(
+            [
+                CandidateProvenance(
+                    candidate=cand, system=systems[p["system"]], query=queries.get(p["query"]), rank=p["rank"]
+                )
+                for p in c["provenance"]
+            ]
+        )
+    Unit.objects.bulk_create(
+        [
+            Unit(
+                campaign=campaign,
+                external_id=u["id"],
+                query=queries.get(u["query"]),
+                candidate=candidates[u["candidate"]],
+                candidate_b=candidates.get(u["candidate_b"]),
+                position=pos,
+            )
+            for pos, u in enumerate(plan["units"])
+        ]
+    )
     users = get_user_model().objects
     for role_list, role in (("graders", Role.GRADER), ("organizers", Role.ORGANIZER)):
         for name in plan[role_list]:
@@ -123,30 +150,52 @@ def campaign_definition(campaign: Campaign, *, media_out: Path | None = None) ->
         return f"media/{name}"
 
     def item(obj: Query | Candidate) -> dict[str, Any]:
-        return {"id": obj.external_id, "kind": obj.kind, "text": obj.text, "media": media(obj), "media_url": obj.media_url}
+        return {
+            "id": obj.external_id,
+            "kind": obj.kind,
+            "text": obj.text,
+            "media": media(obj),
+            "media_url": obj.media_url,
+        }
 
     roles = campaign.roles.select_related("user").order_by("id")
     return {
         "format": FORMAT,
         "campaign": {
-            "name": campaign.name, "slug": campaign.slug, "scheme": campaign.scheme, "scheme_params": campaign.scheme_params,
-            "description": campaign.description, "status": campaign.status, "initial_overlap": campaign.initial_overlap,
-            "max_overlap": campaign.max_overlap, "budget": campaign.budget, "policy": campaign.policy,
+            "name": campaign.name,
+            "slug": campaign.slug,
+            "scheme": campaign.scheme,
+            "scheme_params": campaign.scheme_params,
+            "description": campaign.description,
+            "status": campaign.status,
+            "initial_overlap": campaign.initial_overlap,
+            "max_overlap": campaign.max_overlap,
+            "budget": campaign.budget,
+            "policy": campaign.policy,
             "policy_params": campaign.policy_params,
             "guidelines": list(campaign.guidelines.order_by("version").values_list("text", flat=True)),
         },
         "systems": [{"name": s.name, "description": s.description} for s in campaign.systems.order_by("name")],
         "queries": [{**item(q), "title": q.title} for q in campaign.queries.order_by("position", "id")],
         "candidates": [
-            {**item(c), "provenance": [
-                {"system": p.system.name, "query": p.query.external_id if p.query else None, "rank": p.rank}
-                for p in c.provenance.select_related("system", "query").order_by("system__name", "query__external_id", "rank")
-            ]}
+            {
+                **item(c),
+                "provenance": [
+                    {"system": p.system.name, "query": p.query.external_id if p.query else None, "rank": p.rank}
+                    for p in c.provenance.select_related("system", "query").order_by(
+                        "system__name", "query__external_id", "rank"
+                    )
+                ],
+            }
             for c in campaign.candidates.order_by("id")
         ],
         "units": [
-            {"id": u.external_id, "query": u.query.external_id if u.query else None, "candidate": u.candidate.external_id,
-             "candidate_b": u.candidate_b.external_id if u.candidate_b else None}
+            {
+                "id": u.external_id,
+                "query": u.query.external_id if u.query else None,
+                "candidate": u.candidate.external_id,
+                "candidate_b": u.candidate_b.external_id if u.candidate_b else None,
+            }
             for u in campaign.units.select_related("query", "candidate", "candidate_b").order_by("position", "id")
         ],
         "graders": [r.user.username for r in roles if r.role == Role.GRADER],

@@ -6,6 +6,7 @@ row, field and value. Between the preview and the confirmation the upload waits 
 folder (the checked definition as JSON, plus the extracted media), so confirming imports exactly
 what was previewed, all or nothing.
 """
+
 from __future__ import annotations
 
 import json
@@ -61,8 +62,9 @@ def staging_root() -> Path:
 
 def _staging_dir(token: str) -> Path:
     if not token or not token.isalnum():
-        raise InvalidValue("this preview has expired or was already imported; upload the file again.", field="token",
-                           value=token)
+        raise InvalidValue(
+            "this preview has expired or was already imported; upload the file again.", field="token", value=token
+        )
     return staging_root() / token
 
 
@@ -72,18 +74,26 @@ def media_zip_extract(*, source: IO[bytes], target: Path) -> int:
     try:
         archive = zipfile.ZipFile(source)
     except zipfile.BadZipFile:
-        raise CampaignFileError("media zip", "(zip)", getattr(source, "name", "upload"), "the file is not a zip archive") from None
+        raise CampaignFileError(
+            "media zip", "(zip)", getattr(source, "name", "upload"), "the file is not a zip archive"
+        ) from None
     with archive:
         members = [m for m in archive.infolist() if not m.is_dir()]
         if len(members) > MEDIA_ZIP_MAX_FILES:
-            raise CampaignFileError("media zip", "(files)", len(members), f"at most {MEDIA_ZIP_MAX_FILES} files are accepted")
+            raise CampaignFileError(
+                "media zip", "(files)", len(members), f"at most {MEDIA_ZIP_MAX_FILES} files are accepted"
+            )
         total = sum(m.file_size for m in members)
         if total > MEDIA_ZIP_MAX_BYTES:
-            raise CampaignFileError("media zip", "(size)", total, f"unpacked, the media may take at most {MEDIA_ZIP_MAX_BYTES // 2**20} MB")
+            raise CampaignFileError(
+                "media zip", "(size)", total, f"unpacked, the media may take at most {MEDIA_ZIP_MAX_BYTES // 2**20} MB"
+            )
         for member in members:
             name = PurePosixPath(member.filename)
             if name.is_absolute() or ".." in name.parts or (member.external_attr >> 16) & 0o170000 == 0o120000:
-                raise CampaignFileError("media zip", "name", member.filename, "paths must stay inside the archive (no links, no '..')")
+                raise CampaignFileError(
+                    "media zip", "name", member.filename, "paths must stay inside the archive (no links, no '..')"
+                )
             path = target.joinpath(*name.parts)
             path.parent.mkdir(parents=True, exist_ok=True)
             with archive.open(member) as src, open(path, "wb") as dst:
@@ -93,15 +103,23 @@ def media_zip_extract(*, source: IO[bytes], target: Path) -> int:
 
 def _save(upload: Any, path: Path, *, what: str) -> Path:
     if upload.size > DEFINITION_MAX_BYTES:
-        raise CampaignFileError(what, "(size)", upload.size, f"the file may be at most {DEFINITION_MAX_BYTES // 2**20} MB")
+        raise CampaignFileError(
+            what, "(size)", upload.size, f"the file may be at most {DEFINITION_MAX_BYTES // 2**20} MB"
+        )
     with open(path, "wb") as dst:
         for chunk in upload.chunks():
             dst.write(chunk)
     return path
 
 
-def campaign_upload_stage(*, user: AbstractBaseUser, definition_file: Any | None = None, items_csv: Any | None = None,
-                          media_zip: Any | None = None, settings_fields: dict[str, Any] | None = None) -> Preview:
+def campaign_upload_stage(
+    *,
+    user: AbstractBaseUser,
+    definition_file: Any | None = None,
+    items_csv: Any | None = None,
+    media_zip: Any | None = None,
+    settings_fields: dict[str, Any] | None = None,
+) -> Preview:
     """Check an upload completely and stage it for `campaign_upload_confirm`.
 
     Either a campaign JSON (`definition_file`), or campaign settings from the form (`settings_fields`)
@@ -157,8 +175,9 @@ def campaign_preview(*, definition: dict[str, Any], media_dir: Path | None, toke
         "units": [u["id"] for u in plan["units"][:PREVIEW_ROWS]],
         "systems": [s["name"] for s in plan["systems"][:PREVIEW_ROWS]],
     }
-    return Preview(token=token, name=camp["name"], slug=camp["slug"], scheme=camp["scheme"], counts=counts,
-                   examples=examples)
+    return Preview(
+        token=token, name=camp["name"], slug=camp["slug"], scheme=camp["scheme"], counts=counts, examples=examples
+    )
 
 
 def campaign_upload_confirm(*, user: AbstractBaseUser, token: str) -> Campaign:
@@ -166,8 +185,9 @@ def campaign_upload_confirm(*, user: AbstractBaseUser, token: str) -> Campaign:
     folder = _staging_dir(token)
     owner = folder / "owner"
     if not owner.is_file() or owner.read_text(encoding="utf-8") != str(user.pk):
-        raise InvalidValue("this preview has expired or was already imported; upload the file again.", field="token",
-                           value=token)
+        raise InvalidValue(
+            "this preview has expired or was already imported; upload the file again.", field="token", value=token
+        )
     definition = json.loads((folder / "definition.json").read_text(encoding="utf-8"))
     with transaction.atomic():
         campaign = campaign_import(definition=definition, media_dir=folder / "media", created_by=user)

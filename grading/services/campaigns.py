@@ -1,4 +1,5 @@
 """Creating and configuring campaigns: guidelines versions, roles and the initial assignments."""
+
 from __future__ import annotations
 
 import random
@@ -40,18 +41,30 @@ def campaign_create(
 ) -> Campaign:
     params = schemes.normalise_params(scheme, scheme_params)
     if status not in CampaignStatus.values:
-        raise InvalidValue(f"status {status!r} is not one of {', '.join(CampaignStatus.values)}.", field="status", value=status)
+        raise InvalidValue(
+            f"status {status!r} is not one of {', '.join(CampaignStatus.values)}.", field="status", value=status
+        )
     if policy not in Policy.values:
         raise InvalidValue(f"policy {policy!r} is not one of {', '.join(Policy.values)}.", field="policy", value=policy)
     if initial_overlap < 1 or max_overlap < initial_overlap:
         raise InvalidValue(
             f"overlaps must satisfy 1 ≤ initial_overlap ({initial_overlap}) ≤ max_overlap ({max_overlap}).",
-            field="max_overlap", value=max_overlap,
+            field="max_overlap",
+            value=max_overlap,
         )
     campaign = Campaign.objects.create(
-        name=name, slug=slug, scheme=scheme, scheme_params=params, description=description, status=status,
-        initial_overlap=initial_overlap, max_overlap=max_overlap, budget=budget, policy=policy,
-        policy_params=policy_params or {}, created_by=created_by,
+        name=name,
+        slug=slug,
+        scheme=scheme,
+        scheme_params=params,
+        description=description,
+        status=status,
+        initial_overlap=initial_overlap,
+        max_overlap=max_overlap,
+        budget=budget,
+        policy=policy,
+        policy_params=policy_params or {},
+        created_by=created_by,
     )
     if guidelines:
         campaign_set_guidelines(campaign=campaign, text=guidelines)
@@ -74,7 +87,9 @@ def campaign_set_guidelines(*, campaign: Campaign, text: str) -> GuidelinesVersi
 
 def campaign_set_status(*, campaign: Campaign, status: str) -> Campaign:
     if status not in CampaignStatus.values:
-        raise InvalidValue(f"status {status!r} is not one of {', '.join(CampaignStatus.values)}.", field="status", value=status)
+        raise InvalidValue(
+            f"status {status!r} is not one of {', '.join(CampaignStatus.values)}.", field="status", value=status
+        )
     campaign.status = status
     campaign.save(update_fields=["status", "updated_at"])
     return campaign
@@ -129,13 +144,17 @@ def assignments_create_initial(*, campaign: Campaign, seed: int = 0) -> int:
     graders = graders_of(campaign)
     if len(graders) < campaign.initial_overlap:
         raise InvalidValue(
-            f"campaign {campaign.slug} has {len(graders)} graders but an initial overlap of {campaign.initial_overlap}.",
-            field="initial_overlap", value=campaign.initial_overlap,
+            f"campaign {campaign.slug} has {len(graders)} graders but an initial overlap of "
+            f"{campaign.initial_overlap}.",
+            field="initial_overlap",
+            value=campaign.initial_overlap,
         )
     rng = random.Random(seed)
     by_ordering = campaign.scheme == Scheme.ORDERING
     targets: Iterable[Unit | Query] = (
-        campaign.queries.order_by("position", "pk") if by_ordering else campaign.units.order_by("query_id", "position", "pk")
+        campaign.queries.order_by("position", "pk")
+        if by_ordering
+        else campaign.units.order_by("query_id", "position", "pk")
     )
     key = "query_id" if by_ordering else "unit_id"
     have: dict[int, set[int]] = {}
@@ -151,8 +170,14 @@ def assignments_create_initial(*, campaign: Campaign, seed: int = 0) -> int:
         pool.sort(key=lambda g: load.get(g.pk, 0))
         for grader in pool[: max(0, campaign.initial_overlap - len(taken))]:
             load[grader.pk] = load.get(grader.pk, 0) + 1
-            new.append(Assignment(campaign=campaign, grader=grader, source=AssignmentSource.INITIAL,
-                                  **({"query": target} if by_ordering else {"unit": target, "query_id": target.query_id})))
+            new.append(
+                Assignment(
+                    campaign=campaign,
+                    grader=grader,
+                    source=AssignmentSource.INITIAL,
+                    **({"query": target} if by_ordering else {"unit": target, "query_id": target.query_id}),
+                )
+            )
     _shuffle_positions(new, rng, position)
     Assignment.objects.bulk_create(new)
     allocation_state.assignments_added(campaign=campaign)

@@ -3,6 +3,7 @@
 Everything is generated locally and deterministically (seeded); judgments go through the same
 event service as a real grader's, so reports have a full event log to analyse.
 """
+
 from __future__ import annotations
 
 import random
@@ -27,14 +28,38 @@ GRADERS = [f"grader{i}" for i in range(1, 7)]
 # A grader's reliability: the spread of their noise on the 0–10 scale.
 NOISE = {"grader1": 0.6, "grader2": 0.9, "grader3": 1.2, "grader4": 1.6, "grader5": 2.2, "grader6": 3.2}
 WORD_PAIRS = [
-    ("car", "automobile", 9.4), ("coast", "shore", 9.0), ("cup", "mug", 8.3), ("money", "cash", 9.1),
-    ("tiger", "cat", 7.4), ("book", "paper", 6.2), ("computer", "keyboard", 6.8), ("doctor", "nurse", 7.0),
-    ("river", "water", 7.3), ("king", "queen", 8.1), ("bread", "butter", 6.4), ("music", "piano", 6.9),
-    ("train", "car", 5.6), ("street", "avenue", 8.4), ("journey", "voyage", 8.7), ("planet", "moon", 6.5),
-    ("drink", "eat", 5.9), ("stock", "market", 7.1), ("forest", "graveyard", 1.9), ("noon", "string", 0.6),
-    ("rooster", "voyage", 0.4), ("chord", "smile", 0.8), ("professor", "cucumber", 0.3), ("king", "cabbage", 0.2),
-    ("glass", "magician", 2.1), ("monk", "slave", 2.9), ("lad", "wizard", 3.0), ("sugar", "approach", 0.9),
-    ("cemetery", "woodland", 2.5), ("shore", "woodland", 3.1), ("bird", "crane", 7.4), ("asylum", "madhouse", 8.9),
+    ("car", "automobile", 9.4),
+    ("coast", "shore", 9.0),
+    ("cup", "mug", 8.3),
+    ("money", "cash", 9.1),
+    ("tiger", "cat", 7.4),
+    ("book", "paper", 6.2),
+    ("computer", "keyboard", 6.8),
+    ("doctor", "nurse", 7.0),
+    ("river", "water", 7.3),
+    ("king", "queen", 8.1),
+    ("bread", "butter", 6.4),
+    ("music", "piano", 6.9),
+    ("train", "car", 5.6),
+    ("street", "avenue", 8.4),
+    ("journey", "voyage", 8.7),
+    ("planet", "moon", 6.5),
+    ("drink", "eat", 5.9),
+    ("stock", "market", 7.1),
+    ("forest", "graveyard", 1.9),
+    ("noon", "string", 0.6),
+    ("rooster", "voyage", 0.4),
+    ("chord", "smile", 0.8),
+    ("professor", "cucumber", 0.3),
+    ("king", "cabbage", 0.2),
+    ("glass", "magician", 2.1),
+    ("monk", "slave", 2.9),
+    ("lad", "wizard", 3.0),
+    ("sugar", "approach", 0.9),
+    ("cemetery", "woodland", 2.5),
+    ("shore", "woodland", 3.1),
+    ("bird", "crane", 7.4),
+    ("asylum", "madhouse", 8.9),
 ]
 ORDERING_TOPICS = {
     "Calm evening playlist": ["Nocturne", "Ambient drift", "Soft rain", "Lo-fi beat", "Jazz ballad", "Drum solo"],
@@ -52,9 +77,10 @@ class DemoLogin:
 
 
 def demo_logins() -> list[DemoLogin]:
-    return [DemoLogin("admin", PASSWORD["admin"], "admin (staff)"), DemoLogin("organizer", PASSWORD["organizer"], "organizer")] + [
-        DemoLogin(g, PASSWORD["grader"], f"grader (noise σ={NOISE[g]})") for g in GRADERS
-    ]
+    return [
+        DemoLogin("admin", PASSWORD["admin"], "admin (staff)"),
+        DemoLogin("organizer", PASSWORD["organizer"], "organizer"),
+    ] + [DemoLogin(g, PASSWORD["grader"], f"grader (noise σ={NOISE[g]})") for g in GRADERS]
 
 
 def seed_demo(*, seed: int = 2006, simulate: bool = True, n_queries: int = 4, n_candidates: int = 12) -> list[Campaign]:
@@ -62,7 +88,11 @@ def seed_demo(*, seed: int = 2006, simulate: bool = True, n_queries: int = 4, n_
     _users()
     rng = np.random.default_rng(seed)
     made = []
-    for slug, build in (("demo-audio-similarity", _audio), ("demo-word-pairs", _word_pairs), ("demo-playlist-orderings", _orderings)):
+    for slug, build in (
+        ("demo-audio-similarity", _audio),
+        ("demo-word-pairs", _word_pairs),
+        ("demo-playlist-orderings", _orderings),
+    ):
         if Campaign.objects.filter(slug=slug).exists():
             continue
         with tempfile.TemporaryDirectory() as tmp:
@@ -145,39 +175,77 @@ def _audio(rng: np.random.Generator, folder: Path, *, n_queries: int, n_candidat
             shift = (1 - similarity) * rng.uniform(-7, 7)
             freqs = base * 2 ** (shift / 12)
             name = f"q{q + 1}-c{c + 1:02d}"
-            _write_wav(folder / f"{name}.wav",
-                       _clip(freqs, tempo + (1 - similarity) * rng.uniform(-50, 50), np.clip(bright + (1 - similarity) * rng.uniform(-.3, .3), .05, .9)))
-            candidates.append({"id": name, "kind": "audio", "media": f"{name}.wav", "provenance": [
-                {"system": s, "query": f"q{q + 1}", "rank": rank} for s, rank in returned[c]]})
+            _write_wav(
+                folder / f"{name}.wav",
+                _clip(
+                    freqs,
+                    tempo + (1 - similarity) * rng.uniform(-50, 50),
+                    np.clip(bright + (1 - similarity) * rng.uniform(-0.3, 0.3), 0.05, 0.9),
+                ),
+            )
+            candidates.append(
+                {
+                    "id": name,
+                    "kind": "audio",
+                    "media": f"{name}.wav",
+                    "provenance": [{"system": s, "query": f"q{q + 1}", "rank": rank} for s, rank in returned[c]],
+                }
+            )
             truth[f"q{q + 1}/{name}"] = 10 * similarity
     guidelines = (
         "Listen to the query clip, then to each candidate. Ask yourself: would a listener who likes the query "
         "enjoy this candidate for the same reasons?\n\nBROAD: Not Similar, Somewhat Similar, or Very Similar.\n"
         "FINE: a score from 0.0 to 10.0 that agrees with your BROAD choice (Very Similar is usually above 6)."
     )
-    return {"campaign": {"name": "Audio music similarity (demo)", "slug": "demo-audio-similarity", "scheme": "broad_fine",
-                         "description": "Synthesised clips in the style of the MIREX audio music similarity task.",
-                         "guidelines": guidelines, "status": "open", "initial_overlap": 3, "max_overlap": 5, "policy": "consensus"},
-            "systems": [{"name": s} for s in systems], "queries": queries, "candidates": candidates,
-            "graders": GRADERS, "organizers": ["organizer"]}, truth
+    return {
+        "campaign": {
+            "name": "Audio music similarity (demo)",
+            "slug": "demo-audio-similarity",
+            "scheme": "broad_fine",
+            "description": "Synthesised clips in the style of the MIREX audio music similarity task.",
+            "guidelines": guidelines,
+            "status": "open",
+            "initial_overlap": 3,
+            "max_overlap": 5,
+            "policy": "consensus",
+        },
+        "systems": [{"name": s} for s in systems],
+        "queries": queries,
+        "candidates": candidates,
+        "graders": GRADERS,
+        "organizers": ["organizer"],
+    }, truth
 
 
 def _system_scores(campaign: Campaign, truth: dict[str, float], rng: np.random.Generator) -> None:
     """Each simulated system's score for every unit: the true similarity seen through its noise."""
     units = sorted(truth)
-    rows = [{"unit": unit, "system": system, "score": round(float(np.clip(truth[unit] + noise, 0, 10)), 2)}
-            for system, spread in SCORE_NOISE.items()
-            for unit, noise in zip(units, rng.normal(0, spread, len(units)), strict=True)]
+    rows = [
+        {"unit": unit, "system": system, "score": round(float(np.clip(truth[unit] + noise, 0, 10)), 2)}
+        for system, spread in SCORE_NOISE.items()
+        for unit, noise in zip(units, rng.normal(0, spread, len(units)), strict=True)
+    ]
     system_scores_import(campaign=campaign, rows=rows)
 
 
 def _word_pairs(rng: np.random.Generator, folder: Path, **_: int) -> tuple[dict, dict]:
     candidates = [{"id": f"{a}-{b}", "kind": "text", "text": f"{a} — {b}"} for a, b, _s in WORD_PAIRS]
     truth = {f"{a}-{b}": s for a, b, s in WORD_PAIRS}
-    return {"campaign": {"name": "Word-pair similarity 0–10 (demo)", "slug": "demo-word-pairs", "scheme": "numeric",
-                         "scheme_params": {"min": 0, "max": 10, "step": 1}, "status": "open", "initial_overlap": 5, "max_overlap": 6,
-                         "guidelines": "How similar in meaning are the two words? 0 = unrelated, 10 = the same meaning."},
-            "candidates": candidates, "graders": GRADERS, "organizers": ["organizer"]}, truth
+    return {
+        "campaign": {
+            "name": "Word-pair similarity 0–10 (demo)",
+            "slug": "demo-word-pairs",
+            "scheme": "numeric",
+            "scheme_params": {"min": 0, "max": 10, "step": 1},
+            "status": "open",
+            "initial_overlap": 5,
+            "max_overlap": 6,
+            "guidelines": "How similar in meaning are the two words? 0 = unrelated, 10 = the same meaning.",
+        },
+        "candidates": candidates,
+        "graders": GRADERS,
+        "organizers": ["organizer"],
+    }, truth
 
 
 def _orderings(rng: np.random.Generator, folder: Path, **_: int) -> tuple[dict, dict]:
@@ -188,10 +256,21 @@ def _orderings(rng: np.random.Generator, folder: Path, **_: int) -> tuple[dict, 
             cid = f"t{q}-{item.lower().replace(' ', '-')}"
             candidates.append({"id": cid, "kind": "text", "text": item, "queries": [f"t{q}"]})
             truth[cid] = len(items) - rank
-    return {"campaign": {"name": "Playlist orderings (demo)", "slug": "demo-playlist-orderings", "scheme": "ordering",
-                         "status": "open", "initial_overlap": 5, "max_overlap": 6,
-                         "guidelines": "Order the tracks from the best fit for the playlist to the worst."},
-            "queries": queries, "candidates": candidates, "graders": GRADERS, "organizers": ["organizer"]}, truth
+    return {
+        "campaign": {
+            "name": "Playlist orderings (demo)",
+            "slug": "demo-playlist-orderings",
+            "scheme": "ordering",
+            "status": "open",
+            "initial_overlap": 5,
+            "max_overlap": 6,
+            "guidelines": "Order the tracks from the best fit for the playlist to the worst.",
+        },
+        "queries": queries,
+        "candidates": candidates,
+        "graders": GRADERS,
+        "organizers": ["organizer"],
+    }, truth
 
 
 class _Session:
@@ -204,11 +283,20 @@ class _Session:
     def send(self, kind: str, payload: dict | None = None, *, unit=None, query=None, wait: float = 3.0) -> None:
         self.seq += 1
         self.clock += timedelta(seconds=self.rnd.expovariate(1 / wait))
-        event_record(grader=self.grader, data=EventInput(
-            id=UUID(int=self.rnd.getrandbits(128), version=4), campaign_id=self.campaign.pk, type=kind, payload=payload or {},
-            unit_id=getattr(unit, "pk", None), query_id=getattr(query, "pk", None), client_ts=self.clock, seq=self.seq,
-            session_id=self.session_id,
-        ))
+        event_record(
+            grader=self.grader,
+            data=EventInput(
+                id=UUID(int=self.rnd.getrandbits(128), version=4),
+                campaign_id=self.campaign.pk,
+                type=kind,
+                payload=payload or {},
+                unit_id=getattr(unit, "pk", None),
+                query_id=getattr(query, "pk", None),
+                client_ts=self.clock,
+                seq=self.seq,
+                session_id=self.session_id,
+            ),
+        )
 
 
 def _broad_of(score: float, rnd: random.Random) -> str:
@@ -219,8 +307,11 @@ def _broad_of(score: float, rnd: random.Random) -> str:
 @transaction.atomic
 def _simulate(campaign: Campaign, truth: dict[str, float], rnd: random.Random) -> None:
     start = datetime.now(UTC) - timedelta(days=6)
-    assignments = (Assignment.objects.filter(campaign=campaign).select_related("grader", "unit", "query", "unit__candidate")
-                   .order_by("grader_id", "position"))
+    assignments = (
+        Assignment.objects.filter(campaign=campaign)
+        .select_related("grader", "unit", "query", "unit__candidate")
+        .order_by("grader_id", "position")
+    )
     by_grader: dict[int, list[Assignment]] = {}
     for a in assignments:
         by_grader.setdefault(a.grader_id, []).append(a)
@@ -244,11 +335,15 @@ def _simulate_unit(session: _Session, assignment: Assignment, true_score: float,
     if session.campaign.scheme == "numeric":
         session.send("score_set", {"value": int(round(perceived))}, unit=unit, wait=6)
         if rnd.random() < 0.1:
-            session.send("score_set", {"value": int(round(min(10, max(0, perceived + rnd.choice([-1, 1])))))}, unit=unit)
+            session.send(
+                "score_set", {"value": int(round(min(10, max(0, perceived + rnd.choice([-1, 1])))))}, unit=unit
+            )
         return
     session.send("audition", {"action": "play", "position": 0, "target": "candidate"}, unit=unit, wait=1)
     if rnd.random() < 0.3:
-        session.send("audition", {"action": "seek", "position": round(rnd.uniform(0.5, 2), 2), "target": "candidate"}, unit=unit)
+        session.send(
+            "audition", {"action": "seek", "position": round(rnd.uniform(0.5, 2), 2), "target": "candidate"}, unit=unit
+        )
     session.send("audition", {"action": "ended", "position": 2.5, "target": "candidate"}, unit=unit, wait=2.5)
     broad = _broad_of(perceived, rnd)
     session.send("broad_set", {"value": broad}, unit=unit, wait=3)
@@ -259,7 +354,9 @@ def _simulate_unit(session: _Session, assignment: Assignment, true_score: float,
         if rnd.random() < 0.4:
             session.send("broad_set", {"value": broad}, unit=unit, wait=3)
     if rnd.random() < 0.1:
-        session.send("fine_set", {"value": round(min(10, max(0, perceived + rnd.uniform(-1, 1))), 1)}, unit=unit, wait=4)
+        session.send(
+            "fine_set", {"value": round(min(10, max(0, perceived + rnd.uniform(-1, 1))), 1)}, unit=unit, wait=4
+        )
 
 
 def _simulate_ordering(session: _Session, assignment: Assignment, truth: dict[str, float], noise: float) -> None:

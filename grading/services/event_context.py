@@ -5,6 +5,7 @@ their campaigns, units and queries, and the grader's judgments of those units. L
 (an unknown unit, a campaign the grader is not in) fall back to single queries that raise the
 precise error, so the common path is fast and the error path says exactly what was wrong.
 """
+
 from __future__ import annotations
 
 from collections.abc import Iterable
@@ -18,8 +19,14 @@ from grading.models.choices import EventType, Role
 from grading.services.event_input import EventInput
 
 UNIT_EVENTS = {
-    EventType.UNIT_VIEWED, EventType.BROAD_SET, EventType.FINE_SET, EventType.SCORE_SET, EventType.LABEL_SET,
-    EventType.PAIRWISE_SET, EventType.SKIP, EventType.HINT_SHOWN,
+    EventType.UNIT_VIEWED,
+    EventType.BROAD_SET,
+    EventType.FINE_SET,
+    EventType.SCORE_SET,
+    EventType.LABEL_SET,
+    EventType.PAIRWISE_SET,
+    EventType.SKIP,
+    EventType.HINT_SHOWN,
 }
 QUERY_EVENTS = {EventType.ORDERING_CHANGED, EventType.ORDERING_SUBMITTED}
 # Auditions and comments may be about a unit or about a query's own media.
@@ -49,7 +56,8 @@ class EventContext:
                 .filter(grader=self.grader, campaign_id__in=campaign_ids)
                 .filter(Q(unit_id__in=unit_ids) | Q(query_id__in=query_ids))
                 .select_related("campaign", "unit")
-                .annotate(graded=Exists(graded)).order_by("pk")
+                .annotate(graded=Exists(graded))
+                .order_by("pk")
             )
             for a in assignments:
                 self.campaigns.setdefault(a.campaign_id, a.campaign if a.graded else None)
@@ -61,17 +69,26 @@ class EventContext:
                 else:
                     self.by_query[a.query_id] = a
             if unit_ids:
-                self.judgments = {j.unit_id: j for j in Judgment.objects.filter(grader=self.grader, unit_id__in=unit_ids)}
+                self.judgments = {
+                    j.unit_id: j for j in Judgment.objects.filter(grader=self.grader, unit_id__in=unit_ids)
+                }
 
     def campaign(self, campaign_id: int) -> Campaign:
         if campaign_id not in self.campaigns:
             self.campaigns[campaign_id] = Campaign.objects.filter(
-                pk=campaign_id, roles__user=self.grader, roles__role=Role.GRADER).first()
+                pk=campaign_id, roles__user=self.grader, roles__role=Role.GRADER
+            ).first()
         campaign = self.campaigns[campaign_id]
         if campaign is None:
-            raise NotFound(f"campaign {campaign_id} does not exist or you do not grade in it.", field="campaign", value=campaign_id)
+            raise NotFound(
+                f"campaign {campaign_id} does not exist or you do not grade in it.", field="campaign", value=campaign_id
+            )
         if not campaign.is_open:
-            raise CampaignClosed(f"campaign {campaign_id} is {campaign.status}: it takes no judgments.", field="campaign", value=campaign_id)
+            raise CampaignClosed(
+                f"campaign {campaign_id} is {campaign.status}: it takes no judgments.",
+                field="campaign",
+                value=campaign_id,
+            )
         return campaign
 
     def target(self, campaign: Campaign, data: EventInput) -> tuple[Unit | None, Query | None]:
@@ -82,14 +99,20 @@ class EventContext:
             if unit is None or unit.campaign_id != campaign.pk:
                 unit = Unit.objects.filter(pk=data.unit_id, campaign=campaign).first()
             if unit is None:
-                raise NotFound(f"unit {data.unit_id} does not exist in campaign {campaign.pk}.", field="unit", value=data.unit_id)
+                raise NotFound(
+                    f"unit {data.unit_id} does not exist in campaign {campaign.pk}.", field="unit", value=data.unit_id
+                )
         elif data.query_id is not None:
             query = self.queries.get(data.query_id)
             if query is None or query.campaign_id != campaign.pk:
                 query = Query.objects.filter(pk=data.query_id, campaign=campaign).first()
                 self.queries[data.query_id] = query
             if query is None:
-                raise NotFound(f"query {data.query_id} does not exist in campaign {campaign.pk}.", field="query", value=data.query_id)
+                raise NotFound(
+                    f"query {data.query_id} does not exist in campaign {campaign.pk}.",
+                    field="query",
+                    value=data.query_id,
+                )
         kind = data.type
         if kind in UNIT_EVENTS and unit is None:
             raise InvalidValue(f"a {kind} event needs a unit.", field="unit", value=None)
@@ -111,12 +134,14 @@ class EventContext:
         found = self.by_query.get(query.pk)
         if found is None:
             # A query-level event (e.g. an audition of the query's clip) in a unit-based campaign.
-            found = (Assignment.objects.select_for_update(of=("self",))
-                     .filter(Q(query=query) | Q(unit__query=query), campaign=campaign, grader=self.grader)
-                     .order_by("pk").first())
+            found = (
+                Assignment.objects.select_for_update(of=("self",))
+                .filter(Q(query=query) | Q(unit__query=query), campaign=campaign, grader=self.grader)
+                .order_by("pk")
+                .first()
+            )
             if found is not None:
                 self.by_query[query.pk] = found
         if found is None or found.campaign_id != campaign.pk:
             raise NotAssigned(f"query {query.pk} is not assigned to you.", field="query", value=query.pk)
         return found
-

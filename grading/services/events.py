@@ -6,6 +6,7 @@ stored once and answered the same; the same id with different content is a confl
 client's clock is checked against a window and stored in UTC, but never decides which value is
 current (docs/design.md §2, Timestamps).
 """
+
 from __future__ import annotations
 
 import json
@@ -121,8 +122,12 @@ def _record_alone(grader: AbstractBaseUser, item: EventInput) -> EventOutcome | 
 
 
 @transaction.atomic
-def _record_batch(grader: AbstractBaseUser, items: list[EventInput], *, look_up_ids: bool = True,
-                  ) -> list[EventOutcome | GradingError]:
+def _record_batch(
+    grader: AbstractBaseUser,
+    items: list[EventInput],
+    *,
+    look_up_ids: bool = True,
+) -> list[EventOutcome | GradingError]:
     existing = {e.pk: e for e in GradingEvent.objects.filter(pk__in=[i.id for i in items])} if look_up_ids else {}
     context = EventContext(grader, (i for i in items if i.id not in existing))
     batch = _Batch()
@@ -139,8 +144,9 @@ def _record_batch(grader: AbstractBaseUser, items: list[EventInput], *, look_up_
             results.append(exc)
     batch.write()
     # Adaptive allocation's per-unit state follows the judgments in this same transaction (§5.6).
-    allocation_state.units_changed(unit_ids=[*batch.new_judgments, *batch.changed_judgments,
-                                             *(a.unit_id for a in batch.assignments.values())])
+    allocation_state.units_changed(
+        unit_ids=[*batch.new_judgments, *batch.changed_judgments, *(a.unit_id for a in batch.assignments.values())]
+    )
     for campaign_id in batch.campaigns:
         repeats.repeat_add_due(grader=grader, campaign=context.campaigns[campaign_id])  # hidden repeats (§5.6)
         transaction.on_commit(partial(judgments_changed, campaign_id))  # reports read events too (stability)
@@ -152,16 +158,26 @@ def _accept(context: EventContext, batch: _Batch, data: EventInput) -> EventOutc
     campaign = context.campaign(data.campaign_id)
     client_ts = client_ts_checked(data.client_ts, now=batch.now)
     if data.type not in EventType.values:
-        raise InvalidValue(f"type {data.type!r} is not one of {', '.join(EventType.values)}.", field="type", value=data.type)
+        raise InvalidValue(
+            f"type {data.type!r} is not one of {', '.join(EventType.values)}.", field="type", value=data.type
+        )
     payloads.check_type_fits_scheme(campaign, data.type)
     unit, query = context.target(campaign, data)
     assignment = context.assignment(campaign, unit, query)
     value = payloads.parse(campaign, data.type, _payload(data.payload), query=query)
     event = GradingEvent(
-        id=data.id, campaign=campaign, grader=context.grader, unit=unit, type=data.type,
+        id=data.id,
+        campaign=campaign,
+        grader=context.grader,
+        unit=unit,
+        type=data.type,
         query_id=unit.query_id if unit is not None else getattr(query, "pk", None),
-        payload=data.payload, client_ts=client_ts, session_id=data.session_id[:64], seq=data.seq,
-        guidelines_version=campaign.guidelines_version, server_ts=batch.now,
+        payload=data.payload,
+        client_ts=client_ts,
+        session_id=data.session_id[:64],
+        seq=data.seq,
+        guidelines_version=campaign.guidelines_version,
+        server_ts=batch.now,
     )
     batch.events.append(event)
     batch.campaigns.add(campaign.pk)
@@ -198,9 +214,14 @@ class _Batch:
         for outcome, campaign, items in self.orderings:
             event = outcome.event
             outcome.ordering, _ = Ordering.objects.update_or_create(
-                grader_id=event.grader_id, query_id=event.query_id,
-                defaults={"campaign": campaign, "items": items, "guidelines_version": campaign.guidelines_version,
-                          "last_event": event},
+                grader_id=event.grader_id,
+                query_id=event.query_id,
+                defaults={
+                    "campaign": campaign,
+                    "items": items,
+                    "guidelines_version": campaign.guidelines_version,
+                    "last_event": event,
+                },
             )
 
 
@@ -217,33 +238,53 @@ def _update(model: type[Model], rows: list[Model], columns: list[str]) -> None:
     fields = [meta.pk] + [meta.get_field(c) for c in columns]
     names = ", ".join(connection.ops.quote_name(f.column) for f in fields)
     row_sql = "(" + ", ".join(f"%s::{f.db_type(connection)}" for f in fields) + ")"
-    assignments = ", ".join(f"{connection.ops.quote_name(f.column)} = v.{connection.ops.quote_name(f.column)}" for f in fields[1:])
+    assignments = ", ".join(
+        f"{connection.ops.quote_name(f.column)} = v.{connection.ops.quote_name(f.column)}" for f in fields[1:]
+    )
     pk = connection.ops.quote_name(meta.pk.column)
-    sql = (f"UPDATE {connection.ops.quote_name(meta.db_table)} AS t SET {assignments} "
-           f"FROM (VALUES {', '.join([row_sql] * len(rows))}) AS v({names}) WHERE t.{pk} = v.{pk}")
+    sql = (
+        f"UPDATE {connection.ops.quote_name(meta.db_table)} AS t SET {assignments} "
+        f"FROM (VALUES {', '.join([row_sql] * len(rows))}) AS v({names}) WHERE t.{pk} = v.{pk}"
+    )
     params = [f.get_db_prep_save(getattr(row, f.attname), connection) for row in rows for f in fields]
     with connection.cursor() as cursor:
         cursor.execute(sql, params)
 
 
-JUDGMENT_COLUMNS = ["broad", "fine", "score", "label", "verdict", "comment", "skipped", "guidelines_version",
-                    "last_event", "applied", "updated_at"]
+JUDGMENT_COLUMNS = [
+    "broad",
+    "fine",
+    "score",
+    "label",
+    "verdict",
+    "comment",
+    "skipped",
+    "guidelines_version",
+    "last_event",
+    "applied",
+    "updated_at",
+]
 
 
-def _replay(existing: GradingEvent, *, grader: AbstractBaseUser, data: EventInput,
-            judgments: dict[int, Judgment] | None = None) -> EventOutcome:
+def _replay(
+    existing: GradingEvent, *, grader: AbstractBaseUser, data: EventInput, judgments: dict[int, Judgment] | None = None
+) -> EventOutcome:
     if not _same_event(existing, grader=grader, data=data):
         raise EventConflict(
             f"event id {data.id} was already used for a different event: a new event needs a new id.",
-            field="id", value=str(data.id),
+            field="id",
+            value=str(data.id),
         )
     judgment = None
     if existing.unit_id is not None:
         # An event of a hidden repeat is answered with the repeat's answer, as when it was stored (§5.6).
-        judgment = (RepeatAnswer.objects.filter(grader=grader, unit_id=existing.unit_id,
-                                                assignment__created_at__lte=existing.server_ts).first()
-                    or (judgments or {}).get(existing.unit_id)
-                    or Judgment.objects.filter(grader=grader, unit_id=existing.unit_id).first())
+        judgment = (
+            RepeatAnswer.objects.filter(
+                grader=grader, unit_id=existing.unit_id, assignment__created_at__lte=existing.server_ts
+            ).first()
+            or (judgments or {}).get(existing.unit_id)
+            or Judgment.objects.filter(grader=grader, unit_id=existing.unit_id).first()
+        )
     return EventOutcome(event=existing, replayed=True, judgment=judgment)
 
 
@@ -251,10 +292,18 @@ def _same_event(existing: GradingEvent, *, grader: AbstractBaseUser, data: Event
     """Whether `data` is a resend of `existing` (a replay) rather than new content under a used id.
     The client clock is left out: a script that resends without a timestamp gets the server's."""
     # A unit event stores its unit's query; the query a client sends with a unit is not used.
-    same_target = existing.unit_id == data.unit_id and (existing.unit_id is not None or existing.query_id == data.query_id)
-    return (existing.grader_id == grader.pk and existing.campaign_id == data.campaign_id and existing.type == data.type
-            and same_target and existing.payload == data.payload
-            and existing.seq == data.seq and existing.session_id == data.session_id[:64])
+    same_target = existing.unit_id == data.unit_id and (
+        existing.unit_id is not None or existing.query_id == data.query_id
+    )
+    return (
+        existing.grader_id == grader.pk
+        and existing.campaign_id == data.campaign_id
+        and existing.type == data.type
+        and same_target
+        and existing.payload == data.payload
+        and existing.seq == data.seq
+        and existing.session_id == data.session_id[:64]
+    )
 
 
 def _payload(payload: Any) -> dict[str, Any]:
@@ -281,8 +330,15 @@ def _supersedes(stamp: list[Any], previous: list[Any] | None) -> bool:
     return stamp[2] >= previous[2] if same_session else True
 
 
-def _apply_judgment(context: EventContext, batch: _Batch, event: GradingEvent, campaign: Campaign,
-                    assignment: Assignment, kind: str, value: Any) -> Judgment:
+def _apply_judgment(
+    context: EventContext,
+    batch: _Batch,
+    event: GradingEvent,
+    campaign: Campaign,
+    assignment: Assignment,
+    kind: str,
+    value: Any,
+) -> Judgment:
     if assignment.repeat:  # a hidden repeat: its own answer, never the grader's Judgment (§5.6)
         judgment = _repeat_answer(batch, event, campaign, assignment)
     else:
@@ -318,7 +374,8 @@ def _repeat_answer(batch: _Batch, event: GradingEvent, campaign: Campaign, assig
     answer = batch.repeat_answers.get(assignment.pk)
     if answer is None:
         answer = RepeatAnswer.objects.filter(pk=assignment.pk).first() or RepeatAnswer(
-            assignment=assignment, campaign=campaign, grader_id=event.grader_id, unit_id=event.unit_id, applied={})
+            assignment=assignment, campaign=campaign, grader_id=event.grader_id, unit_id=event.unit_id, applied={}
+        )
         batch.repeat_answers[assignment.pk] = answer
     return answer
 

@@ -1,6 +1,7 @@
 """Gold units (docs/design.md §5.6, "Hidden units"): units whose answer the organizer sets. Graders
 are served them like any other unit and never told; their judgments of them measure each grader's
 accuracy (or absolute error) and are left out of ground truth and agreement."""
+
 from __future__ import annotations
 
 from typing import Any
@@ -23,8 +24,9 @@ def _unit_of(campaign: Campaign, external_id: str) -> Unit:
 
 def _check_organizer(organizer: AbstractBaseUser, campaign: Campaign) -> None:
     if not can_adjudicate(user=organizer, campaign_id=campaign.pk):
-        raise NotAllowed(f"only organizers of campaign {campaign.pk} set its gold units.", field="campaign",
-                         value=campaign.pk)
+        raise NotAllowed(
+            f"only organizers of campaign {campaign.pk} set its gold units.", field="campaign", value=campaign.pk
+        )
 
 
 @transaction.atomic
@@ -35,7 +37,8 @@ def gold_set(*, organizer: AbstractBaseUser, campaign: Campaign, unit_external_i
     unit = _unit_of(campaign, unit_external_id)
     parsed = unit_value_checked(unit=unit, value=value, purpose="set as gold")
     gold, _ = GoldAnswer.objects.update_or_create(
-        unit=unit, defaults={"campaign": campaign, "value": str(parsed), "organizer": organizer})
+        unit=unit, defaults={"campaign": campaign, "value": str(parsed), "organizer": organizer}
+    )
     return gold
 
 

@@ -7,6 +7,7 @@ The model is stored with the campaign's allocation state as plain lists:
 A grader the model has not seen yet (or an empty model) gets a symmetric confusion matrix with
 accuracy ``DEFAULT_ACCURACY``. Units hold at most a few judgments, so plain Python is enough here.
 """
+
 from __future__ import annotations
 
 import math
@@ -57,8 +58,9 @@ def posterior_entropy(model: dict[str, Any], judged: Sequence[tuple[int, Any]], 
     return entropy(posterior(model, judged, categories=categories))
 
 
-def expected_entropy_drop(model: dict[str, Any], judged: Sequence[tuple[int, Any]], grader_id: int, *,
-                          categories: Sequence[str]) -> float:
+def expected_entropy_drop(
+    model: dict[str, Any], judged: Sequence[tuple[int, Any]], grader_id: int, *, categories: Sequence[str]
+) -> float:
     """H(posterior) − E_answer[H(posterior after grader's answer)]: the information one more judgment
     by this grader is expected to give about the unit's true category."""
     k = len(categories)

@@ -3,6 +3,7 @@ instrument: once grading has started, the scheme and the items cannot change (do
 
 The organizer pages, the API and the Django admin all go through these functions.
 """
+
 from __future__ import annotations
 
 import difflib
@@ -28,15 +29,18 @@ LOCK_REASON = "grading has started (judgments were made under the current scheme
 
 def grading_started(campaign: Campaign) -> bool:
     """Someone has given a judgment or an ordering (opening a page or the guidelines does not count)."""
-    return (Judgment.objects.filter(campaign_id=campaign.pk).exists()
-            or Ordering.objects.filter(campaign_id=campaign.pk).exists())
+    return (
+        Judgment.objects.filter(campaign_id=campaign.pk).exists()
+        or Ordering.objects.filter(campaign_id=campaign.pk).exists()
+    )
 
 
 def campaign_lock_check(*, campaign: Campaign, what: str) -> None:
     """Raise CampaignLocked when `what` (a field, or "items") may no longer change."""
     if campaign.pk and grading_started(campaign):
-        raise CampaignLocked(f"{what} cannot change: {LOCK_REASON}. Create a new campaign instead.", field=what,
-                             value=campaign.pk)
+        raise CampaignLocked(
+            f"{what} cannot change: {LOCK_REASON}. Create a new campaign instead.", field=what, value=campaign.pk
+        )
 
 
 @transaction.atomic
@@ -47,7 +51,8 @@ def campaign_transition(*, campaign: Campaign, to: str) -> Campaign:
     if to not in allowed:
         raise InvalidValue(
             f"a {campaign.status} campaign cannot become {to}; it can become {', '.join(allowed) or 'nothing else'}.",
-            field="status", value=to,
+            field="status",
+            value=to,
         )
     if to == CampaignStatus.OPEN and not campaign.units.exists():
         raise InvalidValue("a campaign without items cannot open: import items first.", field="status", value=to)
@@ -73,13 +78,20 @@ def guidelines_changes(*, campaign: Campaign, since_version: int) -> dict[str, A
     the lines removed and added, or None when nothing changed."""
     if since_version >= campaign.guidelines_version or since_version < 1:
         return None
-    texts = dict(GuidelinesVersion.objects.filter(campaign=campaign, version__in=[since_version,
-                 campaign.guidelines_version]).values_list("version", "text"))
+    texts = dict(
+        GuidelinesVersion.objects.filter(
+            campaign=campaign, version__in=[since_version, campaign.guidelines_version]
+        ).values_list("version", "text")
+    )
     old, new = texts.get(since_version, ""), texts.get(campaign.guidelines_version, "")
-    lines = [line for line in difflib.unified_diff(old.splitlines(), new.splitlines(), lineterm="", n=1)
-             if not line.startswith(("---", "+++", "@@"))]
+    lines = [
+        line
+        for line in difflib.unified_diff(old.splitlines(), new.splitlines(), lineterm="", n=1)
+        if not line.startswith(("---", "+++", "@@"))
+    ]
     return {
-        "from": since_version, "to": campaign.guidelines_version,
+        "from": since_version,
+        "to": campaign.guidelines_version,
         "removed": [line[1:] for line in lines if line.startswith("-")],
         "added": [line[1:] for line in lines if line.startswith("+")],
     }

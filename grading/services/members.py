@@ -4,6 +4,7 @@ ones without an account through a one-time set-password link, remove a grader.
 A set-password link is Django's password-reset token: it stops working once the password is set
 (the token covers the password hash and the last login) and after PASSWORD_RESET_TIMEOUT.
 """
+
 from __future__ import annotations
 
 import re
@@ -54,8 +55,9 @@ def entries_parse(text: str) -> list[str]:
             except Exception:
                 raise InvalidValue(f"{entry!r} is not a valid e-mail address.", field="people", value=entry) from None
         elif not _USERNAME.match(entry):
-            raise InvalidValue(f"{entry!r} is not a valid user name (letters, digits and @.+-_ only).",
-                               field="people", value=entry)
+            raise InvalidValue(
+                f"{entry!r} is not a valid user name (letters, digits and @.+-_ only).", field="people", value=entry
+            )
     return entries
 
 
@@ -111,10 +113,14 @@ def _free_username(entry: str) -> str:
 def _send_invitation(campaign: Campaign, member: MemberAdded) -> None:
     send_mail(
         subject=f"You are invited to {campaign.name} on Evalutron",
-        message=(f"Hello {member.user.username},\n\nYou have been added to the campaign \"{campaign.name}\".\n"
-                 f"Set your password here (the link works once):\n\n{member.link}\n\n"
-                 f"Your user name is {member.user.username}.\n"),
-        from_email=None, recipient_list=[member.user.email], fail_silently=True,
+        message=(
+            f'Hello {member.user.username},\n\nYou have been added to the campaign "{campaign.name}".\n'
+            f"Set your password here (the link works once):\n\n{member.link}\n\n"
+            f"Your user name is {member.user.username}.\n"
+        ),
+        from_email=None,
+        recipient_list=[member.user.email],
+        fail_silently=True,
     )
 
 
@@ -125,10 +131,15 @@ def member_remove(*, campaign: Campaign, user_id: int, role: str) -> int:
     member = CampaignRole.objects.filter(campaign=campaign, user_id=user_id, role=role).first()
     if member is None:
         raise NotFound(f"user {user_id} is not a {role} of campaign {campaign.pk}.", field="user", value=user_id)
-    if role == Role.ORGANIZER and not CampaignRole.objects.filter(campaign=campaign, role=Role.ORGANIZER).exclude(pk=member.pk).exists():
+    if (
+        role == Role.ORGANIZER
+        and not CampaignRole.objects.filter(campaign=campaign, role=Role.ORGANIZER).exclude(pk=member.pk).exists()
+    ):
         raise InvalidValue("a campaign keeps at least one organizer.", field="user", value=user_id)
     returned = 0
     if role == Role.GRADER:
-        returned, _ = Assignment.objects.filter(campaign=campaign, grader_id=user_id, status=AssignmentStatus.OPEN).delete()
+        returned, _ = Assignment.objects.filter(
+            campaign=campaign, grader_id=user_id, status=AssignmentStatus.OPEN
+        ).delete()
     member.delete()
     return returned

@@ -1,5 +1,6 @@
 """A grader who has finished asks for more: a batch of extra units, or the reason there is none
 (docs/design.md §5.6)."""
+
 from __future__ import annotations
 
 from dataclasses import dataclass, field

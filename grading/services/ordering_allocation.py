@@ -6,6 +6,7 @@ the query has the maximum overlap.
 A campaign has far fewer queries than units, and each query a handful of orderings, so the
 agreement is computed when asked for.
 """
+
 from __future__ import annotations
 
 from collections import defaultdict
@@ -42,14 +43,22 @@ def queries_wanting_more(campaign: Campaign, *, exclude_grader: AbstractBaseUser
     """Query ids whose orderings agree least, least first (ties: lower id); only queries with at
     least two orderings, no open assignment and fewer than max_overlap assignments."""
     threshold = float((campaign.policy_params or {}).get("ac_threshold", AC_THRESHOLD))
-    load = (Assignment.objects.filter(campaign=campaign, unit__isnull=True).values("query_id")
-            .annotate(n=Count("pk"), open=Count("pk", filter=Q(status=AssignmentStatus.OPEN))))
+    load = (
+        Assignment.objects.filter(campaign=campaign, unit__isnull=True)
+        .values("query_id")
+        .annotate(n=Count("pk"), open=Count("pk", filter=Q(status=AssignmentStatus.OPEN)))
+    )
     eligible = {row["query_id"] for row in load if row["n"] < campaign.max_overlap and not row["open"]}
     if exclude_grader is not None:
-        eligible -= set(Assignment.objects.filter(campaign=campaign, grader=exclude_grader, unit__isnull=True)
-                        .values_list("query_id", flat=True))
+        eligible -= set(
+            Assignment.objects.filter(campaign=campaign, grader=exclude_grader, unit__isnull=True).values_list(
+                "query_id", flat=True
+            )
+        )
     orderings: dict[int, list[list]] = defaultdict(list)
-    for query_id, items in Ordering.objects.filter(campaign=campaign, query_id__in=eligible).values_list("query_id", "items"):
+    for query_id, items in Ordering.objects.filter(campaign=campaign, query_id__in=eligible).values_list(
+        "query_id", "items"
+    ):
         orderings[query_id].append(items)
     scored = [(query_agreement(o), q) for q, o in orderings.items() if len(o) >= 2]
     return [q for ac, q in sorted(scored) if ac < threshold]
@@ -64,6 +73,12 @@ def ordering_extra(grader: AbstractBaseUser, campaign: Campaign, position: int) 
         taken = Assignment.objects.filter(query=query, unit__isnull=True)
         if taken.count() >= campaign.max_overlap or taken.filter(status=AssignmentStatus.OPEN).exists():
             continue
-        return Assignment.objects.create(campaign=campaign, grader=grader, query=query, source=AssignmentSource.ADAPTIVE,
-                                         position=position, allocation_reason=NeedReason.ORDERINGS_DISAGREE)
+        return Assignment.objects.create(
+            campaign=campaign,
+            grader=grader,
+            query=query,
+            source=AssignmentSource.ADAPTIVE,
+            position=position,
+            allocation_reason=NeedReason.ORDERINGS_DISAGREE,
+        )
     return None

@@ -1,4 +1,5 @@
 """Organizer-side writes: campaigns, their graders and assignments. Builds on services.campaigns."""
+
 from __future__ import annotations
 
 from typing import Any
@@ -48,19 +49,27 @@ def campaign_update(*, campaign: Campaign, **fields: Any) -> Campaign:
     campaign = Campaign.objects.select_for_update().get(pk=campaign.pk)
     if "scheme_params" in fields:
         if GradingEvent.objects.filter(campaign=campaign).exists():
-            raise InvalidValue("scheme_params cannot change once grading has started.", field="scheme_params", value="(changed)")
+            raise InvalidValue(
+                "scheme_params cannot change once grading has started.", field="scheme_params", value="(changed)"
+            )
         campaign.scheme_params = schemes.normalise_params(campaign.scheme, fields["scheme_params"])
     for name in ("name", "description", "budget", "policy_params"):
         if name in fields:
             setattr(campaign, name, fields[name])
     if "policy" in fields:
         if fields["policy"] not in Policy.values:
-            raise InvalidValue(f"policy {fields['policy']!r} is not one of {', '.join(Policy.values)}.", field="policy", value=fields["policy"])
+            raise InvalidValue(
+                f"policy {fields['policy']!r} is not one of {', '.join(Policy.values)}.",
+                field="policy",
+                value=fields["policy"],
+            )
         campaign.policy = fields["policy"]
     lo = fields.get("initial_overlap", campaign.initial_overlap)
     hi = fields.get("max_overlap", campaign.max_overlap)
     if lo < 1 or hi < lo:
-        raise InvalidValue(f"overlaps must satisfy 1 ≤ initial_overlap ({lo}) ≤ max_overlap ({hi}).", field="max_overlap", value=hi)
+        raise InvalidValue(
+            f"overlaps must satisfy 1 ≤ initial_overlap ({lo}) ≤ max_overlap ({hi}).", field="max_overlap", value=hi
+        )
     campaign.initial_overlap, campaign.max_overlap = lo, hi
     campaign.save()
     if "guidelines" in fields:
@@ -76,7 +85,8 @@ def campaign_delete(*, campaign: Campaign) -> None:
     if GradingEvent.objects.filter(campaign=campaign).exists():
         raise EventConflict(
             f"campaign {campaign.pk} has grading events, which are never deleted: close it instead.",
-            field="campaign", value=campaign.pk,
+            field="campaign",
+            value=campaign.pk,
         )
     campaign.delete()
 
@@ -89,14 +99,20 @@ def member_add(*, campaign: Campaign, username: str, role: str) -> CampaignRole:
 
 
 def grader_by_pseudonym(*, campaign: Campaign, pseudonym: str) -> AbstractBaseUser:
-    role = CampaignRole.objects.filter(campaign=campaign, role=Role.GRADER, pseudonym=pseudonym).select_related("user").first()
+    role = (
+        CampaignRole.objects.filter(campaign=campaign, role=Role.GRADER, pseudonym=pseudonym)
+        .select_related("user")
+        .first()
+    )
     if role is None:
         raise NotFound(f"campaign {campaign.pk} has no grader {pseudonym!r}.", field="grader", value=pseudonym)
     return role.user
 
 
 @transaction.atomic
-def assignments_assign(*, campaign: Campaign, grader: str | None = None, units: list[int] | None = None, seed: int = 0) -> int:
+def assignments_assign(
+    *, campaign: Campaign, grader: str | None = None, units: list[int] | None = None, seed: int = 0
+) -> int:
     """Assign graders: the initial overlap for the whole campaign (no grader given), or the given
     units to one grader (named by pseudonym). Returns the number of assignments created."""
     if campaign.status == CampaignStatus.CLOSED:
@@ -111,9 +127,16 @@ def assignments_assign(*, campaign: Campaign, grader: str | None = None, units: 
     have = set(Assignment.objects.filter(grader=user, unit_id__in=list(found)).values_list("unit_id", flat=True))
     top = Assignment.objects.filter(campaign=campaign, grader=user).aggregate(m=Max("position"))["m"] or 0
     new = [
-        Assignment(campaign=campaign, grader=user, unit=found[u], query_id=found[u].query_id,
-                   source=AssignmentSource.MANUAL, position=top + i + 1)
-        for i, u in enumerate(dict.fromkeys(units or [])) if u not in have
+        Assignment(
+            campaign=campaign,
+            grader=user,
+            unit=found[u],
+            query_id=found[u].query_id,
+            source=AssignmentSource.MANUAL,
+            position=top + i + 1,
+        )
+        for i, u in enumerate(dict.fromkeys(units or []))
+        if u not in have
     ]
     try:
         Assignment.objects.bulk_create(new)

@@ -1,4 +1,5 @@
 """What each event type carries, checked against the campaign's scheme (docs/design.md §2)."""
+
 from __future__ import annotations
 
 import math
@@ -31,26 +32,40 @@ SCHEME_OF = {
     EventType.ORDERING_SUBMITTED: Scheme.ORDERING,
 }
 # The judgment field that carries each scheme's value (for BROAD/FINE, the categorical BROAD).
-VALUE_FIELD = {Scheme.BROAD_FINE: "broad", Scheme.NUMERIC: "score", Scheme.CATEGORICAL: "label", Scheme.PAIRWISE: "verdict"}
+VALUE_FIELD = {
+    Scheme.BROAD_FINE: "broad",
+    Scheme.NUMERIC: "score",
+    Scheme.CATEGORICAL: "label",
+    Scheme.PAIRWISE: "verdict",
+}
 AUDITION_ACTIONS = ("play", "pause", "seek", "ended")
 MAX_COMMENT = 5000
 
 
 def check_type_fits_scheme(campaign: Campaign, kind: str) -> None:
     if kind == EventType.ADJUDICATED:  # organizers only, through grading.services.adjudication
-        raise InvalidValue("adjudicated events are recorded by the campaign's organizers, not by graders.",
-                           field="type", value=kind)
+        raise InvalidValue(
+            "adjudicated events are recorded by the campaign's organizers, not by graders.", field="type", value=kind
+        )
     wanted = SCHEME_OF.get(kind)
     if wanted is not None and wanted != campaign.scheme:
         raise InvalidValue(
-            f"a {kind} event does not fit campaign {campaign.pk}, whose scheme is {campaign.scheme}.", field="type", value=kind
+            f"a {kind} event does not fit campaign {campaign.pk}, whose scheme is {campaign.scheme}.",
+            field="type",
+            value=kind,
         )
 
 
 def parse(campaign: Campaign, kind: str, payload: dict[str, Any], *, query: Query | None) -> Any:
     """The validated value an event carries (None for events that carry no value)."""
     params = campaign.scheme_params or {}
-    if kind in (EventType.BROAD_SET, EventType.FINE_SET, EventType.SCORE_SET, EventType.LABEL_SET, EventType.PAIRWISE_SET):
+    if kind in (
+        EventType.BROAD_SET,
+        EventType.FINE_SET,
+        EventType.SCORE_SET,
+        EventType.LABEL_SET,
+        EventType.PAIRWISE_SET,
+    ):
         if "value" not in payload:
             raise InvalidValue("payload.value is required.", field="payload.value", value=None)
         value = payload["value"]
@@ -86,7 +101,9 @@ def _optional_text(payload: dict[str, Any], key: str, limit: int, *, required: b
     if not isinstance(text, str) or (required and not text.strip()):
         raise InvalidValue(f"payload.{key} must be a non-empty string.", field=f"payload.{key}", value=text)
     if len(text) > limit:
-        raise InvalidValue(f"payload.{key} is longer than {limit} characters.", field=f"payload.{key}", value=text[:40] + "…")
+        raise InvalidValue(
+            f"payload.{key} is longer than {limit} characters.", field=f"payload.{key}", value=text[:40] + "…"
+        )
     return text
 
 
@@ -94,7 +111,9 @@ def _page_focus(payload: dict[str, Any]) -> bool:
     """The page became visible and focused (true) or hidden / left (false): active time stops."""
     visible = payload.get("visible")
     if not isinstance(visible, bool):
-        raise InvalidValue(f"payload.visible must be true or false, got {visible!r}.", field="payload.visible", value=visible)
+        raise InvalidValue(
+            f"payload.visible must be true or false, got {visible!r}.", field="payload.visible", value=visible
+        )
     return visible
 
 
@@ -102,12 +121,21 @@ def _audition(payload: dict[str, Any]) -> dict[str, Any]:
     action = payload.get("action")
     if action not in AUDITION_ACTIONS:
         raise InvalidValue(
-            f"payload.action must be one of {', '.join(AUDITION_ACTIONS)}, got {action!r}.", field="payload.action", value=action
+            f"payload.action must be one of {', '.join(AUDITION_ACTIONS)}, got {action!r}.",
+            field="payload.action",
+            value=action,
         )
     position = payload.get("position", 0)
-    if isinstance(position, bool) or not isinstance(position, int | float) or not math.isfinite(position) or position < 0:
+    if (
+        isinstance(position, bool)
+        or not isinstance(position, int | float)
+        or not math.isfinite(position)
+        or position < 0
+    ):
         raise InvalidValue(
-            f"payload.position must be a non-negative number of seconds, got {position!r}.", field="payload.position", value=position
+            f"payload.position must be a non-negative number of seconds, got {position!r}.",
+            field="payload.position",
+            value=position,
         )
     return {"action": action, "position": float(position)}
 
@@ -118,20 +146,22 @@ def parse_ordering(query: Query | None, items: Any, *, field: str = "items") -> 
         raise InvalidValue("an ordering needs a query.", field="query", value=None)
     if not isinstance(items, list) or not all(isinstance(x, str) for x in items):
         raise InvalidValue(f"{field} must be a list of candidate ids.", field=field, value=items)
-    expected = set(
-        Candidate.objects.filter(units__query=query).values_list("public_id", flat=True).distinct()
-    )
+    expected = set(Candidate.objects.filter(units__query=query).values_list("public_id", flat=True).distinct())
     duplicates = sorted({x for x in items if items.count(x) > 1})
     if duplicates:
         raise InvalidValue(f"{field} lists {', '.join(duplicates)} more than once.", field=field, value=duplicates[0])
     unknown = [x for x in items if x not in expected]
     if unknown:
-        raise InvalidValue(f"{field} names {unknown[0]!r}, which is not a candidate of this query.", field=field, value=unknown[0])
+        raise InvalidValue(
+            f"{field} names {unknown[0]!r}, which is not a candidate of this query.", field=field, value=unknown[0]
+        )
     missing = expected - set(items)
     if missing:
         raise InvalidValue(
-            f"{field} is not a complete ordering: {len(missing)} of the query's {len(expected)} candidates are missing.",
-            field=field, value=sorted(missing)[0],
+            f"{field} is not a complete ordering: {len(missing)} of the query's {len(expected)} candidates are "
+            "missing.",
+            field=field,
+            value=sorted(missing)[0],
         )
     return items
 
@@ -146,7 +176,9 @@ def judgment_complete(campaign: Campaign, judgment: Judgment) -> bool:
 
 def consistency_hint(campaign: Campaign, judgment: Judgment) -> str | None:
     """A gentle, non-blocking note when BROAD and FINE tell different stories."""
-    if campaign.scheme != Scheme.BROAD_FINE or not schemes.fine_outside_band(campaign.scheme_params, judgment.broad, judgment.fine):
+    if campaign.scheme != Scheme.BROAD_FINE or not schemes.fine_outside_band(
+        campaign.scheme_params, judgment.broad, judgment.fine
+    ):
         return None
     lo, hi = schemes.fine_band(campaign.scheme_params, judgment.broad)
     label = Broad(judgment.broad).label

@@ -8,6 +8,7 @@ Once a grader has completed n ordinary units, they get a repeat while they have 
 floor(n × share); the unit is one they completed at least MIN_GAP completions ago, chosen at random
 (seeded by campaign, grader and repeat count), and it is placed beyond the page they are working on.
 """
+
 from __future__ import annotations
 
 import math
@@ -48,15 +49,26 @@ def repeat_add_due(*, grader: AbstractBaseUser, campaign: Campaign) -> Assignmen
     n_repeats = mine.filter(repeat=True).count()
     if n_repeats >= math.floor(done.count() * share):
         return None
-    pool = list(done.exclude(unit_id__in=mine.filter(repeat=True).values("unit_id")).filter(unit__gold__isnull=True)
-                .order_by("-completed_at", "-pk").values_list("unit_id", "query_id")[MIN_GAP:MIN_GAP + POOL])
+    pool = list(
+        done.exclude(unit_id__in=mine.filter(repeat=True).values("unit_id"))
+        .filter(unit__gold__isnull=True)
+        .order_by("-completed_at", "-pk")
+        .values_list("unit_id", "query_id")[MIN_GAP : MIN_GAP + POOL]
+    )
     if not pool:
         return None
     rng = np.random.default_rng([campaign.pk, grader.pk, n_repeats])
     unit_id, query_id = pool[int(rng.integers(len(pool)))]
     position = _place(grader, campaign)
-    return Assignment.objects.create(campaign=campaign, grader=grader, unit_id=unit_id, query_id=query_id,
-                                     source=AssignmentSource.INITIAL, position=position, repeat=True)
+    return Assignment.objects.create(
+        campaign=campaign,
+        grader=grader,
+        unit_id=unit_id,
+        query_id=query_id,
+        source=AssignmentSource.INITIAL,
+        position=position,
+        repeat=True,
+    )
 
 
 def _place(grader: AbstractBaseUser, campaign: Campaign) -> int:
@@ -64,8 +76,11 @@ def _place(grader: AbstractBaseUser, campaign: Campaign) -> int:
     without queries, a page further on); after everything when there is no such unit. Later
     assignments move one place down to make room."""
     mine = Assignment.objects.filter(campaign=campaign, grader=grader)
-    ahead = list(mine.filter(status=AssignmentStatus.OPEN).order_by("position", "pk")
-                 .values_list("position", "unit__query_id")[:LOOK_AHEAD])
+    ahead = list(
+        mine.filter(status=AssignmentStatus.OPEN)
+        .order_by("position", "pk")
+        .values_list("position", "unit__query_id")[:LOOK_AHEAD]
+    )
     target = None
     if ahead and ahead[0][1] is not None:
         target = next((pos for pos, query in ahead if query != ahead[0][1]), None)

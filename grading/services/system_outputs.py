@@ -6,6 +6,7 @@ rank 1 = first. An import is all or nothing: the first problem raises SystemOrde
 the line (or JSON row), the field and the value, and nothing is stored. Importing a system again
 replaces all of its orderings.
 """
+
 from __future__ import annotations
 
 import csv
@@ -46,8 +47,13 @@ class SystemOrderingsSummary:
     created_systems: list[str] = field(default_factory=list)
 
     def as_dict(self) -> dict[str, Any]:
-        return {"systems": self.systems, "queries": self.queries, "orderings": self.orderings,
-                "replaced": self.replaced, "created_systems": self.created_systems}
+        return {
+            "systems": self.systems,
+            "queries": self.queries,
+            "orderings": self.orderings,
+            "replaced": self.replaced,
+            "created_systems": self.created_systems,
+        }
 
 
 def csv_line(index: int) -> str:
@@ -68,8 +74,9 @@ def system_orderings_rows_from_csv(data: bytes | str) -> list[dict[str, str]]:
     return csv_rows(data, headers=[COLUMNS])
 
 
-def csv_rows(data: bytes | str, *, headers: Sequence[Sequence[str]],
-             error: type[SystemOrderingsError] = SystemOrderingsError) -> list[dict[str, str]]:
+def csv_rows(
+    data: bytes | str, *, headers: Sequence[Sequence[str]], error: type[SystemOrderingsError] = SystemOrderingsError
+) -> list[dict[str, str]]:
     """The rows of a CSV file whose header names every column of one of ``headers`` (tried in turn;
     the first that fits gives the keys of the rows). UTF-8, a BOM is allowed."""
     if isinstance(data, bytes):
@@ -83,14 +90,22 @@ def csv_rows(data: bytes | str, *, headers: Sequence[Sequence[str]],
     if columns is None:
         missing = [c for c in headers[0] if c not in header]
         wanted = " or ".join(",".join(c) for c in headers)
-        raise error("line 1", missing[0] if missing else "(header)", ",".join(header),
-                    f"missing column; the header must name {wanted}")
+        raise error(
+            "line 1",
+            missing[0] if missing else "(header)",
+            ",".join(header),
+            f"missing column; the header must name {wanted}",
+        )
     reader.fieldnames = header
     rows = []
     for index, row in enumerate(reader):
         if None in row:
-            raise error(csv_line(index), "(row)", ",".join(row[None]),
-                        f"more fields than the {len(header)} columns of the header")
+            raise error(
+                csv_line(index),
+                "(row)",
+                ",".join(row[None]),
+                f"more fields than the {len(header)} columns of the header",
+            )
         rows.append({c: row.get(c) for c in columns})
     return rows
 
@@ -103,8 +118,11 @@ class _Query:
 
 def _queries(campaign: Campaign) -> dict[str, _Query]:
     queries: dict[str, _Query] = {}
-    units = Unit.objects.filter(campaign=campaign, query__isnull=False).order_by().values_list(
-        "query_id", "query__external_id", "candidate__external_id", "candidate__public_id")
+    units = (
+        Unit.objects.filter(campaign=campaign, query__isnull=False)
+        .order_by()
+        .values_list("query_id", "query__external_id", "candidate__external_id", "candidate__public_id")
+    )
     for pk, ext, cand_ext, cand_public in units:
         queries.setdefault(ext, _Query(pk, {})).candidates[cand_ext] = cand_public
     for pk, ext in campaign.queries.values_list("pk", "external_id"):
@@ -161,10 +179,16 @@ def _check_row(row: Mapping[str, Any], where: str, queries: dict[str, _Query], p
     placed = plan.orderings[key]
     plan.first.setdefault(key, where)
     if rank in placed:
-        raise SystemOrderingsError(where, "rank", rank, f"system {system!r} already placed {placed[rank][0]!r} at "
-                                                        f"rank {rank} in query {query_ext!r}")
+        raise SystemOrderingsError(
+            where,
+            "rank",
+            rank,
+            f"system {system!r} already placed {placed[rank][0]!r} at rank {rank} in query {query_ext!r}",
+        )
     if any(item == ext for ext, _ in placed.values()):
-        raise SystemOrderingsError(where, "item", item, f"system {system!r} ranks this item twice in query {query_ext!r}")
+        raise SystemOrderingsError(
+            where, "item", item, f"system {system!r} ranks this item twice in query {query_ext!r}"
+        )
     placed[rank] = (item, query.candidates[item])
 
 
@@ -174,17 +198,22 @@ def _check_complete(plan: _Plan, queries: dict[str, _Query]) -> None:
         missing = sorted(set(candidates) - {ext for ext, _ in placed.values()})
         if missing:
             raise SystemOrderingsError(
-                plan.first[(system, query_ext)], "item", " ".join(missing),
+                plan.first[(system, query_ext)],
+                "item",
+                " ".join(missing),
                 f"system {system!r} does not rank these candidates of query {query_ext!r}: an ordering must be a "
-                f"permutation of the query's {len(candidates)} candidates")
+                f"permutation of the query's {len(candidates)} candidates",
+            )
 
 
-def system_orderings_check(*, campaign: Campaign, rows: Sequence[Mapping[str, Any]],
-                           where: Callable[[int], str] = csv_line) -> dict[tuple[str, str], list[str]]:
+def system_orderings_check(
+    *, campaign: Campaign, rows: Sequence[Mapping[str, Any]], where: Callable[[int], str] = csv_line
+) -> dict[tuple[str, str], list[str]]:
     """Validate the rows; returns ``{(system, query external id): [candidate public ids, first = best]}``."""
     if campaign.scheme != Scheme.ORDERING:
-        raise SystemOrderingsError("the campaign", "scheme", str(campaign.scheme),
-                                   "system orderings belong to ordering campaigns")
+        raise SystemOrderingsError(
+            "the campaign", "scheme", str(campaign.scheme), "system orderings belong to ordering campaigns"
+        )
     if not rows:
         raise SystemOrderingsError(where(0), "(row)", "", "the file has no rows")
     queries = _queries(campaign)
@@ -205,8 +234,9 @@ def systems_get_or_create(*, campaign: Campaign, names: Sequence[str]) -> tuple[
     return systems, created
 
 
-def system_orderings_import(*, campaign: Campaign, rows: Sequence[Mapping[str, Any]],
-                            where: Callable[[int], str] = csv_line) -> SystemOrderingsSummary:
+def system_orderings_import(
+    *, campaign: Campaign, rows: Sequence[Mapping[str, Any]], where: Callable[[int], str] = csv_line
+) -> SystemOrderingsSummary:
     """Store systems' orderings of the campaign's queries; all or nothing.
 
     Parameters
@@ -224,8 +254,16 @@ def system_orderings_import(*, campaign: Campaign, rows: Sequence[Mapping[str, A
     with transaction.atomic():
         systems, created = systems_get_or_create(campaign=campaign, names=names)
         replaced, _ = SystemOutput.objects.filter(system__in=systems.values(), unit__isnull=True).delete()
-        SystemOutput.objects.bulk_create([
-            SystemOutput(system=systems[system], query_id=query_pks[query_ext], ordering=items)
-            for (system, query_ext), items in sorted(orderings.items())])
-    return SystemOrderingsSummary(systems=names, queries=len({q for _, q in orderings}), orderings=len(orderings),
-                                  replaced=replaced, created_systems=created)
+        SystemOutput.objects.bulk_create(
+            [
+                SystemOutput(system=systems[system], query_id=query_pks[query_ext], ordering=items)
+                for (system, query_ext), items in sorted(orderings.items())
+            ]
+        )
+    return SystemOrderingsSummary(
+        systems=names,
+        queries=len({q for _, q in orderings}),
+        orderings=len(orderings),
+        replaced=replaced,
+        created_systems=created,
+    )

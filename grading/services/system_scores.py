@@ -5,6 +5,7 @@ Two file shapes, one row per (system, unit): ``unit,system,score`` (the unit's e
 import is all or nothing: the first problem raises SystemScoresError naming the line (or JSON row),
 the field and the value, and nothing is stored. Importing a system again replaces all of its scores.
 """
+
 from __future__ import annotations
 
 import math
@@ -42,8 +43,13 @@ class SystemScoresSummary:
     created_systems: list[str] = field(default_factory=list)
 
     def as_dict(self) -> dict[str, Any]:
-        return {"systems": self.systems, "units": self.units, "scores": self.scores, "replaced": self.replaced,
-                "created_systems": self.created_systems}
+        return {
+            "systems": self.systems,
+            "units": self.units,
+            "scores": self.scores,
+            "replaced": self.replaced,
+            "created_systems": self.created_systems,
+        }
 
 
 def system_scores_rows_from_csv(data: bytes | str) -> list[dict[str, str]]:
@@ -76,7 +82,8 @@ class _Units:
 
     def __init__(self, campaign: Campaign) -> None:
         rows = Unit.objects.filter(campaign=campaign).values_list(
-            "pk", "external_id", "query__external_id", "candidate__external_id")
+            "pk", "external_id", "query__external_id", "candidate__external_id"
+        )
         self.by_id = {ext: pk for pk, ext, _, _ in rows}
         self.by_pair = {(q, c): pk for pk, _, q, c in rows if q is not None}
         self.queries = {q for q, _ in self.by_pair}
@@ -95,12 +102,17 @@ class _Units:
         return self.by_pair[(query, candidate)]
 
 
-def system_scores_check(*, campaign: Campaign, rows: Sequence[Mapping[str, Any]],
-                        where: Callable[[int], str] = csv_line) -> dict[tuple[str, int], float]:
+def system_scores_check(
+    *, campaign: Campaign, rows: Sequence[Mapping[str, Any]], where: Callable[[int], str] = csv_line
+) -> dict[tuple[str, int], float]:
     """Validate the rows; returns ``{(system, unit id): score}``."""
     if campaign.scheme not in RATING_SCHEMES:
-        raise SystemScoresError("the campaign", "scheme", str(campaign.scheme),
-                                "per-unit system scores belong to BROAD/FINE and numeric campaigns")
+        raise SystemScoresError(
+            "the campaign",
+            "scheme",
+            str(campaign.scheme),
+            "per-unit system scores belong to BROAD/FINE and numeric campaigns",
+        )
     if not rows:
         raise SystemScoresError(where(0), "(row)", "", "the file has no rows")
     units = _Units(campaign)
@@ -119,8 +131,9 @@ def system_scores_check(*, campaign: Campaign, rows: Sequence[Mapping[str, Any]]
     return scores
 
 
-def system_scores_import(*, campaign: Campaign, rows: Sequence[Mapping[str, Any]],
-                         where: Callable[[int], str] = csv_line) -> SystemScoresSummary:
+def system_scores_import(
+    *, campaign: Campaign, rows: Sequence[Mapping[str, Any]], where: Callable[[int], str] = csv_line
+) -> SystemScoresSummary:
     """Store systems' per-unit scores; all or nothing.
 
     Each system named in the rows gets exactly the scores given (its earlier per-unit scores are
@@ -131,7 +144,9 @@ def system_scores_import(*, campaign: Campaign, rows: Sequence[Mapping[str, Any]
     with transaction.atomic():
         systems, created = systems_get_or_create(campaign=campaign, names=names)
         replaced, _ = SystemOutput.objects.filter(system__in=systems.values(), unit__isnull=False).delete()
-        SystemOutput.objects.bulk_create([SystemOutput(system=systems[s], unit_id=u, score=v)
-                                          for (s, u), v in sorted(scores.items())])
-    return SystemScoresSummary(systems=names, units=len({u for _, u in scores}), scores=len(scores),
-                               replaced=replaced, created_systems=created)
+        SystemOutput.objects.bulk_create(
+            [SystemOutput(system=systems[s], unit_id=u, score=v) for (s, u), v in sorted(scores.items())]
+        )
+    return SystemScoresSummary(
+        systems=names, units=len({u for _, u in scores}), scores=len(scores), replaced=replaced, created_systems=created
+    )

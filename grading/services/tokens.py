@@ -1,4 +1,5 @@
 """API tokens for scripts: one per user, issued on the first login through the API."""
+
 from __future__ import annotations
 
 from django.contrib.auth.models import AbstractBaseUser

@@ -1,5 +1,6 @@
 """The organizer's adjudication page (docs/design.md §5.6): the units the graders could not settle,
 most confusable or most uncertain first, each with its content and a form to record a value."""
+
 from __future__ import annotations
 
 from typing import Any
@@ -31,8 +32,12 @@ def adjudicate(request: HttpRequest, campaign_id: int) -> HttpResponse:
     if request.method == "POST":
         unit = get_object_or_404(Unit, pk=request.POST.get("unit"), campaign=campaign)
         try:
-            adjudication_record(organizer=request.user, unit=unit, value=request.POST.get("value", ""),
-                                note=request.POST.get("note", ""))
+            adjudication_record(
+                organizer=request.user,
+                unit=unit,
+                value=request.POST.get("value", ""),
+                note=request.POST.get("note", ""),
+            )
         except GradingError as exc:
             errors[unit.pk] = exc.message
         else:
@@ -40,8 +45,15 @@ def adjudicate(request: HttpRequest, campaign_id: int) -> HttpResponse:
             return redirect(f"{request.path}?sort={request.POST.get('sort', 'confusability')}#unit-{unit.pk}")
     sort = request.GET.get("sort") if request.GET.get("sort") in SORTS else "confusability"
     rows = _low_consensus(campaign, sort) if campaign.scheme in VALUE_KIND else []
-    context = {"campaign": campaign, "rows": rows, "sort": sort, "sorts": SORTS, "errors": errors,
-               "choices": _choices(campaign), "numeric": campaign.scheme == Scheme.NUMERIC}
+    context = {
+        "campaign": campaign,
+        "rows": rows,
+        "sort": sort,
+        "sorts": SORTS,
+        "errors": errors,
+        "choices": _choices(campaign),
+        "numeric": campaign.scheme == Scheme.NUMERIC,
+    }
     return render(request, "grading/organizer/adjudicate.html", context, status=400 if errors else 200)
 
 
@@ -52,23 +64,37 @@ def _choices(campaign: Campaign) -> list[str]:
 def _low_consensus(campaign: Campaign, sort: str) -> list[dict[str, Any]]:
     """The units whose judgments disagree (two or more judgments, not all alike), in the chosen order."""
     allocation_state_get(campaign=campaign)
-    states = list(UnitAllocation.objects.filter(campaign=campaign, disagree=True).order_by("-spread", "unit_id")[:10 * PAGE])
+    states = list(
+        UnitAllocation.objects.filter(campaign=campaign, disagree=True).order_by("-spread", "unit_id")[: 10 * PAGE]
+    )
     field = VALUE_FIELD[campaign.scheme]
     judged: dict[int, list[tuple[int, Any]]] = {}
-    for unit_id, grader_id, value in Judgment.objects.filter(unit_id__in=[s.unit_id for s in states],
-                                                             **{f"{field}__isnull": False}).values_list("unit_id", "grader_id", field):
+    for unit_id, grader_id, value in Judgment.objects.filter(
+        unit_id__in=[s.unit_id for s in states], **{f"{field}__isnull": False}
+    ).values_list("unit_id", "grader_id", field):
         judged.setdefault(unit_id, []).append((grader_id, value))
     model = getattr(CampaignAllocation.objects.filter(campaign=campaign).first(), "model", {}) or {}
     numeric = campaign.scheme == Scheme.NUMERIC
     categories = categories_of(campaign)
-    rows = [{"state": s, "values": sorted(str(v) for _, v in judged.get(s.unit_id, [])),
-             "uncertainty": None if numeric else posterior_entropy(model, judged.get(s.unit_id, []), categories=categories)}
-            for s in states]
+    rows = [
+        {
+            "state": s,
+            "values": sorted(str(v) for _, v in judged.get(s.unit_id, [])),
+            "uncertainty": None
+            if numeric
+            else posterior_entropy(model, judged.get(s.unit_id, []), categories=categories),
+        }
+        for s in states
+    ]
     if sort == "uncertainty" and not numeric:
         rows.sort(key=lambda r: (-r["uncertainty"], r["state"].unit_id))
     rows = rows[:PAGE]
-    units = {u.pk: u for u in Unit.objects.filter(pk__in=[r["state"].unit_id for r in rows])
-             .select_related("candidate", "candidate_b", "query")}
+    units = {
+        u.pk: u
+        for u in Unit.objects.filter(pk__in=[r["state"].unit_id for r in rows]).select_related(
+            "candidate", "candidate_b", "query"
+        )
+    }
     done = {a.unit_id: a for a in Adjudication.objects.filter(unit_id__in=units)}
     for row in rows:
         row["unit"], row["adjudication"] = units[row["state"].unit_id], done.get(row["state"].unit_id)

@@ -1,4 +1,5 @@
 """Grader pages: server-rendered, then enhanced by static/js (events, outbox, keyboard)."""
+
 from __future__ import annotations
 
 from datetime import UTC, datetime
@@ -56,11 +57,15 @@ def home(request: HttpRequest) -> HttpResponse:
     changed = selectors_organizer.guidelines_changed_for(grader=request.user, campaigns=grading)
     for c in grading:
         c.guidelines_changed = c.pk in changed
-    return render(request, "grading/home.html", {
-        "grading": grading,
-        "organizing": selectors_organizer.campaign_summaries(campaigns=[c for c in campaigns if c.pk in organized]),
-        "can_create": can_create_campaigns(request.user),
-    })
+    return render(
+        request,
+        "grading/home.html",
+        {
+            "grading": grading,
+            "organizing": selectors_organizer.campaign_summaries(campaigns=[c for c in campaigns if c.pk in organized]),
+            "can_create": can_create_campaigns(request.user),
+        },
+    )
 
 
 @login_required
@@ -94,7 +99,11 @@ def more_work(request: HttpRequest, campaign_id: int) -> HttpResponse:
     pages = selectors.grading_pages(grader=request.user, campaign=campaign)
     number = next(p.number for p in pages if any(a.pk == first for a in p.assignments))
     n = result.added
-    messages.success(request, f"{n} more unit{'s' if n != 1 else ''} added for you{' (all the campaign has for now)' if n < batch_size(campaign) else ''}. Here is the first.")
+    messages.success(
+        request,
+        f"{n} more unit{'s' if n != 1 else ''} added for "
+        f"you{' (all the campaign has for now)' if n < batch_size(campaign) else ''}. Here is the first.",
+    )
     return redirect("grading:grade", campaign_id=campaign.pk, page=number)
 
 
@@ -106,17 +115,25 @@ def grade(request: HttpRequest, campaign_id: int, page: int) -> HttpResponse:
     except GradingError:
         raise Http404("No such page.") from None
     pages = selectors.grading_pages(grader=request.user, campaign=campaign)
-    cards = [_card(campaign, a, grading_page.judgments.get(a.unit_id), i + 1) for i, a in enumerate(grading_page.assignments)]
+    cards = [
+        _card(campaign, a, grading_page.judgments.get(a.unit_id), i + 1) for i, a in enumerate(grading_page.assignments)
+    ]
     params = schemes.normalise_params(campaign.scheme, campaign.scheme_params)
     counts = _counts(pages, grading_page)
     context = {
-        "campaign": campaign, "page": grading_page, "n_pages": n_pages, "cards": cards,
-        "query": grading_page.query, "guidelines": selectors.guidelines_current(campaign=campaign),
-        "counts": counts, "readonly": campaign.status != CampaignStatus.OPEN,
+        "campaign": campaign,
+        "page": grading_page,
+        "n_pages": n_pages,
+        "cards": cards,
+        "query": grading_page.query,
+        "guidelines": selectors.guidelines_current(campaign=campaign),
+        "counts": counts,
+        "readonly": campaign.status != CampaignStatus.OPEN,
         "config": _page_config(request, campaign, grading_page, page, n_pages, pages, counts),
         "broad_choices": [(i + 1, b.value, b.label) for i, b in enumerate(Broad)],
         "verdicts": [("A", "A", "1"), ("equal", "Equal", "2"), ("B", "B", "3")],
-        "params": params, "wording": schemes.wording(campaign.scheme, params),
+        "params": params,
+        "wording": schemes.wording(campaign.scheme, params),
         "can_ask_for_more": campaign.is_open and campaign.policy != Policy.FIXED and campaign.scheme != Scheme.ORDERING,
     }
     if campaign.scheme == Scheme.ORDERING:
@@ -135,32 +152,50 @@ def _card(campaign: Campaign, assignment: Any, judgment: Judgment | None, n: int
         state, text = "skipped", STATE_TEXT["skipped"]
     elif assignment.status == AssignmentStatus.DONE:
         state, text = "saved", STATE_TEXT["saved"]
-    elif judgment is not None and campaign.scheme == Scheme.BROAD_FINE and (judgment.broad or judgment.fine is not None):
+    elif (
+        judgment is not None and campaign.scheme == Scheme.BROAD_FINE and (judgment.broad or judgment.fine is not None)
+    ):
         state, text = "partial", f"Partly rated: {'FINE' if judgment.fine is None else 'BROAD'} missing"
     else:
         state, text = "unrated", STATE_TEXT["unrated"]
-    return {"assignment": assignment, "unit": assignment.unit, "judgment": judgment, "n": n, "state": state,
-            "state_text": text, "status": {"saved": "done", "skipped": "skipped"}.get(state, "open")}
+    return {
+        "assignment": assignment,
+        "unit": assignment.unit,
+        "judgment": judgment,
+        "n": n,
+        "state": state,
+        "state_text": text,
+        "status": {"saved": "done", "skipped": "skipped"}.get(state, "open"),
+    }
 
 
 def _counts(pages: list[Any], here: Any) -> dict[str, int]:
     """Rated (done) units on this page and in the whole campaign, for the live counter."""
     every = [a for p in pages for a in p.assignments]
     return {
-        "here_done": sum(a.status == AssignmentStatus.DONE for a in here.assignments), "here": len(here.assignments),
+        "here_done": sum(a.status == AssignmentStatus.DONE for a in here.assignments),
+        "here": len(here.assignments),
         "here_open": sum(a.status == AssignmentStatus.OPEN for a in here.assignments),
-        "all_done": sum(a.status == AssignmentStatus.DONE for a in every), "all": len(every),
+        "all_done": sum(a.status == AssignmentStatus.DONE for a in every),
+        "all": len(every),
         "all_skipped": sum(a.status == AssignmentStatus.SKIPPED for a in every),
     }
 
 
-def _page_config(request: HttpRequest, campaign: Campaign, page: Any, number: int, n_pages: int, pages: list[Any],
-                 counts: dict[str, int]) -> dict[str, Any]:
+def _page_config(
+    request: HttpRequest,
+    campaign: Campaign,
+    page: Any,
+    number: int,
+    n_pages: int,
+    pages: list[Any],
+    counts: dict[str, int],
+) -> dict[str, Any]:
     def page_url(n: int) -> str | None:
         return reverse("grading:grade", args=[campaign.pk, n]) if 1 <= n <= n_pages else None
 
     # The next page with a unit still open, looking forward first, then from the start.
-    later = [p for p in pages[number:] + pages[:number - 1] if p.open_count]
+    later = [p for p in pages[number:] + pages[: number - 1] if p.open_count]
     return {
         "campaign": campaign.pk,
         "scheme": campaign.scheme,
@@ -186,8 +221,15 @@ def guidelines(request: HttpRequest, campaign_id: int) -> HttpResponse:
     last_read = selectors_organizer.guidelines_last_read(grader=request.user, campaign=campaign)
     changes = guidelines_changes(campaign=campaign, since_version=last_read)
     if campaign.is_open:
-        event_record(grader=request.user, data=EventInput(
-            id=uuid4(), campaign_id=campaign.pk, type=EventType.GUIDELINES_VIEWED, client_ts=datetime.now(UTC),
-            payload={"version": campaign.guidelines_version, "via": "page"}, session_id="server",
-        ))
+        event_record(
+            grader=request.user,
+            data=EventInput(
+                id=uuid4(),
+                campaign_id=campaign.pk,
+                type=EventType.GUIDELINES_VIEWED,
+                client_ts=datetime.now(UTC),
+                payload={"version": campaign.guidelines_version, "via": "page"},
+                session_id="server",
+            ),
+        )
     return render(request, "grading/guidelines.html", {"campaign": campaign, "guidelines": current, "changes": changes})

@@ -5,6 +5,7 @@ clip came from). Graders reach a candidate's file only through /media/c/<public 
 answer names the file by the public id too (Content-Disposition). Whoever has no role in the
 candidate's campaign gets 404, as for a candidate that does not exist.
 """
+
 from __future__ import annotations
 
 from django.contrib.auth.decorators import login_required

@@ -1,4 +1,5 @@
 """Campaigns with judgments for the analysis tests, recorded through the real event service."""
+
 from __future__ import annotations
 
 import random
@@ -16,20 +17,43 @@ BROADS = ["NS", "SS", "VS"]
 def judge_broad_fine(campaign: Campaign, *, seed: int = 1, changes: bool = True) -> None:
     """Every assignment gets a BROAD and a FINE (graders agree with noise), some changes and plays."""
     rng = random.Random(seed)
-    start = datetime.now(UTC).replace(hour=0, minute=0, second=0, microsecond=0) - timedelta(days=30)  # inside the client_ts window
+    start = datetime.now(UTC).replace(hour=0, minute=0, second=0, microsecond=0) - timedelta(
+        days=30
+    )  # inside the client_ts window
     for i, a in enumerate(Assignment.objects.filter(campaign=campaign).select_related("grader").order_by("pk")):
         truth = (a.unit_id * 7) % 3
         level = min(2, max(0, truth + rng.choice([0, 0, 0, 1, -1])))
         fine = round(min(10.0, max(0.0, 1.5 + 3.5 * level + rng.uniform(-1.5, 1.5))), 1)
         t = start + timedelta(minutes=i)
         record(a.grader, campaign, "unit_viewed", unit=a.unit, client_ts=t, seq=1)
-        record(a.grader, campaign, "audition", {"action": "play", "position": 0}, unit=a.unit,
-               client_ts=t + timedelta(seconds=2), seq=2)
+        record(
+            a.grader,
+            campaign,
+            "audition",
+            {"action": "play", "position": 0},
+            unit=a.unit,
+            client_ts=t + timedelta(seconds=2),
+            seq=2,
+        )
         if changes and i % 4 == 0:
-            record(a.grader, campaign, "broad_set", {"value": BROADS[(level + 1) % 3]}, unit=a.unit,
-                   client_ts=t + timedelta(seconds=5), seq=3)
-        record(a.grader, campaign, "broad_set", {"value": BROADS[level]}, unit=a.unit,
-               client_ts=t + timedelta(seconds=9), seq=4)
+            record(
+                a.grader,
+                campaign,
+                "broad_set",
+                {"value": BROADS[(level + 1) % 3]},
+                unit=a.unit,
+                client_ts=t + timedelta(seconds=5),
+                seq=3,
+            )
+        record(
+            a.grader,
+            campaign,
+            "broad_set",
+            {"value": BROADS[level]},
+            unit=a.unit,
+            client_ts=t + timedelta(seconds=9),
+            seq=4,
+        )
         record(a.grader, campaign, "fine_set", {"value": fine}, unit=a.unit, client_ts=t + timedelta(seconds=12), seq=5)
 
 

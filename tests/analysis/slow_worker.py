@@ -6,6 +6,7 @@ Runs `celery -A evalutron worker ...` in this process after patching ``Progress.
 STAGE during an attempt ≤ ATTEMPTS it waits SECONDS, heartbeating like a busy worker. Production code
 has no such hook; only this test launcher adds it.
 """
+
 from __future__ import annotations
 
 import sys
@@ -38,7 +39,7 @@ def main(argv: list[str]) -> None:
     _patch(stage, float(seconds), int(attempts))
     from evalutron.celery import app
 
-    app.worker_main(argv=argv[split + 1:])
+    app.worker_main(argv=argv[split + 1 :])
 
 
 if __name__ == "__main__":

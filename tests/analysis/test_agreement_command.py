@@ -1,4 +1,5 @@
 """The `agreement` management command: its sections, the table, file errors with exit status 2, no DB."""
+
 import json
 import os
 import subprocess
@@ -35,10 +36,22 @@ def write(tmp_path: Path, text: str) -> Path:
 
 
 def test_it_reports_the_sections_of_an_analysis_run_for_categorical_ratings():
-    report = run_json(EXAMPLES / "ratings.csv", "--categories", "NS,SS,VS", "--collapse", "VS=S,SS=S",
-                      "--bootstrap", "200")
-    assert set(report) == {"scheme", "seed", "parameters", "n_units", "n_graders", "n_judgments", "agreement",
-                           "confusability", "fine_within_broad", "model", "units"}
+    report = run_json(
+        EXAMPLES / "ratings.csv", "--categories", "NS,SS,VS", "--collapse", "VS=S,SS=S", "--bootstrap", "200"
+    )
+    assert set(report) == {
+        "scheme",
+        "seed",
+        "parameters",
+        "n_units",
+        "n_graders",
+        "n_judgments",
+        "agreement",
+        "confusability",
+        "fine_within_broad",
+        "model",
+        "units",
+    }
     assert len(report["model"]["dawid_skene"]["graders"]) == report["n_graders"] > 0  # graders by their names
     assert all(u["model_label"] in (0, 1, 2) for u in report["units"])  # the Dawid–Skene label per unit
     agreement = report["agreement"]
@@ -73,8 +86,17 @@ def test_two_graders_get_cohen_kappas(tmp_path):
 
 
 def test_broad_fine_reports_both_levels_and_fine_within_broad():
-    report = run_json(EXAMPLES / "ratings_broad_fine.csv", "--scheme", "broad_fine", "--level", "interval",
-                      "--bootstrap", "50", "--seed", "3")
+    report = run_json(
+        EXAMPLES / "ratings_broad_fine.csv",
+        "--scheme",
+        "broad_fine",
+        "--level",
+        "interval",
+        "--bootstrap",
+        "50",
+        "--seed",
+        "3",
+    )
     levels = report["agreement"]["levels"]
     assert [level["categories"] for level in levels] == [["NS", "SS", "VS"], ["NS", "S"]]
     assert (report["agreement"]["alpha"]["level"], report["agreement"]["alpha"]["scale"]) == ("interval", "FINE")
@@ -87,7 +109,10 @@ def test_the_bootstrap_is_seeded_and_the_confidence_level_is_reported():
     assert first == run_json(*args)["agreement"]
     assert first["confidence"] == 0.95
     narrow = run_json(*args, "--confidence", "0.5")["agreement"]["levels"][0]["kappa"]
-    assert narrow["ci_high"] - narrow["ci_low"] < first["levels"][0]["kappa"]["ci_high"] - first["levels"][0]["kappa"]["ci_low"]
+    assert (
+        narrow["ci_high"] - narrow["ci_low"]
+        < first["levels"][0]["kappa"]["ci_high"] - first["levels"][0]["kappa"]["ci_low"]
+    )
 
 
 def test_the_table_format_is_readable():
@@ -103,20 +128,26 @@ def test_identical_judgments_give_null_with_a_reason(tmp_path):
     assert "identical" in kappa["reason"]
 
 
-@pytest.mark.parametrize("text, args, message", [
-    ("unit,grader,value\nu1,a,NS\nu1,b,XX\n", ["--categories", "NS,SS,VS"],
-     r"line 3, field 'value': 'XX' is not one of NS,SS,VS"),
-    ("unit,grader,value\nu1,a,NS\nu1,,SS\n", [], "line 3, field 'grader': empty"),
-    ("unit,grader,value\nu1,a,1\nu1,b,x\n", ["--scheme", "numeric"], "line 3, field 'value': 'x' is not a number"),
-    ("unit,grader,value\nu1,a,NS\nu1,b,SS,4\n", [], "line 3"),
-    ("unit,grader\nu1,a\n", [], "line 1 \\(header\\) lacks field 'value'"),
-    ("unit,grader,value\nu1,a,NS\nu1,a,SS\n", [], "line 3.*second judgment of unit 'u1' by grader 'a'"),
-    ("unit,grader,broad,fine\nu1,a,NS,11\n", ["--scheme", "broad_fine"], "line 2, field 'fine': 11 is outside"),
-    ("", [], "empty"),
-    ("unit,grader,value\nu1,a,NS\n", ["--collapse", "VS"], "--collapse: expected FROM=TO"),
-    ("unit,grader,value\nu1,a,1\n", ["--scheme", "numeric", "--categories", "1,x"], "must be numbers; got 'x'"),
-    ("unit,grader,value\nu1,a,NS\n", ["--confidence", "0.2"], r"--confidence must lie in \[0.5, 0.999\]"),
-])
+@pytest.mark.parametrize(
+    "text, args, message",
+    [
+        (
+            "unit,grader,value\nu1,a,NS\nu1,b,XX\n",
+            ["--categories", "NS,SS,VS"],
+            r"line 3, field 'value': 'XX' is not one of NS,SS,VS",
+        ),
+        ("unit,grader,value\nu1,a,NS\nu1,,SS\n", [], "line 3, field 'grader': empty"),
+        ("unit,grader,value\nu1,a,1\nu1,b,x\n", ["--scheme", "numeric"], "line 3, field 'value': 'x' is not a number"),
+        ("unit,grader,value\nu1,a,NS\nu1,b,SS,4\n", [], "line 3"),
+        ("unit,grader\nu1,a\n", [], "line 1 \\(header\\) lacks field 'value'"),
+        ("unit,grader,value\nu1,a,NS\nu1,a,SS\n", [], "line 3.*second judgment of unit 'u1' by grader 'a'"),
+        ("unit,grader,broad,fine\nu1,a,NS,11\n", ["--scheme", "broad_fine"], "line 2, field 'fine': 11 is outside"),
+        ("", [], "empty"),
+        ("unit,grader,value\nu1,a,NS\n", ["--collapse", "VS"], "--collapse: expected FROM=TO"),
+        ("unit,grader,value\nu1,a,1\n", ["--scheme", "numeric", "--categories", "1,x"], "must be numbers; got 'x'"),
+        ("unit,grader,value\nu1,a,NS\n", ["--confidence", "0.2"], r"--confidence must lie in \[0.5, 0.999\]"),
+    ],
+)
 def test_a_malformed_file_names_line_and_field_with_status_2(tmp_path, text, args, message):
     with pytest.raises(CommandError, match=message) as error:
         run(write(tmp_path, text), *args)
@@ -131,10 +162,17 @@ def test_a_missing_file_is_status_2(tmp_path):
 
 def test_it_runs_without_a_database(tmp_path):
     # An unreachable database: the command must still work, and exit 2 on a bad file.
-    env = {**os.environ, "DEBUG": "true", "DATABASE_URL": "postgres://nobody@127.0.0.1:1/none",
-           "SECRET_KEY": "x" * 50}
-    command = [sys.executable, "manage.py", "agreement", str(EXAMPLES / "ratings.csv"), "--format", "json",
-               "--bootstrap", "20"]
+    env = {**os.environ, "DEBUG": "true", "DATABASE_URL": "postgres://nobody@127.0.0.1:1/none", "SECRET_KEY": "x" * 50}
+    command = [
+        sys.executable,
+        "manage.py",
+        "agreement",
+        str(EXAMPLES / "ratings.csv"),
+        "--format",
+        "json",
+        "--bootstrap",
+        "20",
+    ]
     done = subprocess.run(command, cwd=ROOT, env=env, capture_output=True, text=True, timeout=120)
     assert done.returncode == 0, done.stderr
     assert json.loads(done.stdout)["n_units"] == 24
@@ -145,8 +183,13 @@ def test_it_runs_without_a_database(tmp_path):
 
 def test_the_report_builder_takes_a_frame_directly():
     rng = np.random.default_rng(0)
-    frame = pd.DataFrame({"unit": np.repeat(np.arange(30), 3), "grader": np.tile(["a", "b", "c"], 30),
-                          "value": rng.choice(["NS", "SS", "VS"], 90)})
+    frame = pd.DataFrame(
+        {
+            "unit": np.repeat(np.arange(30), 3),
+            "grader": np.tile(["a", "b", "c"], 30),
+            "value": rng.choice(["NS", "SS", "VS"], 90),
+        }
+    )
     report = build_agreement_report(frame, categories=["NS", "SS", "VS"], n_boot=50, seed=1)
     json.dumps(report, allow_nan=False)
     assert report["agreement"]["levels"][0]["kappa"]["ci_low"] is not None

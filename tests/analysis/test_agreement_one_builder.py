@@ -1,5 +1,6 @@
 """`manage.py agreement` and an analysis run build the agreement sections with one function: a
 campaign's judgments exported to a file give the command every figure of the app's result."""
+
 from __future__ import annotations
 
 import io
@@ -45,14 +46,25 @@ def _cli_report(campaign, tmp_path: Path, *, n_boot: int, seed: int) -> dict[str
     path = tmp_path / "judgments.csv"
     call_command("export_judgments", str(campaign.pk), "--output", str(path), stderr=io.StringIO())
     out = io.StringIO()
-    call_command("agreement", str(path), *agreement_arguments(campaign), "--bootstrap", str(n_boot),
-                 "--seed", str(seed), "--format", "json", stdout=out)
+    call_command(
+        "agreement",
+        str(path),
+        *agreement_arguments(campaign),
+        "--bootstrap",
+        str(n_boot),
+        "--seed",
+        str(seed),
+        "--format",
+        "json",
+        stdout=out,
+    )
     return json.loads(out.getvalue())
 
 
 def _app_result(campaign, *, n_boot: int, seed: int) -> tuple[dict[str, Any], list[dict[str, Any]]]:
-    result, units = report_compute(campaign_id=campaign.pk, parameters=runs.parameters_clean({"n_boot": n_boot}),
-                                   seed=seed)
+    result, units = report_compute(
+        campaign_id=campaign.pk, parameters=runs.parameters_clean({"n_boot": n_boot}), seed=seed
+    )
     return result, json.loads(json.dumps(units.to_dict("records"), default=float))
 
 
@@ -67,8 +79,10 @@ def _judge_labels(campaign) -> None:
         record(a.grader, campaign, "label_set", {"value": labels[(a.unit_id + i % 2) % len(labels)]}, unit=a.unit)
 
 
-@pytest.mark.parametrize("scheme, judge", [(Scheme.BROAD_FINE, judge_broad_fine), (Scheme.NUMERIC, _judge_scores),
-                                           (Scheme.CATEGORICAL, _judge_labels)])
+@pytest.mark.parametrize(
+    "scheme, judge",
+    [(Scheme.BROAD_FINE, judge_broad_fine), (Scheme.NUMERIC, _judge_scores), (Scheme.CATEGORICAL, _judge_labels)],
+)
 def test_the_command_on_exported_judgments_gives_every_figure_of_the_app(tmp_path, scheme, judge):
     campaign = make_campaign(scheme=scheme, n_queries=4, n_candidates=5, graders=3)
     judge(campaign)

@@ -1,4 +1,5 @@
 """The report names the confidence level the run used, not a fixed 95%."""
+
 import pytest
 
 from analysis.models import AnalysisRun
@@ -11,8 +12,9 @@ pytestmark = pytest.mark.django_db
 
 @pytest.mark.parametrize("confidence, shown", [(0.9, "90%"), (0.95, "95%")])
 def test_titles_and_alt_text_state_the_runs_confidence_level(judged_campaign, confidence, shown):
-    run = AnalysisRun.objects.create(campaign=judged_campaign, seed=5,
-                                     parameters=runs.parameters_clean({"n_boot": 50, "confidence": confidence}))
+    run = AnalysisRun.objects.create(
+        campaign=judged_campaign, seed=5, parameters=runs.parameters_clean({"n_boot": 50, "confidence": confidence})
+    )
     run_execute(run_id=run.pk)
     run.refresh_from_db()
     assert run.result["agreement"]["confidence"] == confidence

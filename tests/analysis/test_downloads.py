@@ -1,5 +1,6 @@
 """Downloads for organizers: streamed, the same content as the exports, readable by pandas/pyarrow;
 nobody else's campaign. Run numbers within a campaign."""
+
 from __future__ import annotations
 
 import io
@@ -75,8 +76,11 @@ def test_ordering_ground_truth_has_a_consensus_and_each_graders_tau(client, orga
     graders = frame[frame["grader"] != "consensus"]
     assert graders["kendall_tau"].between(-1, 1).all()
     first = consensus.iloc[0]["ordering"].split()
-    assert sorted(first) == sorted(ordering_campaign.units.filter(query__external_id=consensus.iloc[0]["query"])
-                                   .values_list("candidate__external_id", flat=True))
+    assert sorted(first) == sorted(
+        ordering_campaign.units.filter(query__external_id=consensus.iloc[0]["query"]).values_list(
+            "candidate__external_id", flat=True
+        )
+    )
 
 
 def test_no_analysis_yet_sends_the_organizer_to_the_report(client, organizer, judged_campaign):

@@ -1,4 +1,5 @@
 """Ground truth and event-log exports: exact values in every format, filters, streaming, CLI."""
+
 from __future__ import annotations
 
 import io
@@ -23,8 +24,9 @@ pytestmark = pytest.mark.django_db
 
 @pytest.fixture
 def run(judged_campaign) -> AnalysisRun:
-    run = AnalysisRun.objects.create(campaign=judged_campaign, parameters=runs.parameters_clean({"n_boot": 100}),
-                                     seed=11)
+    run = AnalysisRun.objects.create(
+        campaign=judged_campaign, parameters=runs.parameters_clean({"n_boot": 100}), seed=11
+    )
     run_execute(run_id=run.pk)
     run.refresh_from_db()
     return run
@@ -49,8 +51,11 @@ def _expected(campaign) -> pd.DataFrame:
 def _read(body: bytes, fmt: str) -> tuple[pd.DataFrame, dict]:
     if fmt == "csv":
         text = body.decode()
-        meta = {line[2:].split(": ", 1)[0]: json.loads(line[2:].split(": ", 1)[1])
-                for line in text.splitlines() if line.startswith("# ")}
+        meta = {
+            line[2:].split(": ", 1)[0]: json.loads(line[2:].split(": ", 1)[1])
+            for line in text.splitlines()
+            if line.startswith("# ")
+        }
         return pd.read_csv(io.StringIO(text), comment="#", float_precision="round_trip"), meta
     if fmt == "json":
         doc = json.loads(body)
@@ -67,8 +72,9 @@ def test_ground_truth_round_trips_through_pandas_to_full_precision(admin_client,
     got = frame.set_index("unit_id").sort_index()
     assert list(got.index) == list(expected.index)
     for column in ["n", "mean", "median", "majority", "dif", "std", "entropy", "n_ns", "n_ss", "n_vs"]:
-        np.testing.assert_array_equal(got[column].to_numpy(dtype=float), expected[column].to_numpy(dtype=float),
-                                      err_msg=column)  # exact: no tolerance
+        np.testing.assert_array_equal(
+            got[column].to_numpy(dtype=float), expected[column].to_numpy(dtype=float), err_msg=column
+        )  # exact: no tolerance
     counts = expected[["n_ns", "n_ss", "n_vs"]].to_numpy(dtype=float)
     assert meta["fleiss_kappa"]["3 levels"]["value"] == m.fleiss_kappa(counts)
     assert meta["fleiss_kappa"]["3 levels"] == run.result["agreement"]["levels"][0]["kappa"]
@@ -110,14 +116,16 @@ def test_the_event_log_streams_every_event(admin_client, judged_campaign, fmt):
     else:
         lines = [json.loads(line) for line in text.splitlines()]
         assert len(lines) == n and {e["id"] for e in lines} == {
-            str(i) for i in GradingEvent.objects.filter(campaign=judged_campaign).values_list("id", flat=True)}
+            str(i) for i in GradingEvent.objects.filter(campaign=judged_campaign).values_list("id", flat=True)
+        }
 
 
 def test_the_cli_exports_ground_truth_in_each_format(judged_campaign, tmp_path, capsys):
     for fmt in ("csv", "json", "parquet"):
         path = tmp_path / f"gt.{fmt}"
-        call_command("export_ground_truth", judged_campaign.slug, "--format", fmt, "--output", str(path),
-                     "--min-judgments", "2")
+        call_command(
+            "export_ground_truth", judged_campaign.slug, "--format", fmt, "--output", str(path), "--min-judgments", "2"
+        )
         frame, meta = _read(path.read_bytes(), fmt)
         assert len(frame) == 15 and meta["filters"]["min_judgments"] == 2
     assert AnalysisRun.objects.filter(campaign=judged_campaign).count() == 1  # ran once, then reused

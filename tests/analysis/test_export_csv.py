@@ -1,4 +1,5 @@
 """The ground-truth CSV writer: the same text as pandas' to_csv, whatever the values."""
+
 from __future__ import annotations
 
 import io
@@ -16,16 +17,18 @@ def tricky_frame(n: int = 50) -> pd.DataFrame:
     floats = rng.normal(size=n) * 10.0 ** rng.integers(-8, 18, size=n)
     floats[::7] = np.nan
     floats[1:4] = [0.1 + 0.2, 1e-05, 3.0]
-    return pd.DataFrame({
-        "unit": [f"u{i}" if i % 5 else f'say "hi", {i}\nnext' for i in range(n)],
-        "unit_id": np.arange(n, dtype=np.int64) * 1_000_003,
-        "query": [None if i % 4 == 0 else f"q{i % 3}" for i in range(n)],
-        "n": rng.integers(1, 6, size=n),
-        "mean": floats,
-        "std": np.round(rng.random(n), 3),
-        "n_ns": pd.array([None if i % 6 == 0 else i % 4 for i in range(n)], dtype="Int64"),
-        "distribution": [None if i % 3 else '{"bad": 1, "good": 2}' for i in range(n)],
-    })
+    return pd.DataFrame(
+        {
+            "unit": [f"u{i}" if i % 5 else f'say "hi", {i}\nnext' for i in range(n)],
+            "unit_id": np.arange(n, dtype=np.int64) * 1_000_003,
+            "query": [None if i % 4 == 0 else f"q{i % 3}" for i in range(n)],
+            "n": rng.integers(1, 6, size=n),
+            "mean": floats,
+            "std": np.round(rng.random(n), 3),
+            "n_ns": pd.array([None if i % 6 == 0 else i % 4 for i in range(n)], dtype="Int64"),
+            "distribution": [None if i % 3 else '{"bad": 1, "good": 2}' for i in range(n)],
+        }
+    )
 
 
 def test_it_writes_exactly_what_pandas_writes():

@@ -1,5 +1,6 @@
 """Hidden units in the analysis: gold judgments stay out of agreement and truth, and each grader's
 accuracy on gold (and test–retest agreement on repeats) is reported."""
+
 from __future__ import annotations
 
 import pandas as pd
@@ -21,7 +22,9 @@ def test_gold_scores_on_a_hand_made_case():
     assert scores.to_dict("records") == [{"grader": 1, "n": 2, "accuracy": 0.5}, {"grader": 2, "n": 2, "accuracy": 0.5}]
     numeric = pd.DataFrame({"grader": [1, 1, 3], "value": [7.0, 5.0, 2.5], "gold": ["8.0", "5.0", "4.0"]})
     assert gold_scores(numeric, numeric=True).to_dict("records") == [
-        {"grader": 1, "n": 2, "mae": 0.5}, {"grader": 3, "n": 1, "mae": 1.5}]
+        {"grader": 1, "n": 2, "mae": 0.5},
+        {"grader": 3, "n": 1, "mae": 1.5},
+    ]
 
 
 def test_repeat_scores_on_a_hand_made_case():

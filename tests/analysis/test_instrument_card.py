@@ -1,5 +1,6 @@
 """The instrument card: links set on the report page, reproducibility against a sibling campaign and
 resolution from a pairwise campaign, checked against the metrics on frames built by hand."""
+
 from __future__ import annotations
 
 import pandas as pd
@@ -21,7 +22,8 @@ pytestmark = pytest.mark.django_db
 
 def _fine(campaign) -> pd.DataFrame:
     rows = Judgment.objects.filter(campaign=campaign, fine__isnull=False).values_list(
-        "unit__external_id", "grader_id", "fine")
+        "unit__external_id", "grader_id", "fine"
+    )
     return pd.DataFrame([(u, g, float(f)) for u, g, f in rows], columns=["unit", "grader", "value"])
 
 
@@ -59,8 +61,9 @@ def test_resolution_from_a_pairwise_campaign_over_the_same_items(ratings, organi
         unit.save(update_fields=["candidate_b"])
     means = _fine(ratings).groupby("unit")["value"].mean()
     rows = []
-    for a in Assignment.objects.filter(campaign=pairwise).select_related("grader", "unit__candidate",
-                                                                        "unit__candidate_b"):
+    for a in Assignment.objects.filter(campaign=pairwise).select_related(
+        "grader", "unit__candidate", "unit__candidate_b"
+    ):
         left, right = (f"u{c.external_id[1:]}" for c in (a.unit.candidate, a.unit.candidate_b))
         verdict = "A" if means[left] > means[right] else "B"
         if abs(means[left] - means[right]) < 1.5:  # close pairs: the pairwise graders see it the other way
@@ -89,18 +92,21 @@ def test_links_that_do_not_fit_are_refused(ratings, organizer):
 
 
 def test_the_organizer_links_on_the_report_page_and_errors_appear_next_to_the_form(
-        client, ratings, organizer, django_capture_on_commit_callbacks):
+    client, ratings, organizer, django_capture_on_commit_callbacks
+):
     client.force_login(organizer)
-    numeric = make_campaign(scheme=Scheme.NUMERIC, n_queries=0, n_candidates=2, graders=1, organizer=organizer,
-                            assign=False)
+    numeric = make_campaign(
+        scheme=Scheme.NUMERIC, n_queries=0, n_candidates=2, graders=1, organizer=organizer, assign=False
+    )
     url = f"/reports/campaigns/{ratings.pk}/instrument-links/"
     bad = client.post(url, {"sibling_campaign": numeric.pk, "pairwise_campaign": ""})
     assert bad.status_code == 400
     assert 'id="sibling_campaign-error"' in bad.content.decode()
     ratings.refresh_from_db()
     assert ratings.sibling_campaign_id is None
-    pairwise = make_campaign(scheme=Scheme.PAIRWISE, n_queries=0, n_candidates=2, graders=1, organizer=organizer,
-                             assign=False)
+    pairwise = make_campaign(
+        scheme=Scheme.PAIRWISE, n_queries=0, n_candidates=2, graders=1, organizer=organizer, assign=False
+    )
     with django_capture_on_commit_callbacks(execute=True):  # embedded: the queued run executes at commit
         ok = client.post(url, {"sibling_campaign": "", "pairwise_campaign": pairwise.pk})
     assert ok.status_code == 302

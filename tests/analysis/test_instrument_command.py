@@ -1,4 +1,5 @@
 """manage.py instrument: the §5.5 report of rating files, with no database."""
+
 import json
 from io import StringIO
 from pathlib import Path
@@ -20,8 +21,15 @@ def run(*args: str) -> dict:
 
 
 def test_it_reports_every_section_and_matches_the_library():
-    report = run(str(EXAMPLES / "instrument_ratings.csv"), "--second", str(EXAMPLES / "instrument_ratings.csv"),
-                 "--pairs", str(EXAMPLES / "instrument_pairs.csv"), "--systems", str(EXAMPLES / "instrument_systems.csv"))
+    report = run(
+        str(EXAMPLES / "instrument_ratings.csv"),
+        "--second",
+        str(EXAMPLES / "instrument_ratings.csv"),
+        "--pairs",
+        str(EXAMPLES / "instrument_pairs.csv"),
+        "--systems",
+        str(EXAMPLES / "instrument_systems.csv"),
+    )
     assert set(report) == {"precision", "repeatability", "reproducibility", "resolution", "systems"}
     ratings = pd.read_csv(EXAMPLES / "instrument_ratings.csv")
     assert report["precision"]["mean_std"] == pytest.approx(precision(ratings)["mean_std"], abs=1e-12)

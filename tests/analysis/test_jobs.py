@@ -1,4 +1,5 @@
 """Analysis runs without a worker: create, execute, fail readably, sweep lost runs."""
+
 from __future__ import annotations
 
 from datetime import timedelta
@@ -16,8 +17,9 @@ pytestmark = pytest.mark.django_db
 
 
 def _run(campaign, **params) -> AnalysisRun:
-    return AnalysisRun.objects.create(campaign=campaign, parameters=runs.parameters_clean({"n_boot": 100, **params}),
-                                      seed=42)
+    return AnalysisRun.objects.create(
+        campaign=campaign, parameters=runs.parameters_clean({"n_boot": 100, **params}), seed=42
+    )
 
 
 def test_executing_a_run_stores_exactly_what_the_report_computes(judged_campaign):
@@ -87,7 +89,8 @@ def test_asking_twice_for_the_same_run_returns_the_queued_one(judged_campaign, o
 
 
 def test_an_on_demand_run_executes_when_the_transaction_commits_in_embedded_mode(
-        judged_campaign, django_capture_on_commit_callbacks):
+    judged_campaign, django_capture_on_commit_callbacks
+):
     with django_capture_on_commit_callbacks(execute=True):
         run = runs.run_create(campaign_id=judged_campaign.pk, parameters={"n_boot": 50}, trigger=RunTrigger.CLI)
     run.refresh_from_db()
@@ -96,8 +99,14 @@ def test_an_on_demand_run_executes_when_the_transaction_commits_in_embedded_mode
 
 def _running(campaign, *, attempts: int, heartbeat_age: float) -> AnalysisRun:
     beat = timezone.now() - timedelta(seconds=heartbeat_age)
-    return AnalysisRun.objects.create(campaign=campaign, status=RunStatus.RUNNING, attempts=attempts,
-                                      stage="agreement", started_at=beat, heartbeat_at=beat)
+    return AnalysisRun.objects.create(
+        campaign=campaign,
+        status=RunStatus.RUNNING,
+        attempts=attempts,
+        stage="agreement",
+        started_at=beat,
+        heartbeat_at=beat,
+    )
 
 
 def test_the_sweeper_requeues_a_run_whose_worker_went_silent(judged_campaign, settings):

@@ -1,4 +1,5 @@
 """Model-based truth in the analysis run, the report and the ground-truth export."""
+
 from __future__ import annotations
 
 import io
@@ -76,7 +77,10 @@ def test_the_run_gives_the_uncertainty_policy_its_grader_model(judged_campaign):
     run_execute(run_id=run.pk)
     model = CampaignAllocation.objects.get(campaign=judged_campaign).model
     assert model["categories"] == ["NS", "SS", "VS"] and len(model["theta"]) == 3
-    fitted = {g["grader"]: g["confusion"] for g in AnalysisRun.objects.get(pk=run.pk).result["model"]["dawid_skene"]["graders"]}
+    fitted = {
+        g["grader"]: g["confusion"]
+        for g in AnalysisRun.objects.get(pk=run.pk).result["model"]["dawid_skene"]["graders"]
+    }
     assert model["theta"] == {str(g): c for g, c in fitted.items()}
 
 

@@ -1,5 +1,6 @@
 """Reading a report or polling a run never runs analyses or sweeps runs: the worker, beat or the
 embedded runner do. A GET issues no INSERT, UPDATE or DELETE."""
+
 from __future__ import annotations
 
 import io
@@ -21,12 +22,21 @@ WRITES = ("INSERT", "UPDATE", "DELETE")
 @pytest.fixture
 def pending(judged_campaign, settings) -> tuple[AnalysisRun, AnalysisRun]:
     """A queued run that is due, and a running run whose worker went silent long ago."""
-    due = AnalysisRun.objects.create(campaign=judged_campaign, parameters=runs.parameters_clean({"n_boot": 50}),
-                                     not_before=timezone.now() - timedelta(minutes=5))
+    due = AnalysisRun.objects.create(
+        campaign=judged_campaign,
+        parameters=runs.parameters_clean({"n_boot": 50}),
+        not_before=timezone.now() - timedelta(minutes=5),
+    )
     beat = timezone.now() - timedelta(seconds=settings.ANALYSIS_STALE_SECONDS + 60)
-    silent = AnalysisRun.objects.create(campaign=judged_campaign, status=RunStatus.RUNNING, attempts=1,
-                                        parameters=runs.parameters_clean({"n_boot": 60}), stage="agreement",
-                                        started_at=beat, heartbeat_at=beat)
+    silent = AnalysisRun.objects.create(
+        campaign=judged_campaign,
+        status=RunStatus.RUNNING,
+        attempts=1,
+        parameters=runs.parameters_clean({"n_boot": 60}),
+        stage="agreement",
+        started_at=beat,
+        heartbeat_at=beat,
+    )
     return due, silent
 
 
@@ -34,8 +44,15 @@ def _writes(queries: CaptureQueriesContext) -> list[str]:
     return [q["sql"] for q in queries.captured_queries if q["sql"].lstrip().upper().startswith(WRITES)]
 
 
-@pytest.mark.parametrize("path", ["/reports/campaigns/{campaign}/", "/api/analyses/{due}/",
-                                  "/api/analyses/{silent}/", "/api/campaigns/{campaign}/analyses/"])
+@pytest.mark.parametrize(
+    "path",
+    [
+        "/reports/campaigns/{campaign}/",
+        "/api/analyses/{due}/",
+        "/api/analyses/{silent}/",
+        "/api/campaigns/{campaign}/analyses/",
+    ],
+)
 def test_a_get_issues_no_writes_and_leaves_runs_as_they_were(client, organizer, judged_campaign, pending, path):
     due, silent = pending
     client.force_login(organizer)

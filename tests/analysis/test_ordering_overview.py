@@ -1,4 +1,5 @@
 """The ordering report's overview counts the graders who ordered and their orderings."""
+
 from __future__ import annotations
 
 import pytest

@@ -2,6 +2,7 @@
 
 No test here asks for the database: pytest-django would fail any that touched it.
 """
+
 from __future__ import annotations
 
 import json
@@ -56,8 +57,11 @@ def test_it_prints_the_json_report_with_systems() -> None:
 
 
 def test_a_small_hand_checked_file(tmp_path: Path) -> None:
-    path = _write(tmp_path, "query,grader,rank,item\n" + "".join(
-        f"q,{g},{r},{i}\n" for g, order in (("a", "ABCD"), ("b", "ACDB")) for r, i in enumerate(order, 1)))
+    path = _write(
+        tmp_path,
+        "query,grader,rank,item\n"
+        + "".join(f"q,{g},{r},{i}\n" for g, order in (("a", "ABCD"), ("b", "ACDB")) for r, i in enumerate(order, 1)),
+    )
     report = json.loads(_run(path, "--format", "json"))
     query = report["queries"][0]
     assert query["mean_tau"] == pytest.approx(1 / 3)
@@ -66,13 +70,19 @@ def test_a_small_hand_checked_file(tmp_path: Path) -> None:
 
 
 def test_it_passes_frespa_parameters_and_adds_noise() -> None:
-    report = json.loads(_run(str(GOLDS), "--format", "json", "--min-sup", "1", "--w-len", "0",
-                             "--max-len", "3", "--noise", "--seed", "4"))
+    report = json.loads(
+        _run(
+            str(GOLDS), "--format", "json", "--min-sup", "1", "--w-len", "0", "--max-len", "3", "--noise", "--seed", "4"
+        )
+    )
     assert report["params"] == {"min_sup": 1.0, "min_len": 2, "max_len": 3, "w_len": 0.0, "w_sup": 1.0}
     assert [row["ratio"] for row in report["noise"]] == [0, 0.25, 0.5, 0.75, 1]
     assert report["noise"][0]["ed"] == report["ed"]
-    again = json.loads(_run(str(GOLDS), "--format", "json", "--min-sup", "1", "--w-len", "0",
-                            "--max-len", "3", "--noise", "--seed", "4"))
+    again = json.loads(
+        _run(
+            str(GOLDS), "--format", "json", "--min-sup", "1", "--w-len", "0", "--max-len", "3", "--noise", "--seed", "4"
+        )
+    )
     assert again == report
 
 
@@ -82,20 +92,25 @@ def test_it_prints_tables() -> None:
         assert heading in text
 
 
-@pytest.mark.parametrize(("body", "message"), [
-    ("query,grader,item\nq,a,A\n", r"line 1: missing column\(s\) \['rank'\]"),
-    ("query,grader,rank,item\nq,a,1,A\nq,a,two,B\n", "line 3: rank 'two' is not a positive integer"),
-    ("query,grader,rank,item\nq,a,1,A\nq,a,2,\n", "line 3: empty `item`"),
-    ("query,grader,rank,item\nq,a,1,A\nq,a,2,A\n", "line 3: grader 'a' gives item 'A' twice in query 'q'"),
-    ("query,grader,rank,item\nq,a,1,A\nq,a,1,B\n", "line 3: grader 'a' gives rank 1 twice"),
-    ("query,grader,rank,item\nq,a,1,A\nq,a,3,B\n", r"line 2: ranks of grader 'a' in query 'q' are not 1..k"),
-    ("query,grader,rank,item\nq,a,1,A\nq,a,2,B\nq,b,1,A\nq,b,2,C\n",
-     r"line 4: grader 'b' in query 'q' ranks items \['A', 'C'\] but grader 'a' ranks \['A', 'B'\]"),
-    ("query,grader,rank,item\nq,a,1,A\n", "line 2: query 'q' has fewer than 2 items"),
-    ("query,grader,rank,item\n\nq,a,1,A\nq,a,2,A\n", "line 4: grader 'a' gives item 'A' twice"),
-    ("query,grader,rank,item\nq,a,1,A,extra\n", "line 2: expected 4 fields"),
-    ("", "the file is empty"),
-])
+@pytest.mark.parametrize(
+    ("body", "message"),
+    [
+        ("query,grader,item\nq,a,A\n", r"line 1: missing column\(s\) \['rank'\]"),
+        ("query,grader,rank,item\nq,a,1,A\nq,a,two,B\n", "line 3: rank 'two' is not a positive integer"),
+        ("query,grader,rank,item\nq,a,1,A\nq,a,2,\n", "line 3: empty `item`"),
+        ("query,grader,rank,item\nq,a,1,A\nq,a,2,A\n", "line 3: grader 'a' gives item 'A' twice in query 'q'"),
+        ("query,grader,rank,item\nq,a,1,A\nq,a,1,B\n", "line 3: grader 'a' gives rank 1 twice"),
+        ("query,grader,rank,item\nq,a,1,A\nq,a,3,B\n", r"line 2: ranks of grader 'a' in query 'q' are not 1..k"),
+        (
+            "query,grader,rank,item\nq,a,1,A\nq,a,2,B\nq,b,1,A\nq,b,2,C\n",
+            r"line 4: grader 'b' in query 'q' ranks items \['A', 'C'\] but grader 'a' ranks \['A', 'B'\]",
+        ),
+        ("query,grader,rank,item\nq,a,1,A\n", "line 2: query 'q' has fewer than 2 items"),
+        ("query,grader,rank,item\n\nq,a,1,A\nq,a,2,A\n", "line 4: grader 'a' gives item 'A' twice"),
+        ("query,grader,rank,item\nq,a,1,A,extra\n", "line 2: expected 4 fields"),
+        ("", "the file is empty"),
+    ],
+)
 def test_it_names_the_line_and_problem_of_malformed_golds(tmp_path: Path, body: str, message: str) -> None:
     message_text = _fails(_write(tmp_path, body))
     assert "golds.csv" in message_text
@@ -118,7 +133,13 @@ def test_it_rejects_bad_options_and_missing_files(tmp_path: Path) -> None:
 
 def test_it_exits_with_status_2_from_the_command_line(tmp_path: Path) -> None:
     path = _write(tmp_path, "query,grader,rank,item\nq,a,1,A\nq,a,1,B\n")
-    done = subprocess.run([sys.executable, "manage.py", "orderings", path, "--format", "json"], cwd=ROOT,
-                          capture_output=True, text=True, env={**os.environ, "DEBUG": "true"}, timeout=60)
+    done = subprocess.run(
+        [sys.executable, "manage.py", "orderings", path, "--format", "json"],
+        cwd=ROOT,
+        capture_output=True,
+        text=True,
+        env={**os.environ, "DEBUG": "true"},
+        timeout=60,
+    )
     assert done.returncode == 2
     assert "line 3: grader 'a' gives rank 1 twice" in done.stderr

@@ -3,6 +3,7 @@
 On PostgreSQL the first of each pair goes through COPY; with ``available`` patched off, the ORM.
 On SQLite both are the ORM path: the test then checks the frames' types the callers rely on.
 """
+
 from __future__ import annotations
 
 import pandas as pd
@@ -15,8 +16,21 @@ from analysis.services import runs
 from analysis.services.execute import run_execute
 
 pytestmark = [pytest.mark.django_db, pytest.mark.both_backends]
-UNIT_ROW = ["unit_id", "query_id", "n", "mean", "median", "majority", "dif", "std", "entropy", "n_ns", "n_ss", "n_vs",
-            "distribution"]
+UNIT_ROW = [
+    "unit_id",
+    "query_id",
+    "n",
+    "mean",
+    "median",
+    "majority",
+    "dif",
+    "std",
+    "entropy",
+    "n_ns",
+    "n_ss",
+    "n_vs",
+    "distribution",
+]
 
 
 @pytest.fixture
@@ -70,7 +84,9 @@ def test_unit_rows_stored_through_copy_equal_those_stored_through_the_orm(judged
     with monkeypatch.context() as patch:
         patch.setattr(pgcopy, "available", lambda: False)
         orm = _run(judged_campaign, seed=11)
-    rows = [list(UnitResult.objects.filter(run=run).order_by("unit_id").values_list(*UNIT_ROW)) for run in (copied, orm)]
+    rows = [
+        list(UnitResult.objects.filter(run=run).order_by("unit_id").values_list(*UNIT_ROW)) for run in (copied, orm)
+    ]
     assert len(rows[0]) == judged_campaign.units.count()
     assert rows[0] == rows[1]
 

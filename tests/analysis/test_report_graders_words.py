@@ -1,4 +1,5 @@
 """What the report says about graders' own words and time: comments, skips, durations people read."""
+
 from __future__ import annotations
 
 from datetime import UTC, datetime, timedelta
@@ -15,10 +16,20 @@ from tests.factories import record
 pytestmark = pytest.mark.django_db
 
 
-@pytest.mark.parametrize(("seconds", "text"), [
-    (4.24, "4.2 s"), (42.4, "42 s"), (89.4, "89 s"), (90, "1.5 min"), (3000, "50.0 min"), (5400, "1.5 h"),
-    (86400 * 3, "72.0 h"), (None, "—"), (float("nan"), "—"),
-])
+@pytest.mark.parametrize(
+    ("seconds", "text"),
+    [
+        (4.24, "4.2 s"),
+        (42.4, "42 s"),
+        (89.4, "89 s"),
+        (90, "1.5 min"),
+        (3000, "50.0 min"),
+        (5400, "1.5 h"),
+        (86400 * 3, "72.0 h"),
+        (None, "—"),
+        (float("nan"), "—"),
+    ],
+)
 def test_durations_read_as_seconds_minutes_or_hours(seconds, text):
     assert format_duration(seconds) == text
 
@@ -53,8 +64,12 @@ def test_the_event_frame_marks_a_hidden_page_so_that_active_time_stops(judged_ca
     campaign = judged_campaign
     first = Assignment.objects.filter(campaign=campaign).select_related("grader", "unit").first()
     start = datetime(2026, 1, 5, 9, 0, tzinfo=UTC)
-    steps = [(0, "unit_viewed", {}), (30, "page_focus", {"visible": False}), (900, "page_focus", {"visible": True}),
-             (960, "unit_viewed", {})]
+    steps = [
+        (0, "unit_viewed", {}),
+        (30, "page_focus", {"visible": False}),
+        (900, "page_focus", {"visible": True}),
+        (960, "unit_viewed", {}),
+    ]
     for seconds, kind, payload in steps:
         record(first.grader, campaign, kind, payload, unit=first.unit, client_ts=start + timedelta(seconds=seconds))
     frame = selectors.unit_events_frame(campaign_id=campaign.pk)

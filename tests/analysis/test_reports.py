@@ -1,4 +1,5 @@
 """The report page, its CSV downloads and the analyses API: who sees what."""
+
 from __future__ import annotations
 
 import csv
@@ -19,8 +20,9 @@ SECTIONS = ["overview", "agreement", "stability", "confusability", "fine-within-
 
 @pytest.fixture
 def analysed(judged_campaign):
-    run = AnalysisRun.objects.create(campaign=judged_campaign, parameters=runs.parameters_clean({"n_boot": 100}),
-                                     seed=3)
+    run = AnalysisRun.objects.create(
+        campaign=judged_campaign, parameters=runs.parameters_clean({"n_boot": 100}), seed=3
+    )
     run_execute(run_id=run.pk)
     return judged_campaign
 
@@ -53,12 +55,19 @@ def test_organizers_see_pseudonyms_and_admins_see_names(client, analysed, organi
 def test_graders_get_403_on_the_report_its_csvs_the_api_and_the_exports(client, analysed):
     client.force_login(_grader(analysed))
     run = AnalysisRun.objects.get(campaign=analysed)
-    for url in (f"/reports/campaigns/{analysed.pk}/", f"/reports/campaigns/{analysed.pk}/tables/graders.csv",
-                f"/api/campaigns/{analysed.pk}/analyses/", f"/api/analyses/{run.pk}/",
-                f"/api/campaigns/{analysed.pk}/ground-truth/?format=csv", f"/api/campaigns/{analysed.pk}/events/"):
+    for url in (
+        f"/reports/campaigns/{analysed.pk}/",
+        f"/reports/campaigns/{analysed.pk}/tables/graders.csv",
+        f"/api/campaigns/{analysed.pk}/analyses/",
+        f"/api/analyses/{run.pk}/",
+        f"/api/campaigns/{analysed.pk}/ground-truth/?format=csv",
+        f"/api/campaigns/{analysed.pk}/events/",
+    ):
         assert client.get(url).status_code == 403, url
     assert client.post(f"/reports/campaigns/{analysed.pk}/run/").status_code == 403
-    assert client.post(f"/api/campaigns/{analysed.pk}/analyses/", {}, content_type="application/json").status_code == 403
+    assert (
+        client.post(f"/api/campaigns/{analysed.pk}/analyses/", {}, content_type="application/json").status_code == 403
+    )
 
 
 def test_organizers_cannot_export(client, analysed, organizer):
@@ -95,8 +104,11 @@ def test_the_report_page_starts_a_run(client, analysed, organizer, django_captur
 
 def test_the_api_starts_a_run_and_reports_its_progress(client, judged_campaign, organizer):
     client.force_login(organizer)
-    response = client.post(f"/api/campaigns/{judged_campaign.pk}/analyses/",
-                           {"parameters": {"n_boot": 50}, "seed": 9}, content_type="application/json")
+    response = client.post(
+        f"/api/campaigns/{judged_campaign.pk}/analyses/",
+        {"parameters": {"n_boot": 50}, "seed": 9},
+        content_type="application/json",
+    )
     assert response.status_code == 202
     body = response.json()
     assert body["status"] == "queued" and body["trigger"] == "api" and body["seed"] == 9
@@ -108,8 +120,9 @@ def test_the_api_starts_a_run_and_reports_its_progress(client, judged_campaign, 
 
 def test_the_api_names_a_bad_parameter(client, judged_campaign, organizer):
     client.force_login(organizer)
-    response = client.post(f"/api/campaigns/{judged_campaign.pk}/analyses/", {"parameters": {"n_boot": 1}},
-                           content_type="application/json")
+    response = client.post(
+        f"/api/campaigns/{judged_campaign.pk}/analyses/", {"parameters": {"n_boot": 1}}, content_type="application/json"
+    )
     assert response.status_code == 400
     assert "'n_boot' must lie in [10, 100000]; got 1" in response.json()["parameters"][0]
 

@@ -1,4 +1,5 @@
 """Automatic runs after new judgments: debounced, never more than one queued per campaign."""
+
 from __future__ import annotations
 
 import time
@@ -32,8 +33,9 @@ def test_new_judgments_queue_one_automatic_run(django_capture_on_commit_callback
     assert timedelta(seconds=55) < run.not_before - timezone.now() <= timedelta(seconds=60)
 
 
-def test_an_embedded_automatic_run_executes_once_due_when_due_runs_are_executed(django_capture_on_commit_callbacks,
-                                                                               settings):
+def test_an_embedded_automatic_run_executes_once_due_when_due_runs_are_executed(
+    django_capture_on_commit_callbacks, settings
+):
     settings.ANALYSIS_DEBOUNCE_SECONDS = 60
     campaign = make_campaign(graders=2)
     with django_capture_on_commit_callbacks(execute=True):
@@ -56,12 +58,14 @@ def test_judgments_arriving_while_a_run_works_queue_the_next_one(django_capture_
 
 
 def test_with_a_broker_the_automatic_run_is_sent_with_the_debounce_countdown(
-        django_capture_on_commit_callbacks, settings, monkeypatch):
+    django_capture_on_commit_callbacks, settings, monkeypatch
+):
     settings.ANALYSIS_DEBOUNCE_SECONDS = 30
     sent = []
     monkeypatch.setattr(dispatch, "embedded", lambda: False)
-    monkeypatch.setattr(dispatch.app, "send_task",
-                        lambda name, args, task_id, countdown: sent.append((name, args, countdown)))
+    monkeypatch.setattr(
+        dispatch.app, "send_task", lambda name, args, task_id, countdown: sent.append((name, args, countdown))
+    )
     campaign = make_campaign(graders=2)
     with django_capture_on_commit_callbacks(execute=True):
         _judge(campaign, 3)
@@ -82,8 +86,7 @@ def test_only_one_automatic_run_can_wait_even_when_two_requests_race():
     assert AnalysisRun.objects.filter(campaign=campaign, trigger=RunTrigger.AUTO).count() == 1
 
 
-def test_embedded_the_runner_thread_started_by_a_request_executes_the_automatic_run(transactional_db, settings,
-                                                                                      client):
+def test_embedded_the_runner_thread_started_by_a_request_executes_the_automatic_run(transactional_db, settings, client):
     from analysis import embedded
 
     settings.ANALYSIS_EMBEDDED_THREAD = True

@@ -1,4 +1,5 @@
 """Systems' orderings in the app: upload from the report page and the API, who may, and the scores shown."""
+
 from __future__ import annotations
 
 import json
@@ -39,11 +40,14 @@ def _grader(campaign):
 
 
 def test_an_organizer_uploads_on_the_report_page_and_sees_every_method_with_the_favoured_one_marked(
-        client, ordering_campaign, organizer, django_capture_on_commit_callbacks):
+    client, ordering_campaign, organizer, django_capture_on_commit_callbacks
+):
     client.force_login(organizer)
     with django_capture_on_commit_callbacks(execute=False) as queued:
-        response = client.post(f"/reports/campaigns/{ordering_campaign.pk}/system-orderings/",
-                               {"file": upload(systems_csv(ordering_campaign))})
+        response = client.post(
+            f"/reports/campaigns/{ordering_campaign.pk}/system-orderings/",
+            {"file": upload(systems_csv(ordering_campaign))},
+        )
     assert response.status_code == 302
     assert SystemOutput.objects.filter(system__campaign=ordering_campaign).count() == 6
     assert AnalysisRun.objects.filter(campaign=ordering_campaign, status=RunStatus.QUEUED).count() == 1
@@ -59,15 +63,18 @@ def test_an_organizer_uploads_on_the_report_page_and_sees_every_method_with_the_
     for method in m.METHODS:
         assert f">{method}<" in html or f">{method} ★<" in html
     # The favoured heading stands out; its text is wrapped in the method's explanation (a tooltip).
-    assert re.search(rf'class="num favoured" title="the method the ED favours">(<span[^>]*>)*{re.escape(best)} ★<', html)
+    assert re.search(
+        rf'class="num favoured" title="the method the ED favours">(<span[^>]*>)*{re.escape(best)} ★<', html
+    )
     by_name = {s["system"]: s["scores"] for s in orderings["systems"]}
     assert all(by_name["good"][k] > by_name["bad"][k] for k in m.METHODS)
 
 
 def test_system_scores_equal_the_metrics_called_directly(client, ordering_campaign, organizer):
     client.force_login(organizer)
-    client.post(f"/reports/campaigns/{ordering_campaign.pk}/system-orderings/",
-                {"file": upload(systems_csv(ordering_campaign))})
+    client.post(
+        f"/reports/campaigns/{ordering_campaign.pk}/system-orderings/", {"file": upload(systems_csv(ordering_campaign))}
+    )
     run_execute(run_id=AnalysisRun.objects.get(campaign=ordering_campaign).pk)
     result = AnalysisRun.objects.get(campaign=ordering_campaign).result["orderings"]
     query = ordering_campaign.queries.order_by("position").first()
@@ -138,8 +145,13 @@ def test_the_api_rejects_a_malformed_upload_with_400_naming_where(client, orderi
     rows = [{"query": "q0", "system": "s", "rank": 1, "item": "nope"}]
     response = client.post(url, json.dumps({"rows": rows}), content_type="application/json")
     assert response.status_code == 400
-    assert response.json() | {"detail": ""} == {"code": "invalid", "detail": "", "field": "item", "value": "nope",
-                                                "where": "rows[0]"}
+    assert response.json() | {"detail": ""} == {
+        "code": "invalid",
+        "detail": "",
+        "field": "item",
+        "value": "nope",
+        "where": "rows[0]",
+    }
     response = client.post(url, {"file": upload("query,system,item\n")})
     assert response.status_code == 400 and response.json()["field"] == "rank"
     assert not SystemOutput.objects.exists()
@@ -147,6 +159,8 @@ def test_the_api_rejects_a_malformed_upload_with_400_naming_where(client, orderi
 
 def test_an_upload_to_a_rating_campaign_is_refused(client, judged_campaign, organizer):
     client.force_login(organizer)
-    response = client.post(f"/api/campaigns/{judged_campaign.pk}/system-orderings/",
-                           {"file": upload("query,system,rank,item\nq0,s,1,c0-0\n")})
+    response = client.post(
+        f"/api/campaigns/{judged_campaign.pk}/system-orderings/",
+        {"file": upload("query,system,rank,item\nq0,s,1,c0-0\n")},
+    )
     assert response.status_code == 400 and response.json()["field"] == "scheme"

@@ -1,5 +1,6 @@
 """Systems in rating campaigns: the result's `systems` section, recomputed independently from the
 exported ground truth and the provenance; per-unit score uploads by page, API and CLI."""
+
 from __future__ import annotations
 
 import io
@@ -35,8 +36,9 @@ def campaign(organizer):
     a = System.objects.get(campaign=campaign, name="system-a")
     b, c = (System.objects.create(campaign=campaign, name=n) for n in ("system-b", "system-c"))
     for unit in Unit.objects.filter(campaign=campaign):
-        CandidateProvenance.objects.create(candidate=unit.candidate, system=b if unit.position < 3 else c,
-                                           query=unit.query, rank=unit.position % 3 + 1)
+        CandidateProvenance.objects.create(
+            candidate=unit.candidate, system=b if unit.position < 3 else c, query=unit.query, rank=unit.position % 3 + 1
+        )
     assert CandidateProvenance.objects.filter(system=a).count() == 24
     judge_broad_fine(campaign, seed=3)
     return campaign
@@ -74,12 +76,21 @@ def test_system_scores_match_a_recomputation_from_the_exported_ground_truth_and_
     exported = pd.read_csv(io.StringIO(body), comment="#").set_index("unit")
     truth = exported["mean"]  # mean FINE per unit
     _check_consensus_broad(campaign, exported)
-    provenance = pd.DataFrame(list(CandidateProvenance.objects.filter(system__campaign=campaign).values_list(
-        "system__name", "query__external_id", "candidate__external_id")), columns=["system", "query", "candidate"])
-    unit_of = {(u.query.external_id, u.candidate.external_id): u.external_id
-               for u in Unit.objects.filter(campaign=campaign).select_related("query", "candidate")}
-    provenance["g"] = [truth.get(unit_of[(q, c)]) for q, c in zip(provenance["query"], provenance["candidate"],
-                                                                    strict=True)]
+    provenance = pd.DataFrame(
+        list(
+            CandidateProvenance.objects.filter(system__campaign=campaign).values_list(
+                "system__name", "query__external_id", "candidate__external_id"
+            )
+        ),
+        columns=["system", "query", "candidate"],
+    )
+    unit_of = {
+        (u.query.external_id, u.candidate.external_id): u.external_id
+        for u in Unit.objects.filter(campaign=campaign).select_related("query", "candidate")
+    }
+    provenance["g"] = [
+        truth.get(unit_of[(q, c)]) for q, c in zip(provenance["query"], provenance["candidate"], strict=True)
+    ]
     per_query = provenance.groupby(["system", "query"])["g"].mean().unstack("system")
     expected = per_query.mean()
     for entry in section["per_system"]:
@@ -119,7 +130,8 @@ def test_broad_is_scored_as_a_number(campaign):
 
 
 def test_an_organizer_uploads_scores_on_the_page_and_sees_them_evaluated(
-        client, campaign, organizer, django_capture_on_commit_callbacks):
+    client, campaign, organizer, django_capture_on_commit_callbacks
+):
     client.force_login(organizer)
     upload = SimpleUploadedFile("scores.csv", _scores_csv(campaign, {"good": 0.5, "noisy": 4}).encode())
     with django_capture_on_commit_callbacks(execute=True):  # embedded: the queued run executes at commit
@@ -148,29 +160,40 @@ def test_a_bad_threshold_is_reported_next_to_the_form(client, campaign, organize
 def test_a_malformed_file_stores_nothing_and_names_the_line_field_and_value(client, campaign, organizer):
     client.force_login(organizer)
     text = _scores_csv(campaign, {"s": 1}).replace(",s,", ",s,", 1) + "u0-0,other,high\n"
-    response = client.post(f"/reports/campaigns/{campaign.pk}/system-scores/",
-                           {"file": SimpleUploadedFile("bad.csv", text.encode())})
+    response = client.post(
+        f"/reports/campaigns/{campaign.pk}/system-scores/", {"file": SimpleUploadedFile("bad.csv", text.encode())}
+    )
     assert response.status_code == 400
     html = response.content.decode()
     assert "line 26, field &#x27;score&#x27;, value &#x27;high&#x27;" in html and "Nothing was imported" in html
     assert not SystemOutput.objects.filter(system__campaign=campaign, unit__isnull=False).exists()
 
 
-@pytest.mark.parametrize(("text", "message"), [
-    ("unit,system\nu0-0,s\n", "line 1, field 'score'"),
-    ("unit,system,score\nnope,s,1\n", "line 2, field 'unit', value 'nope': no unit of this campaign"),
-    ("query,candidate,system,score\nq0,c9-9,s,1\n", "field 'candidate', value 'c9-9': not a candidate of query 'q0'"),
-    ("unit,system,score\nu0-0,s,1\nu0-0,s,2\n", "line 3, field 'system', value 's': this system already has a score"),
-    ("unit,system,score\nu0-0,s,nan\n", "a score is a finite number"),
-])
+@pytest.mark.parametrize(
+    ("text", "message"),
+    [
+        ("unit,system\nu0-0,s\n", "line 1, field 'score'"),
+        ("unit,system,score\nnope,s,1\n", "line 2, field 'unit', value 'nope': no unit of this campaign"),
+        (
+            "query,candidate,system,score\nq0,c9-9,s,1\n",
+            "field 'candidate', value 'c9-9': not a candidate of query 'q0'",
+        ),
+        (
+            "unit,system,score\nu0-0,s,1\nu0-0,s,2\n",
+            "line 3, field 'system', value 's': this system already has a score",
+        ),
+        ("unit,system,score\nu0-0,s,nan\n", "a score is a finite number"),
+    ],
+)
 def test_the_import_rejects_bad_rows(bare, text, message):
     with pytest.raises(SystemScoresError, match=message.replace("(", r"\(").replace(")", r"\)")):
         system_scores_import(campaign=bare, rows=system_scores_rows_from_csv(text))
 
 
 def test_query_and_candidate_name_the_unit(bare):
-    summary = system_scores_import(campaign=bare, rows=system_scores_rows_from_csv(
-        "query,candidate,system,score\nq1,c1-2,s,4.5\n"))
+    summary = system_scores_import(
+        campaign=bare, rows=system_scores_rows_from_csv("query,candidate,system,score\nq1,c1-2,s,4.5\n")
+    )
     assert summary.scores == 1
     assert SystemOutput.objects.get(system__name="s").unit.external_id == "u1-2"
 
@@ -179,11 +202,13 @@ def test_the_api_takes_json_rows_and_answers_errors_with_400(client, bare, organ
     campaign = bare
     client.force_login(organizer)
     url = f"/api/campaigns/{campaign.pk}/system-scores/"
-    ok = client.post(url, json.dumps({"rows": [{"unit": "u0-0", "system": "s", "score": 3}]}),
-                     content_type="application/json")
+    ok = client.post(
+        url, json.dumps({"rows": [{"unit": "u0-0", "system": "s", "score": 3}]}), content_type="application/json"
+    )
     assert ok.status_code == 201 and ok.json()["scores"] == 1
-    bad = client.post(url, json.dumps({"rows": [{"unit": "u0-0", "system": "s", "score": "x"}]}),
-                      content_type="application/json")
+    bad = client.post(
+        url, json.dumps({"rows": [{"unit": "u0-0", "system": "s", "score": "x"}]}), content_type="application/json"
+    )
     assert bad.status_code == 400 and "rows[0]" in bad.json()["detail"]
     stranger = make_user("not-a-member")
     client.force_login(stranger)  # may not know the campaign exists

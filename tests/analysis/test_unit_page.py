@@ -1,4 +1,5 @@
 """The organizer's page of one unit: judgments by pseudonym, events, statistics; never for graders."""
+
 import pytest
 from django.urls import reverse
 
@@ -62,8 +63,7 @@ def test_a_unit_of_another_campaign_is_not_found(client, judged):
     assert client.get(reverse("analysis:unit", args=[campaign.pk, other.units.first().pk])).status_code == 404
 
 
-def test_the_report_links_the_most_confusable_units_to_their_pages(client, judged,
-                                                                   django_capture_on_commit_callbacks):
+def test_the_report_links_the_most_confusable_units_to_their_pages(client, judged, django_capture_on_commit_callbacks):
     from django.core.management import call_command
 
     campaign, unit, organizer = judged

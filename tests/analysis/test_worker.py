@@ -4,6 +4,7 @@ Each test starts its own worker consuming a queue named for the test, so paralle
 same Redis never take each other's messages. The suite runs these on PostgreSQL in CI and again on
 the embedded SQLite file (both_backends).
 """
+
 from __future__ import annotations
 
 import os
@@ -50,14 +51,43 @@ class Worker:
     """
 
     def __init__(self, queue: str, log: Path, *, pause: tuple[str, float, int]) -> None:
-        env = {**os.environ, "DATABASE_URL": _test_database_url(), "CELERY_BROKER_URL": services.broker_url(),
-               "DEBUG": "true", "SECRET_KEY": "worker-test-secret-key-" + "w" * 30, "DB_CONN_MAX_AGE": "0"}
+        env = {
+            **os.environ,
+            "DATABASE_URL": _test_database_url(),
+            "CELERY_BROKER_URL": services.broker_url(),
+            "DEBUG": "true",
+            "SECRET_KEY": "worker-test-secret-key-" + "w" * 30,
+            "DB_CONN_MAX_AGE": "0",
+        }
         self.log = log
         self.proc = subprocess.Popen(
-            [sys.executable, "-m", "tests.analysis.slow_worker", pause[0], str(pause[1]), str(pause[2]), "--",
-             "worker", "--pool=solo", "-c", "1", "-Q", queue,
-             "--without-gossip", "--without-mingle", "--without-heartbeat", "-l", "info", "-n", f"{queue}@%h"],
-            cwd=ROOT, env=env, stdout=log.open("ab"), stderr=subprocess.STDOUT, start_new_session=True,
+            [
+                sys.executable,
+                "-m",
+                "tests.analysis.slow_worker",
+                pause[0],
+                str(pause[1]),
+                str(pause[2]),
+                "--",
+                "worker",
+                "--pool=solo",
+                "-c",
+                "1",
+                "-Q",
+                queue,
+                "--without-gossip",
+                "--without-mingle",
+                "--without-heartbeat",
+                "-l",
+                "info",
+                "-n",
+                f"{queue}@%h",
+            ],
+            cwd=ROOT,
+            env=env,
+            stdout=log.open("ab"),
+            stderr=subprocess.STDOUT,
+            start_new_session=True,
         )
         self._wait_for(lambda: "ready." in log.read_text(errors="replace"), 60, "the worker to start")
 
@@ -155,8 +185,7 @@ def test_a_real_worker_runs_an_analysis_and_stores_what_the_metrics_compute(camp
     assert stored == {int(u.unit): (u.n, u.mean, u.std, u.entropy, u.n_vs) for u in units.itertuples()}
 
 
-def test_a_worker_killed_mid_run_leaves_the_run_retried_not_stuck(campaign, sender, start_worker, queue,
-                                                                   monkeypatch):
+def test_a_worker_killed_mid_run_leaves_the_run_retried_not_stuck(campaign, sender, start_worker, queue, monkeypatch):
     worker = start_worker(pause=("agreement", 120.0, 1))
     params = runs.parameters_clean({"n_boot": 50})
     run = AnalysisRun.objects.create(campaign=campaign, parameters=params, seed=7)

@@ -1,4 +1,5 @@
 """An organizer sets a gold unit in Chromium: from the home page, keyboard only, 1280 and 390 px."""
+
 from __future__ import annotations
 
 from pathlib import Path

@@ -2,6 +2,7 @@
 as ratings are saved, takes skips and their undoing, every score from the keyboard, gives batches
 of extra work, fits a phone without sideways scrolling and passes an accessibility check (axe-core,
 shipped with axe-playwright-python and injected from the local file)."""
+
 from __future__ import annotations
 
 import re
@@ -40,16 +41,26 @@ def open_page(browser, live_server):  # noqa: F811
     contexts, errors = [], []
 
     def make(user, width: int):
-        context = browser.new_context(base_url=live_server.url, viewport={"width": width, "height": 860},
-                                      has_touch=width < 500, is_mobile=width < 500)
+        context = browser.new_context(
+            base_url=live_server.url,
+            viewport={"width": width, "height": 860},
+            has_touch=width < 500,
+            is_mobile=width < 500,
+        )
         context.set_default_timeout(TIMEOUT)
         contexts.append(context)
         page = context.new_page()
         page.on("pageerror", lambda exc: errors.append(str(exc)))
         # Candidates' clips (/media/c/<public id>) come from the app; any other file under MEDIA_ROOT,
         # which the test server does not serve, from here.
-        page.route("**/media/**", lambda route: route.continue_() if "/media/c/" in route.request.url else route.fulfill(
-            path=str(Path(settings.MEDIA_ROOT) / route.request.url.split("/media/", 1)[1]), content_type="audio/wav"))
+        page.route(
+            "**/media/**",
+            lambda route: route.continue_()
+            if "/media/c/" in route.request.url
+            else route.fulfill(
+                path=str(Path(settings.MEDIA_ROOT) / route.request.url.split("/media/", 1)[1]), content_type="audio/wav"
+            ),
+        )
         page.goto("/accounts/login/")
         page.fill("#id_username", user.username)
         page.fill("#id_password", PASSWORD)
@@ -64,8 +75,12 @@ def open_page(browser, live_server):  # noqa: F811
 
 
 def states(page) -> dict[int, str]:
-    return {int(u): s for u, s in page.eval_on_selector_all(
-        ".card[data-unit]", "cards => cards.map(c => [c.dataset.unit, c.querySelector('.saved').textContent])")}
+    return {
+        int(u): s
+        for u, s in page.eval_on_selector_all(
+            ".card[data-unit]", "cards => cards.map(c => [c.dataset.unit, c.querySelector('.saved').textContent])"
+        )
+    }
 
 
 def settled(page) -> None:
@@ -83,8 +98,11 @@ def serious_violations(page) -> list:
     from axe_playwright_python.sync_playwright import Axe
 
     found = Axe().run(page).response["violations"]
-    return [(v["id"], v["impact"], [n["target"] for n in v["nodes"]][:3]) for v in found
-            if v["impact"] in ("serious", "critical")]
+    return [
+        (v["id"], v["impact"], [n["target"] for n in v["nodes"]][:3])
+        for v in found
+        if v["impact"] in ("serious", "critical")
+    ]
 
 
 def test_a_fresh_grader_sees_only_what_is_stored_skips_undoes_and_the_counter_moves(open_page, width):
@@ -108,11 +126,15 @@ def test_a_fresh_grader_sees_only_what_is_stored_skips_undoes_and_the_counter_mo
     # BROAD alone is "partly rated"; with FINE the unit, and only it, is saved and counted.
     first = page.locator(f".card[data-unit='{here[0].pk}']")
     first.locator(".choice[data-value='SS']").click()
-    page.wait_for_function(f"() => document.querySelector(\".card[data-unit='{here[0].pk}'] .saved\").dataset.state === 'partial'")
+    page.wait_for_function(
+        f"() => document.querySelector(\".card[data-unit='{here[0].pk}'] .saved\").dataset.state === 'partial'"
+    )
     assert first.locator(".saved").inner_text() == "Partly rated: FINE missing"
     first.locator(".fine-number").fill("6.5")
     first.locator(".fine-number").press("Enter")
-    page.wait_for_function(f"() => document.querySelector(\".card[data-unit='{here[0].pk}'] .saved\").textContent === 'Saved'")
+    page.wait_for_function(
+        f"() => document.querySelector(\".card[data-unit='{here[0].pk}'] .saved\").textContent === 'Saved'"
+    )
     assert states(page) == {here[0].pk: "Saved", here[1].pk: "Not rated yet", here[2].pk: "Not rated yet"}
     assert page.inner_text("#count-here") == "1 of 3 here" and page.inner_text("#count-all") == "1 of 6 in all"
     assert page.get_attribute(f".card[data-unit='{here[1].pk}'] .fine-range", "data-unset") == "1"
@@ -122,18 +144,26 @@ def test_a_fresh_grader_sees_only_what_is_stored_skips_undoes_and_the_counter_mo
     second.locator("summary").click()
     second.locator(".skip-reason").fill("the clip does not load")
     second.locator(".skip").click()
-    page.wait_for_function(f"() => document.querySelector(\".card[data-unit='{here[1].pk}'] .saved\").textContent === 'Skipped'")
+    page.wait_for_function(
+        f"() => document.querySelector(\".card[data-unit='{here[1].pk}'] .saved\").textContent === 'Skipped'"
+    )
     assert page.inner_text("#count-skipped") == " · 1 skipped"
-    assert GradingEvent.objects.get(grader=grader, unit=here[1], type="skip").payload == {"reason": "the clip does not load"}
+    assert GradingEvent.objects.get(grader=grader, unit=here[1], type="skip").payload == {
+        "reason": "the clip does not load"
+    }
     second.locator(".undo-skip").click()
-    page.wait_for_function(f"() => document.querySelector(\".card[data-unit='{here[1].pk}'] .saved\").textContent === 'Not rated yet'")
+    page.wait_for_function(
+        f"() => document.querySelector(\".card[data-unit='{here[1].pk}'] .saved\").textContent === 'Not rated yet'"
+    )
     assert not Judgment.objects.get(grader=grader, unit=here[1]).skipped
     assert page.is_hidden("#count-skipped") and second.locator(".undo-skip").is_hidden()
 
     # A comment stays on the card and can be edited.
     second.locator(".comment").fill("quiet recording")
     second.locator(".send-comment").click()
-    page.wait_for_function(f"() => document.querySelector(\".card[data-unit='{here[1].pk}'] .comment-state\").dataset.state === 'saved'")
+    page.wait_for_function(
+        f"() => document.querySelector(\".card[data-unit='{here[1].pk}'] .comment-state\").dataset.state === 'saved'"
+    )
     page.reload()
     assert page.locator(f".card[data-unit='{here[1].pk}'] .comment").input_value() == "quiet recording"
     assert states(page)[here[0].pk] == "Saved" and states(page)[here[1].pk] == "Not rated yet"
@@ -143,7 +173,9 @@ def test_a_fresh_grader_sees_only_what_is_stored_skips_undoes_and_the_counter_mo
     # An unset slider takes a value where it is touched (the middle of the track: about 5).
     third = page.locator(f".card[data-unit='{here[2].pk}']")
     third.locator(".fine-range").click()
-    page.wait_for_function(f"() => document.querySelector(\".card[data-unit='{here[2].pk}'] .saved\").dataset.state === 'partial'")
+    page.wait_for_function(
+        f"() => document.querySelector(\".card[data-unit='{here[2].pk}'] .saved\").dataset.state === 'partial'"
+    )
     assert 4 <= float(Judgment.objects.get(grader=grader, unit=here[2]).fine) <= 6
     assert third.locator(".fine-range").get_attribute("data-unset") is None
     page.screenshot(path=str(ARTIFACTS / f"truth-{width}.png"), full_page=True)
@@ -152,8 +184,10 @@ def test_a_fresh_grader_sees_only_what_is_stored_skips_undoes_and_the_counter_mo
     assert serious_violations(page) == []  # with a comment and the skip box open
     page.click("#help-button")
     assert page.is_visible("#help") and "1 then 0" not in page.inner_text("#help")  # numeric keys are elsewhere
-    assert page.evaluate("(() => { const d = document.getElementById('help'); return d.scrollWidth <= d.clientWidth"
-                         " && d.getBoundingClientRect().right <= window.innerWidth; })()")
+    assert page.evaluate(
+        "(() => { const d = document.getElementById('help'); return d.scrollWidth <= d.clientWidth"
+        " && d.getBoundingClientRect().right <= window.innerWidth; })()"
+    )
 
 
 def test_every_score_is_typed_from_the_keyboard_and_next_unrated_crosses_pages(open_page, width):
@@ -167,7 +201,9 @@ def test_every_score_is_typed_from_the_keyboard_and_next_unrated_crosses_pages(o
     assert cards.nth(0).locator(".score-number").input_value() == ""
     page.keyboard.press("1")
     page.keyboard.press("0")  # 1 then 0 is 10, not 1 then 0
-    page.wait_for_function(f"() => document.querySelector(\".card[data-unit='{first_unit}'] .saved\").textContent === 'Saved'")
+    page.wait_for_function(
+        f"() => document.querySelector(\".card[data-unit='{first_unit}'] .saved\").textContent === 'Saved'"
+    )
     assert Judgment.objects.get(grader=grader, unit_id=first_unit).score == 10
     assert GradingEvent.objects.filter(grader=grader, type="score_set").count() == 1
     page.keyboard.press("j")
@@ -216,8 +252,10 @@ def test_asking_for_more_lands_on_a_batch_with_a_message(open_page, width):
 
 
 SCHEMES = [
-    (Scheme.BROAD_FINE, {}, 1), (Scheme.NUMERIC, {"min": 1, "max": 5, "step": 1}, 0),
-    (Scheme.CATEGORICAL, None, 0), (Scheme.PAIRWISE, {"attribute": "danceable"}, 0),
+    (Scheme.BROAD_FINE, {}, 1),
+    (Scheme.NUMERIC, {"min": 1, "max": 5, "step": 1}, 0),
+    (Scheme.CATEGORICAL, None, 0),
+    (Scheme.PAIRWISE, {"attribute": "danceable"}, 0),
     (Scheme.ORDERING, {"first": "best"}, 1),
 ]
 
@@ -227,8 +265,9 @@ def test_every_grading_page_and_the_guidelines_fit_a_phone_with_big_targets_and_
     page = None
     n_players = 0
     for scheme, params, n_queries in SCHEMES:
-        campaign = make_campaign(scheme=scheme, scheme_params=params, graders=[grader], n_queries=n_queries,
-                                 n_candidates=3)
+        campaign = make_campaign(
+            scheme=scheme, scheme_params=params, graders=[grader], n_queries=n_queries, n_candidates=3
+        )
         page = page or open_page(grader, 390)
         if scheme == Scheme.BROAD_FINE:
             with_audio(campaign)
@@ -243,7 +282,8 @@ def test_every_grading_page_and_the_guidelines_fit_a_phone_with_big_targets_and_
             small = page.eval_on_selector_all(
                 "main button:not([hidden] *), main .btn, main summary, main input:not([type=hidden])",
                 "els => els.filter(e => e.offsetParent).map(e => e.getBoundingClientRect())"
-                ".filter(r => r.height < 44 || r.width < 44).map(r => [r.width, r.height])")
+                ".filter(r => r.height < 44 || r.width < 44).map(r => [r.width, r.height])",
+            )
             assert small == [], f"{scheme} {url}: targets under 44 px: {small}"
             # Chosen answers too: every choice of the scheme is chosen on some card.
             for i in range(page.locator(".card[data-unit]").count()):
@@ -256,8 +296,9 @@ def test_every_grading_page_and_the_guidelines_fit_a_phone_with_big_targets_and_
 
 def test_an_ordering_is_dragged_by_touch_on_a_phone(open_page):
     grader = make_user(password=PASSWORD)
-    campaign = make_campaign(scheme=Scheme.ORDERING, scheme_params={"first": "best"}, graders=[grader], n_queries=1,
-                             n_candidates=3)
+    campaign = make_campaign(
+        scheme=Scheme.ORDERING, scheme_params={"first": "best"}, graders=[grader], n_queries=1, n_candidates=3
+    )
     page = open_page(grader, 390)
     page.goto(f"/campaigns/{campaign.pk}/grade/1/")
     before = page.eval_on_selector_all(".order-item", "items => items.map(i => i.dataset.id)")

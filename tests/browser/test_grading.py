@@ -1,5 +1,6 @@
 """The grading pages in Chromium, driven by Playwright: mouse, keyboard, audio, reloads, a cut network,
 and orderings. One browser for the module; each test gets a fresh context (cookies, localStorage)."""
+
 from __future__ import annotations
 
 import json
@@ -38,10 +39,17 @@ def browser():
     previous = os.environ.get("DJANGO_ALLOW_ASYNC_UNSAFE")
     os.environ["DJANGO_ALLOW_ASYNC_UNSAFE"] = "true"
     with sync_playwright() as p:
-        browser = p.chromium.launch(executable_path=path, args=[
-            "--no-sandbox", "--disable-gpu", "--disable-background-networking", "--disable-component-update",
-            "--disable-sync", "--autoplay-policy=no-user-gesture-required",
-        ])
+        browser = p.chromium.launch(
+            executable_path=path,
+            args=[
+                "--no-sandbox",
+                "--disable-gpu",
+                "--disable-background-networking",
+                "--disable-component-update",
+                "--disable-sync",
+                "--autoplay-policy=no-user-gesture-required",
+            ],
+        )
         yield browser
         browser.close()
     if previous is None:
@@ -64,8 +72,14 @@ def page(browser, live_server):
     page.on("pageerror", lambda exc: errors.append(str(exc)))
     # Media files: the test server does not serve MEDIA_ROOT, so the browser gets them from here.
     # Candidates' blinded media (/media/c/<public id>) are served by the app itself.
-    page.route("**/media/**", lambda route: route.continue_() if "/media/c/" in route.request.url else route.fulfill(
-        path=str(Path(settings.MEDIA_ROOT) / route.request.url.split("/media/", 1)[1]), content_type="audio/wav"))
+    page.route(
+        "**/media/**",
+        lambda route: route.continue_()
+        if "/media/c/" in route.request.url
+        else route.fulfill(
+            path=str(Path(settings.MEDIA_ROOT) / route.request.url.split("/media/", 1)[1]), content_type="audio/wav"
+        ),
+    )
     yield page
     ARTIFACTS.mkdir(exist_ok=True)
     page.screenshot(path=str(ARTIFACTS / f"{page.url.rstrip('/').split('/')[-1] or 'page'}-last.png"))
@@ -180,8 +194,12 @@ def test_with_the_network_cut_three_more_units_are_kept_and_arrive_exactly_once(
     units = my_units(grader, campaign)
     log_in(page, grader)
     sent: list[str] = []
-    page.on("request", lambda r: sent.extend(e["id"] for e in json.loads(r.post_data or "[]"))
-            if r.url.endswith("/api/events/") and r.method == "POST" else None)
+    page.on(
+        "request",
+        lambda r: sent.extend(e["id"] for e in json.loads(r.post_data or "[]"))
+        if r.url.endswith("/api/events/") and r.method == "POST"
+        else None,
+    )
     page.goto(f"/campaigns/{campaign.pk}/grade/1/")
     card(page, units[0]).locator(".choice[data-value='NS']").click()
     all_saved(page)
@@ -224,7 +242,12 @@ def test_with_the_network_cut_three_more_units_are_kept_and_arrive_exactly_once(
     assert GradingEvent.objects.filter(grader=grader).count() == len(distinct)
     assert set(map(str, GradingEvent.objects.values_list("id", flat=True))) == distinct
     judged = {j.unit_id: (j.broad, float(j.fine)) for j in Judgment.objects.filter(grader=grader)}
-    assert judged == {units[0].pk: ("NS", 1.5), units[1].pk: ("SS", 5.0), units[2].pk: ("VS", 9.9), units[3].pk: ("SS", 4.0)}
+    assert judged == {
+        units[0].pk: ("NS", 1.5),
+        units[1].pk: ("SS", 5.0),
+        units[2].pk: ("VS", 9.9),
+        units[3].pk: ("SS", 4.0),
+    }
     assert Assignment.objects.filter(grader=grader, status="done").count() == 4
 
 
@@ -242,7 +265,10 @@ def test_an_ordering_is_changed_by_drag_and_drop_and_by_keyboard_and_submitted(p
     page.mouse.move(box_first["x"] + 12, box_first["y"] + box_first["height"] / 2)
     page.mouse.down()
     for step in range(1, 9):
-        page.mouse.move(box_first["x"] + 12, box_first["y"] + (box_third["y"] + box_third["height"] * 0.8 - box_first["y"]) * step / 8)
+        page.mouse.move(
+            box_first["x"] + 12,
+            box_first["y"] + (box_third["y"] + box_third["height"] * 0.8 - box_first["y"]) * step / 8,
+        )
     page.mouse.up()
     after_drag = [items.nth(i).get_attribute("data-id") for i in range(4)]
     assert after_drag == [start[1], start[2], start[0], start[3]], (start, after_drag)
@@ -267,8 +293,13 @@ def test_an_ordering_is_changed_by_drag_and_drop_and_by_keyboard_and_submitted(p
 
 def test_numeric_categorical_and_pairwise_pages_take_keys(page):
     grader = make_user(password=PASSWORD)
-    numeric = make_campaign(scheme=Scheme.NUMERIC, graders=[grader], n_queries=0, n_candidates=2,
-                            scheme_params={"min": 1, "max": 5, "step": 1})
+    numeric = make_campaign(
+        scheme=Scheme.NUMERIC,
+        graders=[grader],
+        n_queries=0,
+        n_candidates=2,
+        scheme_params={"min": 1, "max": 5, "step": 1},
+    )
     categorical = make_campaign(scheme=Scheme.CATEGORICAL, graders=[grader], n_queries=0, n_candidates=2)
     pairwise = make_campaign(scheme=Scheme.PAIRWISE, graders=[grader], n_queries=0, n_candidates=2)
     for unit in pairwise.units.all():
@@ -276,7 +307,9 @@ def test_numeric_categorical_and_pairwise_pages_take_keys(page):
         unit.save()
     log_in(page, grader)
     for campaign, keys, field, expected in [
-        (numeric, ["4", "ArrowRight"], "score", 5.0), (categorical, ["3"], "label", "good"), (pairwise, ["b"], "verdict", "B"),
+        (numeric, ["4", "ArrowRight"], "score", 5.0),
+        (categorical, ["3"], "label", "good"),
+        (pairwise, ["b"], "verdict", "B"),
     ]:
         page.goto(f"/campaigns/{campaign.pk}/continue/")
         page.locator(".card.active").wait_for()

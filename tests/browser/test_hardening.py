@@ -1,6 +1,7 @@
 """Under the Content-Security-Policy the grading and report pages work with no violation in
 Chromium's console; and the outbox drops an event the server refuses outright, showing the grader
 what was not saved, instead of retrying it forever."""
+
 from __future__ import annotations
 
 import pytest
@@ -94,7 +95,8 @@ def test_an_event_the_server_refuses_outright_is_dropped_and_shown_as_not_saved(
     page.evaluate(f"window.evalutronPage.record('comment', {{unit: {first.pk}}}, {{text: 'x'.repeat(3000)}})")
     indicator = card(page, first).locator(".comment-state")  # a comment's state shows beside the comment
     page.wait_for_function(
-        f"() => document.querySelector(\".card[data-unit='{first.pk}'] .comment-state\").dataset.state === 'error'")
+        f"() => document.querySelector(\".card[data-unit='{first.pk}'] .comment-state\").dataset.state === 'error'"
+    )
     assert "Not saved" in indicator.text_content() and "at most 2500" in indicator.text_content()
     card(page, second).locator(".choice[data-value='SS']").click()
     all_saved(page)

@@ -1,6 +1,7 @@
 """An organizer runs a whole campaign in Chromium: creates it from a file with media, invites a
 grader who has no account, opens it, watches the dashboard move while the grader works, runs an
 analysis and downloads the ground truth. Then every organizer page at 390 px."""
+
 from __future__ import annotations
 
 import json
@@ -31,13 +32,25 @@ pytestmark = [pytest.mark.browser, pytest.mark.django_db(transaction=True)]
 def campaign_files(tmp_path) -> tuple[str, str]:
     definition = {
         "format": "evalutron.campaign/1",
-        "campaign": {"name": "Chord similarity", "slug": "chord-similarity", "scheme": "broad_fine",
-                     "guidelines": "Listen to the query, then to each candidate.", "initial_overlap": 2,
-                     "max_overlap": 2},
+        "campaign": {
+            "name": "Chord similarity",
+            "slug": "chord-similarity",
+            "scheme": "broad_fine",
+            "guidelines": "Listen to the query, then to each candidate.",
+            "initial_overlap": 2,
+            "max_overlap": 2,
+        },
         "systems": [{"name": "sys-a"}],
         "queries": [{"id": "q1", "title": "A major", "kind": "audio", "media": "media/q1.wav"}],
-        "candidates": [{"id": f"c{i}", "kind": "audio", "media": f"media/c{i}.wav",
-                        "provenance": [{"system": "sys-a", "query": "q1", "rank": i}]} for i in (1, 2, 3)],
+        "candidates": [
+            {
+                "id": f"c{i}",
+                "kind": "audio",
+                "media": f"media/c{i}.wav",
+                "provenance": [{"system": "sys-a", "query": "q1", "rank": i}],
+            }
+            for i in (1, 2, 3)
+        ],
     }
     json_path = tmp_path / "campaign.json"
     json_path.write_text(json.dumps(definition))
@@ -49,7 +62,9 @@ def campaign_files(tmp_path) -> tuple[str, str]:
 
 
 def grader_page(chromium, organizer_page):
-    context = chromium.new_context(base_url=organizer_page.url.split("/organize")[0], viewport={"width": 390, "height": 800})
+    context = chromium.new_context(
+        base_url=organizer_page.url.split("/organize")[0], viewport={"width": 390, "height": 800}
+    )
     context.set_default_timeout(15_000)
     new = context.new_page()
     new.route("**/media/**", lambda route: route.fulfill(body=tiny_wav(0.5), content_type="audio/wav"))
@@ -145,12 +160,19 @@ def test_an_organizer_runs_a_campaign_from_the_browser(page, browser, tmp_path):
 
     # Every organizer page at 390 px: nothing scrolls sideways.
     page.set_viewport_size({"width": 390, "height": 844})
-    for path in ("/", "/organize/new/", f"/organize/campaigns/{campaign.pk}/", f"/organize/campaigns/{campaign.pk}/members/",
-                 f"/organize/campaigns/{campaign.pk}/progress/", f"/organize/campaigns/{campaign.pk}/status/closed/"):
+    for path in (
+        "/",
+        "/organize/new/",
+        f"/organize/campaigns/{campaign.pk}/",
+        f"/organize/campaigns/{campaign.pk}/members/",
+        f"/organize/campaigns/{campaign.pk}/progress/",
+        f"/organize/campaigns/{campaign.pk}/status/closed/",
+    ):
         page.goto(path)
         no_sideways_scroll(page)
-        page.screenshot(path=str(ARTIFACTS / f"organizer-390-{path.strip('/').replace('/', '-') or 'home'}.png"),
-                        full_page=True)
+        page.screenshot(
+            path=str(ARTIFACTS / f"organizer-390-{path.strip('/').replace('/', '-') or 'home'}.png"), full_page=True
+        )
     page.set_viewport_size({"width": 1280, "height": 900})
     page.goto("/")
     page.screenshot(path=str(ARTIFACTS / "organizer-home-1280.png"), full_page=True)

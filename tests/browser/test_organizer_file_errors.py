@@ -1,5 +1,6 @@
 """An organizer uploads a campaign file with several bad entries from the New campaign page: every
 problem is listed next to the form, the list takes the focus, and nothing is stored; at 1280 and 390 px."""
+
 from __future__ import annotations
 
 import json

@@ -1,4 +1,5 @@
 """The campaign report in Chromium: every section and plot, live progress, no console errors."""
+
 from __future__ import annotations
 
 import shutil
@@ -28,9 +29,16 @@ def browser(monkeypatch):
     # synchronous, so let Django allow them.
     monkeypatch.setenv("DJANGO_ALLOW_ASYNC_UNSAFE", "true")
     with sync_playwright() as p:
-        browser = p.chromium.launch(executable_path=shutil.which("chromium"), args=[
-            "--no-sandbox", "--disable-gpu", "--disable-background-networking", "--disable-component-update",
-            "--disable-sync"])
+        browser = p.chromium.launch(
+            executable_path=shutil.which("chromium"),
+            args=[
+                "--no-sandbox",
+                "--disable-gpu",
+                "--disable-background-networking",
+                "--disable-component-update",
+                "--disable-sync",
+            ],
+        )
         yield browser
         browser.close()
 
@@ -39,9 +47,15 @@ def _page_as(browser, live_server, user):
     client = Client()
     client.force_login(user)
     context = browser.new_context(viewport={"width": 1280, "height": 900})
-    context.add_cookies([{"name": django_settings.SESSION_COOKIE_NAME,
-                          "value": client.cookies[django_settings.SESSION_COOKIE_NAME].value,
-                          "url": live_server.url}])
+    context.add_cookies(
+        [
+            {
+                "name": django_settings.SESSION_COOKIE_NAME,
+                "value": client.cookies[django_settings.SESSION_COOKIE_NAME].value,
+                "url": live_server.url,
+            }
+        ]
+    )
     page = context.new_page()
     errors: list[str] = []
     page.on("console", lambda msg: errors.append(msg.text) if msg.type == "error" else None)
@@ -55,8 +69,12 @@ def campaign(transactional_db):
     campaign = make_campaign(n_queries=3, n_candidates=5, graders=3, organizer=organizer)
     judge_broad_fine(campaign, seed=2)
     runs.runs_execute_due(campaign_id=campaign.pk)  # the automatic run the judgments queued (embedded runner)
-    run = AnalysisRun.objects.create(campaign=campaign, parameters=runs.parameters_clean({"n_boot": 100}), seed=1,
-                                     number=runs.run_number_next(campaign_id=campaign.pk))
+    run = AnalysisRun.objects.create(
+        campaign=campaign,
+        parameters=runs.parameters_clean({"n_boot": 100}),
+        seed=1,
+        number=runs.run_number_next(campaign_id=campaign.pk),
+    )
     run_execute(run_id=run.pk)
     return campaign, organizer
 
@@ -83,15 +101,21 @@ def test_the_report_renders_every_section_and_plot_without_console_errors(browse
 
 def test_the_progress_bar_follows_a_run_and_the_page_shows_its_result(browser, live_server, campaign):
     campaign, organizer = campaign
-    queued = AnalysisRun.objects.create(campaign=campaign, parameters=runs.parameters_clean({"n_boot": 50}), seed=2,
-                                        number=runs.run_number_next(campaign_id=campaign.pk))
+    queued = AnalysisRun.objects.create(
+        campaign=campaign,
+        parameters=runs.parameters_clean({"n_boot": 50}),
+        seed=2,
+        number=runs.run_number_next(campaign_id=campaign.pk),
+    )
     page, errors = _page_as(browser, live_server, organizer)
     page.goto(f"{live_server.url}/reports/campaigns/{campaign.pk}/")
     assert page.locator("#run-progress").is_visible()
     assert "Showing the last good result meanwhile" in page.content()
     assert AnalysisRun.objects.get(pk=queued.pk).status == RunStatus.QUEUED  # the page only reads
     run_execute(run_id=queued.pk)  # what a worker (or the embedded runner) does; the page's poll sees it
-    page.wait_for_function(f"() => document.body.innerText.includes('Result of analysis #{queued.number}')", timeout=20000)
+    page.wait_for_function(
+        f"() => document.body.innerText.includes('Result of analysis #{queued.number}')", timeout=20000
+    )
     assert AnalysisRun.objects.get(pk=queued.pk).status == RunStatus.SUCCEEDED
     assert page.locator("#run-progress").count() == 0
     assert errors == []

@@ -1,5 +1,6 @@
 """The demo audio campaign's report in Chromium: the summary answers "Can I trust these judgments?"
 and the Systems section shows scores, the Friedman test and both verdicts, at desktop and phone width."""
+
 from __future__ import annotations
 
 import pytest

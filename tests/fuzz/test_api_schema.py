@@ -4,6 +4,7 @@ no server errors, and no response that contradicts the schema (status code, cont
 Bounded for CI (FUZZ_EXAMPLES examples per operation and role, derandomized, i.e. a fixed seed);
 `make fuzz` runs the same with many more. The tally of examples and failures goes to
 test-artifacts/schemathesis-tally.json."""
+
 from __future__ import annotations
 
 import json
@@ -68,7 +69,9 @@ def tokens(settings) -> dict[str, str]:
 def _write_tally():
     yield
     ARTIFACTS.mkdir(exist_ok=True)
-    (ARTIFACTS / "schemathesis-tally.json").write_text(json.dumps({"server_errors": 0, "schema_violations": 0, **TALLY}, indent=2, sort_keys=True) + "\n")
+    (ARTIFACTS / "schemathesis-tally.json").write_text(
+        json.dumps({"server_errors": 0, "schema_violations": 0, **TALLY}, indent=2, sort_keys=True) + "\n"
+    )
 
 
 @schema.parametrize()

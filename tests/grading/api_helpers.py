@@ -1,4 +1,5 @@
 """Shared helpers for the API tests."""
+
 from __future__ import annotations
 
 from datetime import UTC, datetime
@@ -25,10 +26,17 @@ def my_units(grader, campaign) -> list:
     return [a.unit for a in Assignment.objects.filter(grader=grader, campaign=campaign).order_by("position")]
 
 
-def event(campaign, kind: str, payload: dict[str, Any] | None = None, *, unit=None, query=None, **extra: Any) -> dict[str, Any]:
+def event(
+    campaign, kind: str, payload: dict[str, Any] | None = None, *, unit=None, query=None, **extra: Any
+) -> dict[str, Any]:
     body: dict[str, Any] = {
-        "id": str(uuid4()), "campaign": campaign.pk, "type": kind, "payload": payload or {},
-        "client_ts": datetime.now(UTC).isoformat(), "seq": 1, "session_id": "test-session",
+        "id": str(uuid4()),
+        "campaign": campaign.pk,
+        "type": kind,
+        "payload": payload or {},
+        "client_ts": datetime.now(UTC).isoformat(),
+        "seq": 1,
+        "session_id": "test-session",
     }
     if unit is not None:
         body["unit"] = getattr(unit, "pk", unit)

@@ -1,4 +1,5 @@
 """Adjudication: an organizer's value with a note, an event of its own, kept out of the judgments."""
+
 import pytest
 
 from grading.errors import InvalidValue, NotAllowed

@@ -1,4 +1,5 @@
 """The "next" assignment: own work first, leases, adaptive extras, and no slot served twice."""
+
 from datetime import timedelta
 
 import pytest

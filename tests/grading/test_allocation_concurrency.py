@@ -1,5 +1,6 @@
 """Concurrency against PostgreSQL: 20 clients posting events with deliberate duplicate ids, and
 graders racing for the last adaptive slot."""
+
 import json
 import random
 import threading
@@ -44,10 +45,14 @@ def test_twenty_clients_with_duplicate_ids_store_each_id_once():
     graders = graders_of(campaign)
     # A shared pool of events per grader; every client posts a random mix, so most ids arrive
     # several times, often at the same moment, singly and in batches.
-    pool = {g.pk: [event(campaign, kind, payload, unit=u, seq=i)
-                   for i, u in enumerate(my_units(g, campaign))
-                   for kind, payload in [("broad_set", {"value": "SS"}), ("fine_set", {"value": 5.5}), ("unit_viewed", {})]]
-            for g in graders}
+    pool = {
+        g.pk: [
+            event(campaign, kind, payload, unit=u, seq=i)
+            for i, u in enumerate(my_units(g, campaign))
+            for kind, payload in [("broad_set", {"value": "SS"}), ("fine_set", {"value": 5.5}), ("unit_viewed", {})]
+        ]
+        for g in graders
+    }
     sent: set[str] = set()
     lock = threading.Lock()
     statuses: list[int] = []
@@ -127,7 +132,13 @@ def test_concurrent_graders_never_exceed_overlap_or_budget_and_the_state_stays_e
     per_unit = Assignment.objects.filter(campaign=campaign).values("unit").annotate(n=Count("pk"))
     assert len(per_unit) == 12 and max(u["n"] for u in per_unit) <= campaign.max_overlap
     assert Assignment.objects.filter(campaign=campaign).count() == campaign.budget  # 10 extras, not one more
-    live = {r.unit_id: tuple(getattr(r, f) for f in STATE_FIELDS[1:]) for r in UnitAllocation.objects.filter(campaign=campaign)}
+    live = {
+        r.unit_id: tuple(getattr(r, f) for f in STATE_FIELDS[1:])
+        for r in UnitAllocation.objects.filter(campaign=campaign)
+    }
     allocation_state_build(campaign=campaign)
-    rebuilt = {r.unit_id: tuple(getattr(r, f) for f in STATE_FIELDS[1:]) for r in UnitAllocation.objects.filter(campaign=campaign)}
+    rebuilt = {
+        r.unit_id: tuple(getattr(r, f) for f in STATE_FIELDS[1:])
+        for r in UnitAllocation.objects.filter(campaign=campaign)
+    }
     assert len(live) == 12 and live == rebuilt

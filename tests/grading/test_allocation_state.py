@@ -1,5 +1,6 @@
 """Per-unit allocation state: kept current by the judgment's transaction, equal to a rebuild from
 scratch, and the reason codes when no unit can be given."""
+
 import random
 
 import pytest
@@ -34,8 +35,10 @@ def judge(assignment, label):
 
 
 def snapshot(campaign):
-    return {r.unit_id: tuple(getattr(r, f) for f in STATE_FIELDS[1:])
-            for r in UnitAllocation.objects.filter(campaign=campaign)}
+    return {
+        r.unit_id: tuple(getattr(r, f) for f in STATE_FIELDS[1:])
+        for r in UnitAllocation.objects.filter(campaign=campaign)
+    }
 
 
 def test_a_judgment_updates_its_units_state_in_the_same_transaction():
@@ -65,7 +68,10 @@ def test_incremental_state_equals_a_rebuild_after_random_work():
     assert len(before) == campaign.units.count() == 6
     allocation_state_build(campaign=campaign)
     assert snapshot(campaign) == before
-    assert CampaignAllocation.objects.get(campaign=campaign).n_assignments == Assignment.objects.filter(campaign=campaign).count()
+    assert (
+        CampaignAllocation.objects.get(campaign=campaign).n_assignments
+        == Assignment.objects.filter(campaign=campaign).count()
+    )
 
 
 def test_each_reason_for_giving_nothing_is_named():

@@ -1,4 +1,5 @@
 """POST /api/events/: every event type, replays, batches, permissions and validation."""
+
 import json
 from decimal import Decimal
 
@@ -32,12 +33,21 @@ def post(api, body):
     return api.post(URL, json.dumps(body), content_type="application/json")
 
 
-@pytest.mark.parametrize("kind,payload", [
-    ("unit_viewed", {}), ("audition", {"action": "play", "position": 1.5}), ("audition", {"action": "seek", "position": 30}),
-    ("audition", {"action": "pause", "position": 2}), ("audition", {"action": "ended", "position": 4.0}),
-    ("broad_set", {"value": "VS"}), ("fine_set", {"value": 7.3}), ("comment", {"text": "a lovely clip"}),
-    ("skip", {"reason": "cannot play"}), ("hint_shown", {"broad": "VS", "fine": 2.1}),
-])
+@pytest.mark.parametrize(
+    "kind,payload",
+    [
+        ("unit_viewed", {}),
+        ("audition", {"action": "play", "position": 1.5}),
+        ("audition", {"action": "seek", "position": 30}),
+        ("audition", {"action": "pause", "position": 2}),
+        ("audition", {"action": "ended", "position": 4.0}),
+        ("broad_set", {"value": "VS"}),
+        ("fine_set", {"value": 7.3}),
+        ("comment", {"text": "a lovely clip"}),
+        ("skip", {"reason": "cannot play"}),
+        ("hint_shown", {"broad": "VS", "fine": 2.1}),
+    ],
+)
 def test_it_stores_each_broad_fine_event_type(api, campaign, grader, kind, payload):
     unit = my_units(grader, campaign)[0]
     response = post(api, event(campaign, kind, payload, unit=unit))
@@ -52,9 +62,14 @@ def test_it_records_guidelines_viewed_without_a_unit(api, campaign):
     assert GradingEvent.objects.get().guidelines_version == 1
 
 
-@pytest.mark.parametrize("scheme,kind,value", [
-    (Scheme.NUMERIC, "score_set", 7), (Scheme.CATEGORICAL, "label_set", "good"), (Scheme.PAIRWISE, "pairwise_set", "equal"),
-])
+@pytest.mark.parametrize(
+    "scheme,kind,value",
+    [
+        (Scheme.NUMERIC, "score_set", 7),
+        (Scheme.CATEGORICAL, "label_set", "good"),
+        (Scheme.PAIRWISE, "pairwise_set", "equal"),
+    ],
+)
 def test_it_stores_score_label_and_verdict_events(scheme, kind, value):
     campaign = make_campaign(scheme=scheme, n_queries=0, n_candidates=3)
     grader = graders_of(campaign)[0]
@@ -90,8 +105,13 @@ def test_a_replayed_id_is_stored_once_and_answered_the_same_with_200(api, campai
 def test_a_batch_answers_each_event_and_stores_the_good_ones(api, campaign, grader):
     unit = my_units(grader, campaign)[0]
     good = event(campaign, "broad_set", {"value": "NS"}, unit=unit)
-    batch = [good, event(campaign, "fine_set", {"value": 11}, unit=unit), good, "not an event",
-             event(campaign, "fine_set", {"value": 1.0}, unit=unit)]
+    batch = [
+        good,
+        event(campaign, "fine_set", {"value": 11}, unit=unit),
+        good,
+        "not an event",
+        event(campaign, "fine_set", {"value": 1.0}, unit=unit),
+    ]
     response = post(api, batch)
     assert response.status_code == 200
     body = response.json()
@@ -108,36 +128,43 @@ def test_an_empty_batch_is_fine_and_an_oversized_one_is_refused(api):
     assert response.status_code == 400 and response.json()["field"] == "body"
 
 
-@pytest.mark.parametrize("change,field,value", [
-    ({"payload": {"value": 10.5}, "type": "fine_set"}, "payload.value", 10.5),
-    ({"payload": {"value": -0.1}, "type": "fine_set"}, "payload.value", -0.1),
-    ({"payload": {"value": 7.25}, "type": "fine_set"}, "payload.value", 7.25),
-    ({"payload": {"value": "7"}, "type": "fine_set"}, "payload.value", "7"),
-    ({"payload": {"value": True}, "type": "fine_set"}, "payload.value", True),
-    ({"payload": {}, "type": "fine_set"}, "payload.value", None),
-    ({"payload": {"value": "XX"}}, "payload.value", "XX"),
-    ({"payload": {"value": None}}, "payload.value", None),
-    ({"payload": ["VS"]}, "payload", '["VS"]'),
-    ({"type": "score_set", "payload": {"value": 3}}, "type", "score_set"),
-    ({"type": "made_up"}, "type", "made_up"),
-    ({"id": "not-a-uuid"}, "id", "not-a-uuid"),
-    ({"id": None}, "id", None),
-    ({"client_ts": "yesterday"}, "client_ts", "yesterday"),
-    ({"client_ts": 12}, "client_ts", 12),
-    ({"seq": -1}, "seq", -1),
-    ({"seq": "three"}, "seq", "three"),
-    ({"seq": 2**40}, "seq", 2**40),
-    ({"campaign": "abc"}, "campaign", "abc"),
-    ({"campaign": 2**70}, "campaign", 2**70),
-    ({"unit": 1.5}, "unit", 1.5),
-    ({"unit": [1]}, "unit", "[1]"),
-    ({"session_id": "x" * 65}, "session_id", "x" * 65),
-    ({"session_id": "a\x00b"}, "session_id", "a\x00b"),
-    ({"payload": {"value": "VS", "note": "a\x00b"}}, "payload", "payload.note must be a finite number or clean text, got a\\u0000b."),
-    ({"type": "audition", "payload": {"action": "rewind", "position": 1}}, "payload.action", "rewind"),
-    ({"type": "audition", "payload": {"action": "play", "position": -3}}, "payload.position", -3),
-    ({"type": "comment", "payload": {"text": ""}}, "payload.text", ""),
-])
+@pytest.mark.parametrize(
+    "change,field,value",
+    [
+        ({"payload": {"value": 10.5}, "type": "fine_set"}, "payload.value", 10.5),
+        ({"payload": {"value": -0.1}, "type": "fine_set"}, "payload.value", -0.1),
+        ({"payload": {"value": 7.25}, "type": "fine_set"}, "payload.value", 7.25),
+        ({"payload": {"value": "7"}, "type": "fine_set"}, "payload.value", "7"),
+        ({"payload": {"value": True}, "type": "fine_set"}, "payload.value", True),
+        ({"payload": {}, "type": "fine_set"}, "payload.value", None),
+        ({"payload": {"value": "XX"}}, "payload.value", "XX"),
+        ({"payload": {"value": None}}, "payload.value", None),
+        ({"payload": ["VS"]}, "payload", '["VS"]'),
+        ({"type": "score_set", "payload": {"value": 3}}, "type", "score_set"),
+        ({"type": "made_up"}, "type", "made_up"),
+        ({"id": "not-a-uuid"}, "id", "not-a-uuid"),
+        ({"id": None}, "id", None),
+        ({"client_ts": "yesterday"}, "client_ts", "yesterday"),
+        ({"client_ts": 12}, "client_ts", 12),
+        ({"seq": -1}, "seq", -1),
+        ({"seq": "three"}, "seq", "three"),
+        ({"seq": 2**40}, "seq", 2**40),
+        ({"campaign": "abc"}, "campaign", "abc"),
+        ({"campaign": 2**70}, "campaign", 2**70),
+        ({"unit": 1.5}, "unit", 1.5),
+        ({"unit": [1]}, "unit", "[1]"),
+        ({"session_id": "x" * 65}, "session_id", "x" * 65),
+        ({"session_id": "a\x00b"}, "session_id", "a\x00b"),
+        (
+            {"payload": {"value": "VS", "note": "a\x00b"}},
+            "payload",
+            "payload.note must be a finite number or clean text, got a\\u0000b.",
+        ),
+        ({"type": "audition", "payload": {"action": "rewind", "position": 1}}, "payload.action", "rewind"),
+        ({"type": "audition", "payload": {"action": "play", "position": -3}}, "payload.position", -3),
+        ({"type": "comment", "payload": {"text": ""}}, "payload.text", ""),
+    ],
+)
 def test_it_rejects_bad_input_naming_field_and_value_and_stores_nothing(api, campaign, grader, change, field, value):
     body = {**event(campaign, "broad_set", {"value": "VS"}, unit=my_units(grader, campaign)[0]), **change}
     response = post(api, body)

@@ -1,4 +1,5 @@
 """Organizer endpoints: campaign CRUD, members, assignments, progress — and every crossing."""
+
 import json
 
 import pytest
@@ -29,12 +30,20 @@ def test_staff_create_a_campaign_and_become_its_organizer(boss):
     assert body["scheme_params"]["fine_bands"]["NS"] == [0.0, 4.0]
 
 
-@pytest.mark.parametrize("extra,field", [
-    ({"scheme": "stars"}, "scheme"), ({"slug": "not a slug"}, "slug"), ({"initial_overlap": 0}, "initial_overlap"),
-    ({"initial_overlap": 4, "max_overlap": 2}, "max_overlap"), ({"scheme": "numeric", "scheme_params": {"min": 5, "max": 1}}, "scheme_params.max"),
-    ({"scheme_params": [1]}, "scheme_params"), ({"policy": "whim"}, "policy"), ({"budget": "lots"}, "budget"),
-    ({"policy_params": {"threshold": float("nan")}}, "policy_params"),
-])
+@pytest.mark.parametrize(
+    "extra,field",
+    [
+        ({"scheme": "stars"}, "scheme"),
+        ({"slug": "not a slug"}, "slug"),
+        ({"initial_overlap": 0}, "initial_overlap"),
+        ({"initial_overlap": 4, "max_overlap": 2}, "max_overlap"),
+        ({"scheme": "numeric", "scheme_params": {"min": 5, "max": 1}}, "scheme_params.max"),
+        ({"scheme_params": [1]}, "scheme_params"),
+        ({"policy": "whim"}, "policy"),
+        ({"budget": "lots"}, "budget"),
+        ({"policy_params": {"threshold": float("nan")}}, "policy_params"),
+    ],
+)
 def test_campaign_creation_names_the_bad_field(boss, extra, field):
     response = client_for(boss).post(
         "/api/campaigns/",
@@ -61,7 +70,9 @@ def test_organizers_add_graders_assign_and_watch_progress(boss):
     campaign = make_campaign(n_queries=1, n_candidates=3, graders=0, overlap=2, assign=False, organizer=boss)
     users = [make_user(f"grader-{i}") for i in range(2)]
     for user in users:
-        response = api.post(f"/api/campaigns/{campaign.pk}/members/", {"username": user.username, "role": "grader"}, format="json")
+        response = api.post(
+            f"/api/campaigns/{campaign.pk}/members/", {"username": user.username, "role": "grader"}, format="json"
+        )
         assert response.status_code == 201
     assert api.post(f"/api/campaigns/{campaign.pk}/assignments/", {}, format="json").json() == {"created": 6}
     record(users[0], campaign, "skip", {}, unit=my_units(users[0], campaign)[0])
@@ -80,9 +91,13 @@ def test_organizers_assign_units_to_one_grader_by_pseudonym(boss):
     )
     assert response.status_code == 201
     assert Assignment.objects.filter(campaign=campaign, grader=graders_of(campaign)[0]).count() == 3
-    bad = client_for(boss).post(f"/api/campaigns/{campaign.pk}/assignments/", {"grader": "G09", "units": units}, format="json")
+    bad = client_for(boss).post(
+        f"/api/campaigns/{campaign.pk}/assignments/", {"grader": "G09", "units": units}, format="json"
+    )
     assert bad.status_code == 404 and bad.json()["field"] == "grader"
-    unknown = client_for(boss).post(f"/api/campaigns/{campaign.pk}/assignments/", {"grader": "G01", "units": [10**9]}, format="json")
+    unknown = client_for(boss).post(
+        f"/api/campaigns/{campaign.pk}/assignments/", {"grader": "G01", "units": [10**9]}, format="json"
+    )
     assert unknown.status_code == 404 and unknown.json()["value"] == 10**9
 
 
@@ -101,7 +116,9 @@ def test_scheme_params_freeze_once_grading_started():
     grader = graders_of(campaign)[0]
     record(grader, campaign, "broad_set", {"value": "VS"}, unit=my_units(grader, campaign)[0])
     response = client_for(organizer).patch(
-        f"/api/campaigns/{campaign.pk}/", {"scheme_params": {"fine_bands": {"NS": [0, 1], "SS": [1, 2], "VS": [2, 3]}}}, format="json"
+        f"/api/campaigns/{campaign.pk}/",
+        {"scheme_params": {"fine_bands": {"NS": [0, 1], "SS": [1, 2], "VS": [2, 3]}}},
+        format="json",
     )
     assert response.status_code == 409 and response.json()["field"] == "scheme_params"
 
@@ -127,10 +144,16 @@ def test_a_graded_campaign_cannot_be_deleted_but_an_empty_one_can():
     assert Campaign.objects.filter(pk=campaign.pk).exists() and not Campaign.objects.filter(pk=empty.pk).exists()
 
 
-@pytest.mark.parametrize("method,suffix,body", [
-    ("get", "progress/", None), ("patch", "", {"name": "mine now"}), ("delete", "", None),
-    ("post", "members/", {"username": "x", "role": "grader"}), ("post", "assignments/", {}),
-])
+@pytest.mark.parametrize(
+    "method,suffix,body",
+    [
+        ("get", "progress/", None),
+        ("patch", "", {"name": "mine now"}),
+        ("delete", "", None),
+        ("post", "members/", {"username": "x", "role": "grader"}),
+        ("post", "assignments/", {}),
+    ],
+)
 def test_graders_get_403_and_strangers_404_on_organizer_endpoints(method, suffix, body):
     campaign = make_campaign()
     grader = graders_of(campaign)[0]

@@ -1,4 +1,5 @@
 """The grader's reads: token, campaigns, assignments, next, judgments — and what they never show."""
+
 import json
 
 import pytest
@@ -15,15 +16,22 @@ pytestmark = pytest.mark.django_db
 def test_a_token_is_issued_for_good_credentials_and_works_for_scripts():
     campaign = make_campaign()
     grader = graders_of(campaign)[0]
-    response = APIClient().post("/api/auth/token/", {"username": grader.username, "password": "pw-for-tests-123"}, format="json")
+    response = APIClient().post(
+        "/api/auth/token/", {"username": grader.username, "password": "pw-for-tests-123"}, format="json"
+    )
     assert response.status_code == 200
     client = APIClient(HTTP_AUTHORIZATION=f"Token {response.json()['token']}")
     assert client.get("/api/campaigns/").json()["results"][0]["id"] == campaign.pk
 
 
-@pytest.mark.parametrize("body,field", [
-    ({"username": "nobody", "password": "wrong"}, "password"), ({"username": "x"}, "password"), ({}, "username"),
-])
+@pytest.mark.parametrize(
+    "body,field",
+    [
+        ({"username": "nobody", "password": "wrong"}, "password"),
+        ({"username": "x"}, "password"),
+        ({}, "username"),
+    ],
+)
 def test_a_token_is_refused_for_bad_or_missing_credentials(body, field):
     make_user("somebody")
     response = APIClient().post("/api/auth/token/", body, format="json")
@@ -31,7 +39,12 @@ def test_a_token_is_refused_for_bad_or_missing_credentials(body, field):
 
 
 def test_anonymous_callers_get_nothing():
-    for url in ["/api/campaigns/", "/api/assignments/?campaign=1", "/api/judgments/?campaign=1", "/api/assignments/next/?campaign=1"]:
+    for url in [
+        "/api/campaigns/",
+        "/api/assignments/?campaign=1",
+        "/api/judgments/?campaign=1",
+        "/api/assignments/next/?campaign=1",
+    ]:
         assert APIClient().get(url).status_code in (401, 403)
 
 
@@ -74,10 +87,16 @@ def test_assignments_carry_my_current_judgment():
     assert judged["judgment"]["fine"] == 4.4 and judged["status"] == "open"
 
 
-@pytest.mark.parametrize("query,status,field", [
-    ("", 400, "campaign"), ("?campaign=abc", 400, "campaign"), ("?campaign=-3", 400, "campaign"),
-    ("?campaign=99999999999999999999999", 400, "campaign"), ("?campaign=424242", 404, "campaign"),
-])
+@pytest.mark.parametrize(
+    "query,status,field",
+    [
+        ("", 400, "campaign"),
+        ("?campaign=abc", 400, "campaign"),
+        ("?campaign=-3", 400, "campaign"),
+        ("?campaign=99999999999999999999999", 400, "campaign"),
+        ("?campaign=424242", 404, "campaign"),
+    ],
+)
 @pytest.mark.parametrize("url", ["/api/assignments/", "/api/judgments/", "/api/assignments/next/"])
 def test_reads_need_a_campaign_of_mine(url, query, status, field):
     grader = graders_of(make_campaign())[0]
@@ -125,15 +144,24 @@ def test_orderings_are_submitted_as_permutations_of_public_ids():
     query = campaign.queries.get()
     ids = list(campaign.candidates.values_list("public_id", flat=True))
     api = client_for(grader)
-    response = api.post("/api/orderings/", {"campaign": campaign.pk, "query": query.pk, "items": ids[::-1]}, format="json")
+    response = api.post(
+        "/api/orderings/", {"campaign": campaign.pk, "query": query.pk, "items": ids[::-1]}, format="json"
+    )
     assert response.status_code == 201, response.json()
     assert response.json()["ordering"]["items"] == ids[::-1]
     assert Assignment.objects.get(grader=grader, query=query).status == "done"
 
 
-@pytest.mark.parametrize("items,field", [
-    ("abc", "items"), ([1, 2], "items"), (None, "items"), ([], "items"), (["nope"], "items"),
-])
+@pytest.mark.parametrize(
+    "items,field",
+    [
+        ("abc", "items"),
+        ([1, 2], "items"),
+        (None, "items"),
+        ([], "items"),
+        (["nope"], "items"),
+    ],
+)
 def test_an_ordering_that_is_not_a_permutation_is_refused(items, field):
     campaign = make_campaign(scheme=Scheme.ORDERING, n_queries=1, n_candidates=3)
     grader = graders_of(campaign)[0]
@@ -150,6 +178,8 @@ def test_an_ordering_of_another_graders_query_is_a_403():
     a, b = graders_of(campaign)
     query = Assignment.objects.filter(grader=b, campaign=campaign).first().query
     ids = list(query.units.values_list("candidate__public_id", flat=True))
-    response = client_for(a).post("/api/orderings/", {"campaign": campaign.pk, "query": query.pk, "items": ids}, format="json")
+    response = client_for(a).post(
+        "/api/orderings/", {"campaign": campaign.pk, "query": query.pk, "items": ids}, format="json"
+    )
     assert response.status_code == 403
     assert GradingEvent.objects.count() == 0

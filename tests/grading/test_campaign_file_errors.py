@@ -1,6 +1,7 @@
 """A refused campaign file lists every problem of its independent entries (rows, queries, candidates,
 units, people) at once, on the command line and on the New campaign page; a problem with the file as
 a whole still stops at once. Nothing is stored either way."""
+
 from __future__ import annotations
 
 import json
@@ -20,11 +21,16 @@ pytestmark = pytest.mark.django_db
 ROW = "q1,A major triad,audio,media/query-1.wav,{cand},audio,{media},system-a,{rank}\n"
 # Three independent bad rows: a rank that is no number, a row without a candidate id (both found
 # while reading the CSV), and a media file that does not exist (found when the values are checked).
-THREE_BAD_ROWS = (ROW.format(cand="c-d", media="media/cand-a.wav", rank="x")
-                  + ROW.format(cand="", media="media/cand-a.wav", rank="1")
-                  + ROW.format(cand="c-e", media="media/missing.wav", rank="1"))
-THREE_PROBLEMS = ["line 6, field 'rank', value 'x'", "line 7, field 'candidate', value ''",
-                  "line 8, field 'media', value 'media/missing.wav'"]
+THREE_BAD_ROWS = (
+    ROW.format(cand="c-d", media="media/cand-a.wav", rank="x")
+    + ROW.format(cand="", media="media/cand-a.wav", rank="1")
+    + ROW.format(cand="c-e", media="media/missing.wav", rank="1")
+)
+THREE_PROBLEMS = [
+    "line 6, field 'rank', value 'x'",
+    "line 7, field 'candidate', value ''",
+    "line 8, field 'media', value 'media/missing.wav'",
+]
 
 
 def refused(*args, **options) -> list[str]:
@@ -51,7 +57,9 @@ def test_problems_of_the_campaign_come_first_then_the_rows_in_line_order(example
     path.write_text((example / "items.csv").read_text() + THREE_BAD_ROWS)
     lines = refused(str(path), name="CSV", slug="../x")
     assert [line.split(": ", 2)[1] for line in lines[:4]] == [
-        "campaign, field 'slug', value '../x'", *(p.split(": ")[0] for p in THREE_PROBLEMS)]
+        "campaign, field 'slug', value '../x'",
+        *(p.split(": ")[0] for p in THREE_PROBLEMS),
+    ]
 
 
 def bad_candidates(definition: dict) -> dict:
@@ -85,10 +93,13 @@ def test_a_broken_entry_is_reported_once_not_again_where_it_is_named():
     assert [e.where for e in problems] == ["systems[0]", "queries[0]"]  # the candidates naming them pass
 
 
-@pytest.mark.parametrize("text,where", [
-    ('{"format": "evalutron.campaign/9", "campaign": 1, "candidates": 2}', "top level, field 'format'"),
-    ('{"campaign": {"name": oops}, "candidates": [1, 2]}', "line 1, field '(json)'"),
-])
+@pytest.mark.parametrize(
+    "text,where",
+    [
+        ('{"format": "evalutron.campaign/9", "campaign": 1, "candidates": 2}', "top level, field 'format'"),
+        ('{"campaign": {"name": oops}, "candidates": [1, 2]}', "line 1, field '(json)'"),
+    ],
+)
 def test_a_problem_with_the_whole_file_is_reported_alone(example, text, where):  # noqa: F811
     path = example / "bad.json"
     path.write_text(text)
@@ -123,9 +134,20 @@ def test_the_summary_is_the_first_problem_and_a_count():
 
 def test_the_page_lists_every_bad_row_next_to_the_form(client, creator):  # noqa: F811
     bad = (EXAMPLES / "items.csv").read_text() + THREE_BAD_ROWS
-    response = client.post("/organize/new/", {
-        "source": "form", "name": "CSV", "slug": "csv", "scheme": "broad_fine", "initial_overlap": 2, "max_overlap": 3,
-        "policy": "fixed", "items": SimpleUploadedFile("items.csv", bad.encode()), "media": media_zip()})
+    response = client.post(
+        "/organize/new/",
+        {
+            "source": "form",
+            "name": "CSV",
+            "slug": "csv",
+            "scheme": "broad_fine",
+            "initial_overlap": 2,
+            "max_overlap": 3,
+            "policy": "fixed",
+            "items": SimpleUploadedFile("items.csv", bad.encode()),
+            "media": media_zip(),
+        },
+    )
     assert response.status_code == 400
     errors = response.context["errors"]
     assert len(errors) == 3
@@ -139,8 +161,10 @@ def test_the_page_lists_every_bad_row_next_to_the_form(client, creator):  # noqa
 
 
 def test_a_form_that_does_not_validate_is_summed_up_in_the_same_list(client, creator):  # noqa: F811
-    response = client.post("/organize/new/", {"source": "form", "scheme": "broad_fine", "initial_overlap": 2,
-                                              "max_overlap": 1, "policy": "fixed"})
+    response = client.post(
+        "/organize/new/",
+        {"source": "form", "scheme": "broad_fine", "initial_overlap": 2, "max_overlap": 1, "policy": "fixed"},
+    )
     assert response.status_code == 400
     errors = response.context["errors"]
     assert len(errors) >= 1 and errors[0].startswith("Name: ")
@@ -151,7 +175,8 @@ def test_a_form_that_does_not_validate_is_summed_up_in_the_same_list(client, cre
 
 def test_a_csv_s_problems_come_in_the_order_of_its_lines(example):  # noqa: F811
     path = example / "bad.csv"
-    path.write_text("query,query_text,candidate,candidate_text\nq1,Q,c1,T\nq2,Q,c2,\nq3,Q,c3,x\n"
-                    .replace("q3,", "q" * 101 + ","))
+    path.write_text(
+        "query,query_text,candidate,candidate_text\nq1,Q,c1,T\nq2,Q,c2,\nq3,Q,c3,x\n".replace("q3,", "q" * 101 + ",")
+    )
     lines = refused(str(path), name="CSV", slug="csv")
     assert [line.removeprefix(f"{path}: ").split(",")[0] for line in lines[:2]] == ["line 3", "line 4"], lines

@@ -49,10 +49,17 @@ def test_it_refuses_an_id_reused_by_another_grader():
         record(b, campaign, "broad_set", {"value": "SS"}, unit=first_unit_of(b, campaign), event_id=event_id)
 
 
-@pytest.mark.parametrize("kind,value,field", [
-    ("fine_set", 10.5, "payload.value"), ("fine_set", 7.25, "payload.value"), ("fine_set", "7", "payload.value"),
-    ("fine_set", float("nan"), "payload.value"), ("broad_set", "XX", "payload.value"), ("score_set", 3, "type"),
-])
+@pytest.mark.parametrize(
+    "kind,value,field",
+    [
+        ("fine_set", 10.5, "payload.value"),
+        ("fine_set", 7.25, "payload.value"),
+        ("fine_set", "7", "payload.value"),
+        ("fine_set", float("nan"), "payload.value"),
+        ("broad_set", "XX", "payload.value"),
+        ("score_set", 3, "type"),
+    ],
+)
 def test_it_rejects_bad_values_and_stores_nothing(kind, value, field):
     campaign = make_campaign()
     grader = campaign.roles.first().user
@@ -116,9 +123,19 @@ def batch_of(grader, campaign, n, **overrides):
     from grading.services.events import EventInput
 
     units = [a.unit for a in Assignment.objects.filter(grader=grader, campaign=campaign).order_by("position")]
-    return [EventInput(id=uuid4(), campaign_id=campaign.pk, type="broad_set", payload={"value": "VS"},
-                       unit_id=units[i % len(units)].pk, client_ts=datetime.now(UTC), seq=i, session_id="s")
-            for i in range(n)]
+    return [
+        EventInput(
+            id=uuid4(),
+            campaign_id=campaign.pk,
+            type="broad_set",
+            payload={"value": "VS"},
+            unit_id=units[i % len(units)].pk,
+            client_ts=datetime.now(UTC),
+            seq=i,
+            session_id="s",
+        )
+        for i in range(n)
+    ]
 
 
 def test_a_batch_records_each_event_on_its_own_and_in_order():
@@ -132,8 +149,14 @@ def test_a_batch_records_each_event_on_its_own_and_in_order():
     items[2] = replace(items[2], payload={"value": "nope"})
     items[4] = items[0]  # the same event twice in one batch is stored once
     results = events_record(grader=grader, items=items)
-    assert [type(r).__name__ for r in results] == ["EventOutcome", "EventOutcome", "InvalidValue", "EventOutcome",
-                                                   "EventOutcome", "EventOutcome"]
+    assert [type(r).__name__ for r in results] == [
+        "EventOutcome",
+        "EventOutcome",
+        "InvalidValue",
+        "EventOutcome",
+        "EventOutcome",
+        "EventOutcome",
+    ]
     assert results[4].replayed
     assert GradingEvent.objects.count() == 4
     assert Judgment.objects.filter(grader=grader, broad="VS").count() == 4
@@ -170,7 +193,10 @@ def test_a_batch_that_changes_several_existing_judgments_writes_every_field():
     grader = campaign.roles.first().user
     first = batch_of(grader, campaign, 4)
     events_record(grader=grader, items=first)
-    fines = [replace(item, id=uuid4(), type="fine_set", payload={"value": 2.5 + i}, seq=10 + i) for i, item in enumerate(first)]
+    fines = [
+        replace(item, id=uuid4(), type="fine_set", payload={"value": 2.5 + i}, seq=10 + i)
+        for i, item in enumerate(first)
+    ]
     events_record(grader=grader, items=fines)
     judgments = Judgment.objects.filter(grader=grader).order_by("fine")
     assert [(j.broad, j.fine) for j in judgments] == [("VS", Decimal(f"{2.5 + i:.1f}")) for i in range(4)]

@@ -1,4 +1,5 @@
 """Gold units: an organizer sets a unit's answer; graders are served it like any other unit."""
+
 import pytest
 
 from grading.errors import InvalidValue, NotAllowed, NotFound

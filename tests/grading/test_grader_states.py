@@ -1,5 +1,6 @@
 """What the grading page says about each unit is what is stored: states, counters, skips and their
 undoing, comments, campaign wording, and the events that feed active time."""
+
 import re
 
 import pytest
@@ -99,13 +100,15 @@ def test_unrated_sliders_and_number_fields_show_no_value():
 
 
 def test_the_campaign_words_its_ordering_and_pairwise_pages():
-    ordering = make_campaign(scheme=Scheme.ORDERING, n_queries=1, n_candidates=3, graders=1,
-                             scheme_params={"first": "best"})
+    ordering = make_campaign(
+        scheme=Scheme.ORDERING, n_queries=1, n_candidates=3, graders=1, scheme_params={"first": "best"}
+    )
     assert "<strong>best first</strong>" in page_of(graders_of(ordering)[0], ordering)
     default = make_campaign(scheme=Scheme.ORDERING, n_queries=1, n_candidates=3, graders=1)
     assert "<strong>most similar first</strong>" in page_of(graders_of(default)[0], default)
-    pairwise = make_campaign(scheme=Scheme.PAIRWISE, n_queries=0, n_candidates=2, graders=1,
-                             scheme_params={"attribute": "danceable"})
+    pairwise = make_campaign(
+        scheme=Scheme.PAIRWISE, n_queries=0, n_candidates=2, graders=1, scheme_params={"attribute": "danceable"}
+    )
     html = page_of(graders_of(pairwise)[0], pairwise)
     assert "Which is more danceable: A, B, or equal?" in html and "A is more" not in html
     with pytest.raises(InvalidValue, match="scheme_params.first must be a non-empty text"):

@@ -1,4 +1,5 @@
 """import_campaign / export_campaign: atomic imports with precise errors, and a faithful round trip."""
+
 import copy
 import json
 import shutil
@@ -24,7 +25,10 @@ pytestmark = [pytest.mark.django_db, pytest.mark.both_backends]
 
 
 def counts() -> tuple[int, ...]:
-    return tuple(m.objects.count() for m in (Campaign, Query, Candidate, CandidateProvenance, Unit, Assignment, GuidelinesVersion))
+    return tuple(
+        m.objects.count()
+        for m in (Campaign, Query, Candidate, CandidateProvenance, Unit, Assignment, GuidelinesVersion)
+    )
 
 
 @pytest.fixture
@@ -54,7 +58,12 @@ def test_the_example_imports_with_units_roles_and_assignments(example):
 def test_the_csv_form_imports_with_a_media_folder(example):
     call_command("import_campaign", str(example / "items.csv"), name="CSV", slug="csv", scheme="broad_fine")
     campaign = Campaign.objects.get(slug="csv")
-    assert (campaign.queries.count(), campaign.candidates.count(), campaign.units.count(), campaign.systems.count()) == (1, 3, 3, 2)
+    assert (
+        campaign.queries.count(),
+        campaign.candidates.count(),
+        campaign.units.count(),
+        campaign.systems.count(),
+    ) == (1, 3, 3, 2)
 
 
 def break_it(definition: dict, case: str) -> dict:
@@ -76,15 +85,21 @@ def break_it(definition: dict, case: str) -> dict:
     return d
 
 
-@pytest.mark.parametrize("case,message", [
-    ("missing field", "campaign, field 'name', value None"),
-    ("duplicate id", "candidates[3], field 'id', value 'c-a': duplicate id"),
-    ("bad scheme parameter", "campaign, field 'scheme_params.fine_bands.VS'"),
-    ("unknown media file", "candidates[1], field 'media', value 'media/missing.wav': no such file"),
-    ("wrong type", "campaign, field 'initial_overlap', value 'two'"),
-    ("unknown system", "candidates[2].provenance[0], field 'system', value 'system-z'"),
-    ("repeat share too large", "campaign, field 'policy_params.repeat_share', value 0.9: must be a number from 0 to 0.5"),
-])
+@pytest.mark.parametrize(
+    "case,message",
+    [
+        ("missing field", "campaign, field 'name', value None"),
+        ("duplicate id", "candidates[3], field 'id', value 'c-a': duplicate id"),
+        ("bad scheme parameter", "campaign, field 'scheme_params.fine_bands.VS'"),
+        ("unknown media file", "candidates[1], field 'media', value 'media/missing.wav': no such file"),
+        ("wrong type", "campaign, field 'initial_overlap', value 'two'"),
+        ("unknown system", "candidates[2].provenance[0], field 'system', value 'system-z'"),
+        (
+            "repeat share too large",
+            "campaign, field 'policy_params.repeat_share', value 0.9: must be a number from 0 to 0.5",
+        ),
+    ],
+)
 def test_a_malformed_file_names_row_field_and_value_and_stores_nothing(example, case, message):
     good = json.loads((example / "campaign.json").read_text())
     before = counts()
@@ -97,7 +112,9 @@ def test_a_malformed_file_names_row_field_and_value_and_stores_nothing(example, 
 
 def test_a_csv_row_error_names_the_line(example):
     bad = example / "bad.csv"
-    bad.write_text((example / "items.csv").read_text() + "q1,,audio,media/query-1.wav,c-d,audio,media/cand-d.wav,system-a,x\n")
+    bad.write_text(
+        (example / "items.csv").read_text() + "q1,,audio,media/query-1.wav,c-d,audio,media/cand-d.wav,system-a,x\n"
+    )
     with pytest.raises(CommandError, match=r"line 6, field 'rank', value 'x'"):
         call_command("import_campaign", str(bad), name="CSV", slug="csv")
     assert counts() == (0,) * 7

@@ -1,4 +1,5 @@
 """Database constraints hold on SQLite and PostgreSQL; the event log cannot be changed."""
+
 from datetime import UTC, datetime, timedelta
 from decimal import Decimal
 
@@ -31,11 +32,15 @@ def test_one_grader_cannot_have_two_judgments_of_one_unit(campaign):
 
 @pytest.mark.parametrize("fine", [Decimal("10.1"), Decimal("-0.1")])
 def test_fine_must_lie_within_0_and_10(campaign, fine):
-    refused(model=Judgment, campaign=campaign, grader=campaign.roles.first().user, unit=campaign.units.first(), fine=fine)
+    refused(
+        model=Judgment, campaign=campaign, grader=campaign.roles.first().user, unit=campaign.units.first(), fine=fine
+    )
 
 
 def test_broad_must_be_a_known_category(campaign):
-    refused(model=Judgment, campaign=campaign, grader=campaign.roles.first().user, unit=campaign.units.first(), broad="XX")
+    refused(
+        model=Judgment, campaign=campaign, grader=campaign.roles.first().user, unit=campaign.units.first(), broad="XX"
+    )
 
 
 def test_maximum_overlap_is_at_least_the_initial_overlap(campaign):
@@ -81,7 +86,10 @@ def test_the_orm_refuses_to_update_or_delete_an_event(campaign):
 def test_postgres_itself_refuses_update_and_delete_of_events(campaign):
     grader = campaign.roles.first().user
     event = record(grader, campaign, "unit_viewed", unit=campaign.assignments.filter(grader=grader).first().unit).event
-    for sql in ("UPDATE grading_gradingevent SET seq = 99 WHERE id = %s", "DELETE FROM grading_gradingevent WHERE id = %s"):
+    for sql in (
+        "UPDATE grading_gradingevent SET seq = 99 WHERE id = %s",
+        "DELETE FROM grading_gradingevent WHERE id = %s",
+    ):
         with pytest.raises(Exception, match="append-only"), transaction.atomic(), connection.cursor() as cur:
             cur.execute(sql, [event.pk.hex if connection.vendor == "sqlite" else event.pk])
     assert GradingEvent.objects.filter(pk=event.pk, seq=0).exists()
@@ -90,5 +98,7 @@ def test_postgres_itself_refuses_update_and_delete_of_events(campaign):
 def test_a_new_event_is_stored_with_the_current_guidelines_version(campaign):
     grader = campaign.roles.first().user
     unit = campaign.assignments.filter(grader=grader).first().unit
-    event = record(grader, campaign, "broad_set", {"value": "SS"}, unit=unit, client_ts=datetime.now(UTC) - timedelta(days=30)).event
+    event = record(
+        grader, campaign, "broad_set", {"value": "SS"}, unit=unit, client_ts=datetime.now(UTC) - timedelta(days=30)
+    ).event
     assert event.guidelines_version == campaign.guidelines_version == 1

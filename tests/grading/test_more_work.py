@@ -1,4 +1,5 @@
 """A grader who has finished asks for more, and the campaign's policy may have a unit for them."""
+
 import pytest
 from django.urls import reverse
 
@@ -79,11 +80,14 @@ def test_the_default_batch_is_one_page_or_all_there_is(client, wide_disagreement
     assert "No more units for you" in page and "graders agree" in page  # nothing left: the reason is given
 
 
-@pytest.mark.parametrize(("change", "reason", "words"), [
-    ({"policy": Policy.FIXED}, "fixed", "fixed number of graders"),
-    ({"budget": 1}, "budget", "budget is spent"),
-    ({"max_overlap": 2}, "max_overlap", "most graders the campaign allows (2)"),
-])
+@pytest.mark.parametrize(
+    ("change", "reason", "words"),
+    [
+        ({"policy": Policy.FIXED}, "fixed", "fixed number of graders"),
+        ({"budget": 1}, "budget", "budget is spent"),
+        ({"max_overlap": 2}, "max_overlap", "most graders the campaign allows (2)"),
+    ],
+)
 def test_when_nothing_is_added_the_grader_is_told_why(client, wide_disagreement, change, reason, words):
     campaign, third = wide_disagreement
     for key, value in change.items():

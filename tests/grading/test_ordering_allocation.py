@@ -1,4 +1,5 @@
 """Ordering campaigns: the query whose orderings agree least (by AC) gets one more grader."""
+
 import pytest
 
 from grading.models import Assignment
@@ -33,7 +34,10 @@ def test_the_least_agreeing_query_gets_an_extra_grader_once():
     for user in (newcomer, latecomer):
         role_grant(campaign=campaign, user=user, role="grader")
     served = assignment_next_explained(grader=newcomer, campaign=campaign).assignment
-    assert (served.query, served.source, served.allocation_reason) == (q1, AssignmentSource.ADAPTIVE,
-                                                                       NeedReason.ORDERINGS_DISAGREE)
+    assert (served.query, served.source, served.allocation_reason) == (
+        q1,
+        AssignmentSource.ADAPTIVE,
+        NeedReason.ORDERINGS_DISAGREE,
+    )
     assert assignment_next_explained(grader=latecomer, campaign=campaign).reason == NOTHING_NEEDED  # q1 is busy
     assert Assignment.objects.filter(query=q1).count() == 3

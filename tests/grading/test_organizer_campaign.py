@@ -1,4 +1,5 @@
 """Settings, lifecycle and locks (pages and admin alike), members and one-time links, permissions."""
+
 from __future__ import annotations
 
 import re
@@ -27,8 +28,16 @@ def campaign(organizer) -> Campaign:
 
 
 def settings_post(campaign: Campaign, **changes) -> dict:
-    data = {"name": campaign.name, "description": "", "scheme_params": "", "guidelines": "Judge how similar each candidate is to the query.",
-            "initial_overlap": campaign.initial_overlap, "max_overlap": campaign.max_overlap, "budget": "", "policy": campaign.policy}
+    data = {
+        "name": campaign.name,
+        "description": "",
+        "scheme_params": "",
+        "guidelines": "Judge how similar each candidate is to the query.",
+        "initial_overlap": campaign.initial_overlap,
+        "max_overlap": campaign.max_overlap,
+        "budget": "",
+        "policy": campaign.policy,
+    }
     return {**data, **changes}
 
 
@@ -77,11 +86,26 @@ def test_the_admin_is_no_back_door(client, campaign):
     unit = campaign.units.first()
     assert client.post(f"/admin/grading/unit/{unit.pk}/delete/", {"post": "yes"}).status_code == 403
     assert campaign.units.filter(pk=unit.pk).exists()
-    response = client.post(f"/admin/grading/campaign/{campaign.pk}/change/", {
-        "name": campaign.name, "slug": campaign.slug, "description": "", "status": "draft", "initial_overlap": 2,
-        "max_overlap": 5, "budget": "", "policy": "fixed", "policy_params": "{}", "created_by": "",
-        "new_guidelines": "", "guidelines-TOTAL_FORMS": 0, "guidelines-INITIAL_FORMS": 1, "roles-TOTAL_FORMS": 0,
-        "roles-INITIAL_FORMS": 0})
+    response = client.post(
+        f"/admin/grading/campaign/{campaign.pk}/change/",
+        {
+            "name": campaign.name,
+            "slug": campaign.slug,
+            "description": "",
+            "status": "draft",
+            "initial_overlap": 2,
+            "max_overlap": 5,
+            "budget": "",
+            "policy": "fixed",
+            "policy_params": "{}",
+            "created_by": "",
+            "new_guidelines": "",
+            "guidelines-TOTAL_FORMS": 0,
+            "guidelines-INITIAL_FORMS": 1,
+            "roles-TOTAL_FORMS": 0,
+            "roles-INITIAL_FORMS": 0,
+        },
+    )
     assert response.status_code == 200 and "cannot become draft" in response.content.decode()
     assert Campaign.objects.get(pk=campaign.pk).status == "open"
 
@@ -92,7 +116,9 @@ def test_edited_guidelines_make_a_version_and_graders_see_what_changed(client, c
     client.force_login(grader)
     client.get(f"/campaigns/{campaign.pk}/guidelines/")  # reads version 1
     client.force_login(organizer)
-    client.post(f"/organize/campaigns/{campaign.pk}/", settings_post(campaign, guidelines="Judge similarity.\nIgnore loudness."))
+    client.post(
+        f"/organize/campaigns/{campaign.pk}/", settings_post(campaign, guidelines="Judge similarity.\nIgnore loudness.")
+    )
     campaign.refresh_from_db()
     assert campaign.guidelines_version == 2
     changes = guidelines_changes(campaign=campaign, since_version=1)
@@ -107,12 +133,15 @@ def test_edited_guidelines_make_a_version_and_graders_see_what_changed(client, c
 
 
 def test_members_are_added_by_name_or_email_and_new_accounts_get_a_one_time_link(
-        client, campaign, settings, django_capture_on_commit_callbacks):
+    client, campaign, settings, django_capture_on_commit_callbacks
+):
     settings.EMAIL_ENABLED = True
     existing = make_user("known", email="known@example.org")
     with django_capture_on_commit_callbacks(execute=True):
-        response = client.post(f"/organize/campaigns/{campaign.pk}/members/",
-                               {"people": "known@example.org, newbie@example.org\nfresh-name", "role": "grader"})
+        response = client.post(
+            f"/organize/campaigns/{campaign.pk}/members/",
+            {"people": "known@example.org, newbie@example.org\nfresh-name", "role": "grader"},
+        )
     assert response.status_code == 200
     added = {m.user.username: m for m in response.context["added"]}
     assert set(added) == {"known", "newbie", "fresh-name"}
@@ -124,14 +153,18 @@ def test_members_are_added_by_name_or_email_and_new_accounts_get_a_one_time_link
     path = re.sub(r"^https?://[^/]+", "", link)
     form = client.get(path, follow=True)
     assert "Set your password" in form.content.decode()
-    done = client.post(form.redirect_chain[-1][0], {"new_password1": "a-long-pass-phrase-9", "new_password2": "a-long-pass-phrase-9"})
+    done = client.post(
+        form.redirect_chain[-1][0], {"new_password1": "a-long-pass-phrase-9", "new_password2": "a-long-pass-phrase-9"}
+    )
     assert done.status_code == 302
     assert client.get(path, follow=True).content.decode().count("already been used or has expired") == 1
 
 
 def test_a_bad_entry_adds_nobody_and_says_which(client, campaign):
     before = CampaignRole.objects.count()
-    response = client.post(f"/organize/campaigns/{campaign.pk}/members/", {"people": "ok-name, bad name!", "role": "grader"})
+    response = client.post(
+        f"/organize/campaigns/{campaign.pk}/members/", {"people": "ok-name, bad name!", "role": "grader"}
+    )
     assert response.status_code == 400
     assert "&#x27;name!&#x27; is not a valid user name" in response.content.decode()
     assert CampaignRole.objects.count() == before
@@ -155,10 +188,20 @@ def test_removing_a_grader_keeps_judgments_and_returns_open_work(client, campaig
     assert Assignment.objects.filter(campaign=campaign, grader=newcomer).count() == open_before
 
 
-@pytest.mark.parametrize("method,path", [
-    ("get", ""), ("post", ""), ("get", "status/open/"), ("post", "status/open/"), ("get", "members/"), ("post", "members/"),
-    ("post", "assign/"), ("get", "progress/"), ("get", "progress.json"),
-])
+@pytest.mark.parametrize(
+    "method,path",
+    [
+        ("get", ""),
+        ("post", ""),
+        ("get", "status/open/"),
+        ("post", "status/open/"),
+        ("get", "members/"),
+        ("post", "members/"),
+        ("post", "assign/"),
+        ("get", "progress/"),
+        ("get", "progress.json"),
+    ],
+)
 def test_an_organizer_of_another_campaign_gets_404_and_a_grader_403(client, campaign, method, path):
     stranger = make_user()
     make_campaign(n_queries=1, n_candidates=1, graders=1, organizer=stranger)

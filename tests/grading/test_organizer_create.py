@@ -1,5 +1,6 @@
 """New campaign from the browser: a campaign file (+ zip of media) or a form (+ items CSV), a preview
 before anything is stored, all-or-nothing confirmation, and the CLI's messages for bad files."""
+
 from __future__ import annotations
 
 import io
@@ -65,8 +66,10 @@ def test_a_campaign_file_with_media_is_previewed_then_created_by_confirming(clie
     assert again.status_code == 400 and Campaign.objects.count() == 1  # a preview imports once
 
 
-@pytest.mark.parametrize("case", ["missing field", "duplicate id", "bad scheme parameter", "unknown media file",
-                                  "wrong type", "unknown system"])
+@pytest.mark.parametrize(
+    "case",
+    ["missing field", "duplicate id", "bad scheme parameter", "unknown media file", "wrong type", "unknown system"],
+)
 def test_a_bad_file_gets_the_same_row_field_value_message_as_the_cli(client, creator, example, case, tmp_path):
     broken = break_it(example, case)
     path = tmp_path / "campaign.json"
@@ -86,9 +89,20 @@ def test_a_bad_file_gets_the_same_row_field_value_message_as_the_cli(client, cre
 
 def test_a_csv_row_error_names_its_line_next_to_the_form(client, creator):
     bad = (EXAMPLES / "items.csv").read_text() + "q1,,audio,media/query-1.wav,c-d,audio,media/cand-d.wav,system-a,x\n"
-    response = client.post("/organize/new/", {
-        "source": "form", "name": "CSV", "slug": "csv", "scheme": "broad_fine", "initial_overlap": 2, "max_overlap": 3,
-        "policy": "fixed", "items": SimpleUploadedFile("items.csv", bad.encode()), "media": media_zip()})
+    response = client.post(
+        "/organize/new/",
+        {
+            "source": "form",
+            "name": "CSV",
+            "slug": "csv",
+            "scheme": "broad_fine",
+            "initial_overlap": 2,
+            "max_overlap": 3,
+            "policy": "fixed",
+            "items": SimpleUploadedFile("items.csv", bad.encode()),
+            "media": media_zip(),
+        },
+    )
     assert response.status_code == 400
     html = response.content.decode()
     assert "line 6, field &#x27;rank&#x27;, value &#x27;x&#x27;" in html
@@ -97,22 +111,37 @@ def test_a_csv_row_error_names_its_line_next_to_the_form(client, creator):
 
 
 def test_a_zip_that_escapes_its_folder_is_refused(client, creator, example):
-    response = client.post("/organize/new/", {"source": "file", "file": json_file(example),
-                                              "media": media_zip(extra={"../evil.txt": b"x"})})
+    response = client.post(
+        "/organize/new/",
+        {"source": "file", "file": json_file(example), "media": media_zip(extra={"../evil.txt": b"x"})},
+    )
     assert response.status_code == 400
     assert "media zip, field &#x27;name&#x27;, value &#x27;../evil.txt&#x27;" in response.content.decode()
 
 
 def test_the_form_alone_makes_a_draft_without_items(client, creator):
-    response = client.post("/organize/new/", {"source": "form", "name": "Likert study", "scheme": "numeric",
-                                              "scheme_params": '{"min": 1, "max": 5, "step": 1}',
-                                              "guidelines": "Rate it.", "initial_overlap": 2, "max_overlap": 4,
-                                              "policy": "consensus"})
+    response = client.post(
+        "/organize/new/",
+        {
+            "source": "form",
+            "name": "Likert study",
+            "scheme": "numeric",
+            "scheme_params": '{"min": 1, "max": 5, "step": 1}',
+            "guidelines": "Rate it.",
+            "initial_overlap": 2,
+            "max_overlap": 4,
+            "policy": "consensus",
+        },
+    )
     assert response.status_code == 200, response.context.get("errors")
     client.post("/organize/new/confirm/", {"token": response.context["preview"].token, "action": "confirm"})
     campaign = Campaign.objects.get(slug="likert-study")
-    assert (campaign.status, campaign.scheme_params["max"], campaign.policy, campaign.guidelines_version) == \
-        ("draft", 5, "consensus", 1)
+    assert (campaign.status, campaign.scheme_params["max"], campaign.policy, campaign.guidelines_version) == (
+        "draft",
+        5,
+        "consensus",
+        1,
+    )
     assert Unit.objects.filter(campaign=campaign).count() == 0
 
 

@@ -1,4 +1,5 @@
 """The home page for organizers (a fixed number of queries) and the live progress dashboard."""
+
 from __future__ import annotations
 
 import pytest
@@ -37,7 +38,9 @@ def test_organizers_see_status_progress_agreement_and_what_needs_attention(clien
     organizer = make_user("boss")
     campaign = make_campaign(n_queries=3, n_candidates=4, graders=3, organizer=organizer)
     judge_broad_fine(campaign)
-    Assignment.objects.filter(pk=Assignment.objects.filter(campaign=campaign).first().pk).update(status=AssignmentStatus.OPEN)
+    Assignment.objects.filter(pk=Assignment.objects.filter(campaign=campaign).first().pk).update(
+        status=AssignmentStatus.OPEN
+    )
     run = run_create(campaign_id=campaign.pk, parameters={"n_boot": 50})
     run_execute(run_id=run.pk)
     client.force_login(organizer)
@@ -73,7 +76,9 @@ def test_the_dashboard_names_graders_and_counts_what_is_left(client):
     data = client.get(f"/organize/campaigns/{campaign.pk}/progress.json").json()
     assert data["totals"] == {"assigned": 12, "done": 11, "skipped": 0, "open": 1}
     assert len(data["graders"]) == 2
-    assert {g["user"] for g in data["graders"]} == set(campaign.roles.filter(role="grader").values_list("user__username", flat=True))
+    assert {g["user"] for g in data["graders"]} == set(
+        campaign.roles.filter(role="grader").values_list("user__username", flat=True)
+    )
     assert sum(g["open"] for g in data["graders"]) == 1
     assert all(g["median_seconds"] == 12.0 for g in data["graders"])  # first to last event on each unit
     assert data["n_waiting"] == 1 and data["waiting"][0]["unit"] == first.unit.external_id

@@ -1,4 +1,5 @@
 """Grader pages rendered on the server: login, home, continue, every scheme's page, guidelines."""
+
 import re
 
 import pytest
@@ -62,10 +63,15 @@ def test_the_broad_fine_page_shows_my_candidates_in_my_order_and_my_values():
     assert 'id="grading-config"' in html and "fine_bands" in html
 
 
-@pytest.mark.parametrize("scheme,marker", [
-    (Scheme.NUMERIC, "score-range"), (Scheme.CATEGORICAL, 'data-value="good"'), (Scheme.PAIRWISE, 'data-value="equal"'),
-    (Scheme.ORDERING, "order-item"),
-])
+@pytest.mark.parametrize(
+    "scheme,marker",
+    [
+        (Scheme.NUMERIC, "score-range"),
+        (Scheme.CATEGORICAL, 'data-value="good"'),
+        (Scheme.PAIRWISE, 'data-value="equal"'),
+        (Scheme.ORDERING, "order-item"),
+    ],
+)
 def test_each_scheme_has_its_page(scheme, marker):
     campaign = make_campaign(scheme=scheme, n_queries=1, n_candidates=3)
     grader = graders_of(campaign)[0]

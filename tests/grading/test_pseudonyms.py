@@ -1,4 +1,5 @@
 """Graders' pseudonyms: G01, G02, … unique in a campaign, also when graders join at the same moment."""
+
 from __future__ import annotations
 
 import threading

@@ -1,5 +1,6 @@
 """Hidden repeats: a unit the grader already judged comes back later as ordinary work; its answer is
 kept apart, never overwrites the judgment, and stays out of agreement and ground truth."""
+
 from __future__ import annotations
 
 import pytest
@@ -33,8 +34,11 @@ def _work_in_order(grader, campaign, count: int) -> list[int]:
     """Judge the grader's first `count` open ordinary units in page order; the unit ids judged."""
     judged = []
     for _ in range(count):
-        a = Assignment.objects.filter(grader=grader, campaign=campaign, status=AssignmentStatus.OPEN,
-                                      repeat=False).order_by("position", "pk").first()
+        a = (
+            Assignment.objects.filter(grader=grader, campaign=campaign, status=AssignmentStatus.OPEN, repeat=False)
+            .order_by("position", "pk")
+            .first()
+        )
         _judge(grader, campaign, a)
         judged.append(a.unit_id)
     return judged
@@ -48,9 +52,12 @@ def test_a_repeat_comes_after_at_least_ten_other_units_and_beyond_the_current_pa
     repeat = Assignment.objects.get(repeat=True)
     assert repeat.unit_id == judged[0] and repeat.status == AssignmentStatus.OPEN and repeat.grader == grader
     # At least MIN_GAP other units were judged since, and the repeat sits a page beyond the next open unit.
-    assert len(judged[judged.index(repeat.unit_id) + 1:]) >= MIN_GAP
-    ahead = list(Assignment.objects.filter(grader=grader, status=AssignmentStatus.OPEN, repeat=False,
-                                           position__lt=repeat.position))
+    assert len(judged[judged.index(repeat.unit_id) + 1 :]) >= MIN_GAP
+    ahead = list(
+        Assignment.objects.filter(
+            grader=grader, status=AssignmentStatus.OPEN, repeat=False, position__lt=repeat.position
+        )
+    )
     assert len(ahead) >= 10
     positions = list(Assignment.objects.filter(grader=grader).values_list("position", flat=True))
     assert len(positions) == 31 and len(set(positions)) == 31
@@ -98,8 +105,11 @@ def test_repeat_answers_stay_out_of_agreement_and_judgment_changes_and_are_score
     values = analysis_selectors.value_events(analysis_selectors.unit_events_frame(campaign_id=campaign.pk))
     assert len(values) == len(values_before) == 2 * (MIN_GAP + 1)
     section = hidden_units_section(campaign_id=campaign.pk, scheme=campaign.scheme, pseudonyms={grader.pk: "G1"})
-    assert section["repeats"] == {"categorical": True, "numeric": True, "graders": [
-        {"grader": grader.pk, "pseudonym": "G1", "n": 1, "identical": 0.0, "mean_abs_diff": 1.5}]}
+    assert section["repeats"] == {
+        "categorical": True,
+        "numeric": True,
+        "graders": [{"grader": grader.pk, "pseudonym": "G1", "n": 1, "identical": 0.0, "mean_abs_diff": 1.5}],
+    }
 
 
 def test_the_api_and_the_page_show_a_repeat_like_any_other_unit():
@@ -120,7 +130,6 @@ def test_the_api_and_the_page_show_a_repeat_like_any_other_unit():
     page = next(p for p in selectors.grading_pages(grader=grader, campaign=campaign) if repeat in p.assignments)
     view, _ = selectors.grading_page_get(grader=grader, campaign=campaign, number=page.number)
     assert view.judgments[repeat.unit_id].broad == "NS"
-
 
 
 def test_the_grading_page_of_a_repeat_shows_an_unrated_card_and_no_hint(client):

@@ -1,4 +1,5 @@
 """Importing systems' orderings: all or nothing, errors naming line, field and value, re-import replaces."""
+
 from __future__ import annotations
 
 from pathlib import Path
@@ -76,18 +77,27 @@ def test_json_rows_with_integer_ranks_are_accepted_and_named_by_index(campaign):
 BAD = [
     ("unknown query", GOOD.replace("q1,alpha,1,c1-0", "q9,alpha,1,c1-0"), "line 5, field 'query', value 'q9'"),
     ("unknown item", GOOD.replace("q0,alpha,3,c0-1", "q0,alpha,3,zzz"), "line 4, field 'item', value 'zzz'"),
-    ("item of another query", GOOD.replace("q0,alpha,3,c0-1", "q0,alpha,3,c1-1"),
-     "line 4, field 'item', value 'c1-1': not a candidate of query 'q0'"),
+    (
+        "item of another query",
+        GOOD.replace("q0,alpha,3,c0-1", "q0,alpha,3,c1-1"),
+        "line 4, field 'item', value 'c1-1': not a candidate of query 'q0'",
+    ),
     ("duplicate rank", GOOD.replace("q0,alpha,2,c0-0", "q0,alpha,1,c0-0"), "line 3, field 'rank', value 1"),
     ("duplicate item", GOOD.replace("q0,alpha,3,c0-1", "q0,alpha,3,c0-2"), "line 4, field 'item', value 'c0-2'"),
     ("bad rank", GOOD.replace("q0,beta,2,c0-1", "q0,beta,two,c0-1"), "line 9, field 'rank', value 'two'"),
     ("rank zero", GOOD.replace("q0,beta,2,c0-1", "q0,beta,0,c0-1"), "line 9, field 'rank', value '0'"),
     ("rank beyond k", GOOD.replace("q0,beta,2,c0-1", "q0,beta,4,c0-1"), "line 9, field 'rank', value '4'"),
-    ("not a permutation", GOOD.replace("q1,alpha,3,c1-2\n", ""),
-     "line 5, field 'item', value 'c1-2': system 'alpha' does not rank"),
+    (
+        "not a permutation",
+        GOOD.replace("q1,alpha,3,c1-2\n", ""),
+        "line 5, field 'item', value 'c1-2': system 'alpha' does not rank",
+    ),
     ("empty system", GOOD.replace("q0,beta,1,c0-0", "q0,,1,c0-0"), "line 10, field 'system', value ''"),
-    ("missing column", GOOD.replace("query,system,rank,item", "query,system,position,item"),
-     "line 1, field 'rank', value 'query,system,position,item'"),
+    (
+        "missing column",
+        GOOD.replace("query,system,rank,item", "query,system,position,item"),
+        "line 1, field 'rank', value 'query,system,position,item'",
+    ),
     ("extra field", GOOD.replace("q0,beta,1,c0-0", "q0,beta,1,c0-0,x"), "line 10, field '(row)', value 'x'"),
 ]
 

@@ -1,5 +1,6 @@
 """Candidate media reach graders under the opaque public id only: URL, file name,
 Content-Disposition, page text and alt text never carry the external ids."""
+
 import json
 import re
 import shutil

@@ -1,5 +1,6 @@
 """Degenerate campaigns and implausible stored timestamps: the analysis runs, the pages answer, and
 the report says in words what cannot be computed and why."""
+
 import re
 from datetime import UTC, datetime
 from html import unescape
@@ -40,15 +41,24 @@ def judge(campaign, values: list[tuple[str, float | None]]) -> None:
             record(a.grader, campaign, "fine_set", {"value": fine}, unit=a.unit)
 
 
-@pytest.mark.parametrize("case,graders,values,words", [
-    ("no judgments", 2, [], [NO_PAIRS]),
-    ("one incomplete judgment", 2, [("VS", None)], [NO_PAIRS]),
-    ("one judgment", 2, [("VS", 8.0)], [NO_PAIRS]),
-    ("one grader", 1, [("NS", 1.0), ("SS", 5.0), ("VS", 9.0)], [NO_PAIRS, "no unit has two judgments yet"]),
-    ("one category, all values equal", 2, [("VS", 8.0)] * 6,
-     ["all judgments are identical (expected agreement is 1)", "all pairable values are identical"]),
-])
-def test_a_degenerate_campaign_is_analysed_and_the_report_says_what_cannot_be_computed(client, case, graders, values, words):
+@pytest.mark.parametrize(
+    "case,graders,values,words",
+    [
+        ("no judgments", 2, [], [NO_PAIRS]),
+        ("one incomplete judgment", 2, [("VS", None)], [NO_PAIRS]),
+        ("one judgment", 2, [("VS", 8.0)], [NO_PAIRS]),
+        ("one grader", 1, [("NS", 1.0), ("SS", 5.0), ("VS", 9.0)], [NO_PAIRS, "no unit has two judgments yet"]),
+        (
+            "one category, all values equal",
+            2,
+            [("VS", 8.0)] * 6,
+            ["all judgments are identical (expected agreement is 1)", "all pairable values are identical"],
+        ),
+    ],
+)
+def test_a_degenerate_campaign_is_analysed_and_the_report_says_what_cannot_be_computed(
+    client, case, graders, values, words
+):
     campaign = make_campaign(graders=graders, n_queries=1, n_candidates=3, organizer=make_user())
     judge(campaign, values)
     run, text = analysed_page(client, campaign)
@@ -71,10 +81,24 @@ def test_a_campaign_holding_an_implausible_stored_timestamp_still_analyses_and_s
     campaign = make_campaign(graders=2, n_queries=1, n_candidates=2, organizer=make_user())
     judge(campaign, [("VS", 8.0), ("SS", 5.0), ("VS", 7.0), ("NS", 2.0)])
     a = campaign.assignments.select_related("grader", "unit").first()
-    GradingEvent.objects.bulk_create([GradingEvent(
-        id=uuid4(), campaign=campaign, grader=a.grader, unit=a.unit, query_id=a.unit.query_id, type="broad_set",
-        payload={"value": "NS"}, client_ts=stamp, server_ts=datetime.now(UTC), session_id="old", seq=1,
-        guidelines_version=1)])
+    GradingEvent.objects.bulk_create(
+        [
+            GradingEvent(
+                id=uuid4(),
+                campaign=campaign,
+                grader=a.grader,
+                unit=a.unit,
+                query_id=a.unit.query_id,
+                type="broad_set",
+                payload={"value": "NS"},
+                client_ts=stamp,
+                server_ts=datetime.now(UTC),
+                session_id="old",
+                seq=1,
+                guidelines_version=1,
+            )
+        ]
+    )
     run, text = analysed_page(client, campaign)
     assert run.status == "succeeded", run.error
     assert "1 event has a client timestamp outside the accepted window" in text and "server's arrival time" in text

@@ -1,4 +1,5 @@
 """Events that used to break a campaign: implausible clocks, reused ids, invalid Unicode, paging."""
+
 import json
 from datetime import UTC, datetime, timedelta
 
@@ -22,11 +23,17 @@ def post_raw(api, text):
 
 
 # --- 1. timestamps ------------------------------------------------------------------------------------
-@pytest.mark.parametrize("stamp", [
-    "0001-01-01T00:00:00+00:00", "0001-01-01T00:30:00+01:00", "9999-12-31T23:59:59+00:00",
-    "9999-12-31T23:00:00-05:00", (datetime.now(UTC) - timedelta(days=400)).isoformat(),
-    (datetime.now(UTC) + timedelta(days=2)).isoformat(),
-])
+@pytest.mark.parametrize(
+    "stamp",
+    [
+        "0001-01-01T00:00:00+00:00",
+        "0001-01-01T00:30:00+01:00",
+        "9999-12-31T23:59:59+00:00",
+        "9999-12-31T23:00:00-05:00",
+        (datetime.now(UTC) - timedelta(days=400)).isoformat(),
+        (datetime.now(UTC) + timedelta(days=2)).isoformat(),
+    ],
+)
 def test_a_client_ts_outside_the_window_is_refused_naming_it_and_the_window(api, campaign, unit, stamp):
     response = post(api, event(campaign, "broad_set", {"value": "VS"}, unit=unit, client_ts=stamp))
     assert response.status_code == 400, response.content
@@ -74,18 +81,44 @@ def test_a_clock_running_fast_does_not_freeze_a_judgment(api, campaign, unit):
 def test_within_a_session_the_sequence_number_decides_not_the_clock(api, campaign, unit):
     later_clock_earlier_seq = (datetime.now(UTC) + timedelta(hours=1)).isoformat()
     post(api, event(campaign, "broad_set", {"value": "SS"}, unit=unit, seq=5, session_id="tab"))
-    post(api, event(campaign, "broad_set", {"value": "VS"}, unit=unit, seq=4, session_id="tab",
-                    client_ts=later_clock_earlier_seq))
+    post(
+        api,
+        event(
+            campaign,
+            "broad_set",
+            {"value": "VS"},
+            unit=unit,
+            seq=4,
+            session_id="tab",
+            client_ts=later_clock_earlier_seq,
+        ),
+    )
     assert Judgment.objects.get(unit=unit).broad == "SS"
-    post(api, event(campaign, "broad_set", {"value": "NS"}, unit=unit, seq=6, session_id="tab",
-                    client_ts=(datetime.now(UTC) - timedelta(days=30)).isoformat()))
+    post(
+        api,
+        event(
+            campaign,
+            "broad_set",
+            {"value": "NS"},
+            unit=unit,
+            seq=6,
+            session_id="tab",
+            client_ts=(datetime.now(UTC) - timedelta(days=30)).isoformat(),
+        ),
+    )
     assert Judgment.objects.get(unit=unit).broad == "NS"
 
 
 # --- 4. id reuse --------------------------------------------------------------------------------------
-@pytest.mark.parametrize("change", [
-    {"payload": {"value": "NS"}}, {"seq": 7}, {"session_id": "another"}, {"type": "unit_viewed", "payload": {}},
-])
+@pytest.mark.parametrize(
+    "change",
+    [
+        {"payload": {"value": "NS"}},
+        {"seq": 7},
+        {"session_id": "another"},
+        {"type": "unit_viewed", "payload": {}},
+    ],
+)
 def test_an_id_reused_with_different_content_is_a_409_naming_it(api, campaign, unit, change):
     body = event(campaign, "broad_set", {"value": "VS"}, unit=unit)
     assert post(api, body).status_code == 201
@@ -115,7 +148,9 @@ LONE = "\\ud800"
 
 
 def test_a_lone_surrogate_in_the_payload_is_a_400_naming_the_field(api, campaign, unit):
-    text = json.dumps(event(campaign, "comment", {"text": "x"}, unit=unit)).replace('"text": "x"', f'"text": "a{LONE}b"')
+    text = json.dumps(event(campaign, "comment", {"text": "x"}, unit=unit)).replace(
+        '"text": "x"', f'"text": "a{LONE}b"'
+    )
     response = post_raw(api, text)
     assert response.status_code == 400, response.content
     assert response.json()["field"] == "payload.text"
@@ -151,8 +186,9 @@ def test_in_a_batch_only_the_event_with_a_lone_surrogate_is_rejected(api, campai
 def test_a_lone_surrogate_in_a_token_request_is_a_400(api):
     from rest_framework.test import APIClient
 
-    response = APIClient().post("/api/auth/token/", f'{{"username": "a{LONE}", "password": "x"}}',
-                                content_type="application/json")
+    response = APIClient().post(
+        "/api/auth/token/", f'{{"username": "a{LONE}", "password": "x"}}', content_type="application/json"
+    )
     assert response.status_code == 400 and response.json()["field"] == "username"
 
 
@@ -162,21 +198,43 @@ def test_a_lone_surrogate_in_organizer_writes_is_a_400_naming_the_field():
     api = client_for(organizer)
     patch = api.patch(f"/api/campaigns/{campaign.pk}/", f'{{"name": "x{LONE}"}}', content_type="application/json")
     assert patch.status_code == 400 and patch.json()["field"] == "name"
-    member = api.post(f"/api/campaigns/{campaign.pk}/members/", f'{{"username": "{LONE}", "role": "grader"}}',
-                      content_type="application/json")
+    member = api.post(
+        f"/api/campaigns/{campaign.pk}/members/",
+        f'{{"username": "{LONE}", "role": "grader"}}',
+        content_type="application/json",
+    )
     assert member.status_code == 400 and member.json()["field"] == "username"
-    created = api.post("/api/campaigns/", f'{{"name": "n", "slug": "s", "scheme": "numeric", "scheme_params": {{"{LONE}": 1}}}}',
-                       content_type="application/json")
+    created = api.post(
+        "/api/campaigns/",
+        f'{{"name": "n", "slug": "s", "scheme": "numeric", "scheme_params": {{"{LONE}": 1}}}}',
+        content_type="application/json",
+    )
     assert created.status_code == 400 and created.json()["field"].startswith("scheme_params")
     campaign.refresh_from_db()
     assert "\\" not in campaign.name
 
 
 # --- 3. paging ----------------------------------------------------------------------------------------
-@pytest.mark.parametrize("query", ["limit=100000000000000000000", "limit=abc", "limit=0", "limit=-3", "limit=1001",
-                                   "offset=-1", "offset=1e5", "offset=100000000000000000000", "limit=1.5"])
+@pytest.mark.parametrize(
+    "query",
+    [
+        "limit=100000000000000000000",
+        "limit=abc",
+        "limit=0",
+        "limit=-3",
+        "limit=1001",
+        "offset=-1",
+        "offset=1e5",
+        "offset=100000000000000000000",
+        "limit=1.5",
+    ],
+)
 def test_paging_parameters_out_of_bounds_are_a_400_naming_them(api, campaign, query):
-    for url in ("/api/campaigns/", f"/api/assignments/?campaign={campaign.pk}", f"/api/judgments/?campaign={campaign.pk}"):
+    for url in (
+        "/api/campaigns/",
+        f"/api/assignments/?campaign={campaign.pk}",
+        f"/api/judgments/?campaign={campaign.pk}",
+    ):
         response = api.get(f"{url}{'&' if '?' in url else '?'}{query}")
         assert response.status_code == 400, (url, response.content)
         assert response.json()["field"] == query.split("=")[0]

@@ -1,4 +1,5 @@
 """404 for whatever a user may not know exists, on every endpoint; 401 for bad tokens."""
+
 import pytest
 from rest_framework.authtoken.models import Token
 from rest_framework.test import APIClient
@@ -18,13 +19,23 @@ def urls(campaign):
     run = AnalysisRun.objects.create(campaign=campaign, parameters={}, seed=1)
     unit = campaign.units.first()
     return {
-        "get": [f"/reports/campaigns/{campaign.pk}/", f"/reports/campaigns/{campaign.pk}/tables/graders.csv",
-                f"/reports/campaigns/{campaign.pk}/units/{unit.pk}/", f"/api/campaigns/{campaign.pk}/analyses/",
-                f"/api/analyses/{run.pk}/", f"/api/campaigns/{campaign.pk}/ground-truth/?format=csv",
-                f"/api/campaigns/{campaign.pk}/events/", f"/api/campaigns/{campaign.pk}/",
-                f"/api/campaigns/{campaign.pk}/progress/", f"/api/assignments/?campaign={campaign.pk}"],
-        "post": [f"/reports/campaigns/{campaign.pk}/run/", f"/api/campaigns/{campaign.pk}/analyses/",
-                 f"/api/campaigns/{campaign.pk}/members/"],
+        "get": [
+            f"/reports/campaigns/{campaign.pk}/",
+            f"/reports/campaigns/{campaign.pk}/tables/graders.csv",
+            f"/reports/campaigns/{campaign.pk}/units/{unit.pk}/",
+            f"/api/campaigns/{campaign.pk}/analyses/",
+            f"/api/analyses/{run.pk}/",
+            f"/api/campaigns/{campaign.pk}/ground-truth/?format=csv",
+            f"/api/campaigns/{campaign.pk}/events/",
+            f"/api/campaigns/{campaign.pk}/",
+            f"/api/campaigns/{campaign.pk}/progress/",
+            f"/api/assignments/?campaign={campaign.pk}",
+        ],
+        "post": [
+            f"/reports/campaigns/{campaign.pk}/run/",
+            f"/api/campaigns/{campaign.pk}/analyses/",
+            f"/api/campaigns/{campaign.pk}/members/",
+        ],
     }
 
 

@@ -1,5 +1,6 @@
 """Every malformed campaign file ends in one message naming file, row, field and value, exit
 status 2, and nothing stored; never a traceback. The cases are tallied in JSON_CASES and CSV_CASES."""
+
 import copy
 import json
 import subprocess
@@ -46,27 +47,63 @@ JSON_CASES = [
     ("name longer than its column", mutate("campaign.name", "n" * 201), "campaign", "name", "nnnn"),
     ("slug like ../x", mutate("campaign.slug", "../x"), "campaign", "slug", "../x"),
     ("user name like <script>", mutate("graders", ["<script>alert(1)</script>"]), "graders[0]", "username", "<script>"),
-    ("provenance naming a missing query", mutate("candidates.0.provenance.0.query", "q-missing"),
-     "candidates[0].provenance[0]", "query", "q-missing"),
-    ("candidate listing a missing query", mutate("candidates.1.queries", ["q-missing"]),
-     "candidates[1].queries[0]", "query", "q-missing"),
-    ("list where a system name is expected", mutate("candidates.0.provenance.0.system", ["system-a"]),
-     "candidates[0].provenance[0]", "system", '["system-a"]'),
-    ("object where a query id is expected", mutate("candidates.0.provenance.0.query", {"id": "q1"}),
-     "candidates[0].provenance[0]", "query", '{"id": "q1"}'),
+    (
+        "provenance naming a missing query",
+        mutate("candidates.0.provenance.0.query", "q-missing"),
+        "candidates[0].provenance[0]",
+        "query",
+        "q-missing",
+    ),
+    (
+        "candidate listing a missing query",
+        mutate("candidates.1.queries", ["q-missing"]),
+        "candidates[1].queries[0]",
+        "query",
+        "q-missing",
+    ),
+    (
+        "list where a system name is expected",
+        mutate("candidates.0.provenance.0.system", ["system-a"]),
+        "candidates[0].provenance[0]",
+        "system",
+        '["system-a"]',
+    ),
+    (
+        "object where a query id is expected",
+        mutate("candidates.0.provenance.0.query", {"id": "q1"}),
+        "candidates[0].provenance[0]",
+        "query",
+        '{"id": "q1"}',
+    ),
     ("overlap beyond any column", mutate("campaign.initial_overlap", 10**30), "campaign", "initial_overlap", "1000"),
     ("budget beyond any column", mutate("campaign.budget", 2**40), "campaign", "budget", str(2**40)),
-    ("rank beyond any column", mutate("candidates.0.provenance.0.rank", 2**40), "candidates[0].provenance[0]",
-     "rank", str(2**40)),
+    (
+        "rank beyond any column",
+        mutate("candidates.0.provenance.0.rank", 2**40),
+        "candidates[0].provenance[0]",
+        "rank",
+        str(2**40),
+    ),
     ("NUL in a text", mutate("campaign.description", "a\x00b"), "campaign", "description", "a\\\\u0000b"),
     ("lone surrogate in a name", None, "campaign", "name", "\\ud800"),
     ("NaN in scheme parameters", None, "campaign", "scheme_params.fine_bands", "nan"),
-    ("NUL in policy parameters", mutate("campaign.policy_params", {"k": "a\x00"}), "campaign", "policy_params.k", "u0000"),
+    (
+        "NUL in policy parameters",
+        mutate("campaign.policy_params", {"k": "a\x00"}),
+        "campaign",
+        "policy_params.k",
+        "u0000",
+    ),
     ("candidate id longer than its column", mutate("candidates.0.id", "c" * 101), "candidates[0]", "id", "cccc"),
     ("system name longer than its column", mutate("systems.0.name", "s" * 101), "systems[0]", "name", "ssss"),
     ("user name longer than its column", mutate("organizers", ["u" * 151]), "organizers[0]", "username", "uuuu"),
-    ("media URL longer than its column", mutate("queries.0.media_url", "https://" + "x" * 500),
-     "queries[0]", "media_url", "https://"),
+    (
+        "media URL longer than its column",
+        mutate("queries.0.media_url", "https://" + "x" * 500),
+        "queries[0]",
+        "media_url",
+        "https://",
+    ),
     ("list where a kind is expected", mutate("candidates.0.kind", ["audio"]), "candidates[0]", "kind", '["audio"]'),
     ("object where a status is expected", mutate("campaign.status", {"open": True}), "campaign", "status", "open"),
     ("media path holding a NUL", mutate("candidates.0.media", "media/\x00.wav"), "candidates[0]", "media", "media/"),
@@ -102,7 +139,9 @@ def refused(args: list[str], **options) -> str:
 
 
 @pytest.mark.parametrize("name,definition,where,field,value", JSON_CASES, ids=[c[0] for c in JSON_CASES])
-def test_a_malformed_json_file_is_refused_naming_file_row_field_and_value(example, name, definition, where, field, value):
+def test_a_malformed_json_file_is_refused_naming_file_row_field_and_value(
+    example, name, definition, where, field, value
+):
     path = example / "broken.json"
     path.write_text(raw_text(name, definition), encoding="utf-8", errors="surrogatepass")
     message = refused([str(path)])
@@ -117,12 +156,20 @@ CSV_ROW = "q1,A major triad,audio,media/query-1.wav,c-a,audio,media/cand-a.wav,s
 CSV_CASES = [
     ("non-UTF-8 file", (CSV_HEADER + CSV_ROW.replace("A major", "Dur\xe9e")).encode("latin-1"), "line 2", "(encoding)"),
     ("NUL byte in a CSV", (CSV_HEADER + CSV_ROW.replace("A major", "A\x00major")).encode(), "line 2", "title"),
-    ("cell larger than the CSV reader takes", (CSV_HEADER + CSV_ROW.replace("A major", "x" * 200_000)).encode(),
-     "line 2", "(csv)"),
+    (
+        "cell larger than the CSV reader takes",
+        (CSV_HEADER + CSV_ROW.replace("A major", "x" * 200_000)).encode(),
+        "line 2",
+        "(csv)",
+    ),
     ("row with more fields than the header", (CSV_HEADER + CSV_ROW.strip() + ",extra\n").encode(), "line 2", "(row)"),
     ("slug like ../x in a CSV", (CSV_HEADER + CSV_ROW).encode(), "campaign", "slug"),
-    ("candidate id longer than its column in a CSV", (CSV_HEADER + CSV_ROW.replace("c-a", "c" * 101)).encode(),
-     "line 2", "id"),
+    (
+        "candidate id longer than its column in a CSV",
+        (CSV_HEADER + CSV_ROW.replace("c-a", "c" * 101)).encode(),
+        "line 2",
+        "id",
+    ),
 ]
 
 
@@ -170,7 +217,13 @@ def test_from_the_command_line_the_exit_status_is_2_and_there_is_no_traceback(ex
     path.write_text(json.dumps(mutate("campaign.slug", "../x")))
     env = {**os.environ, "DATA_DIR": str(tmp_path / "data")}
     env.pop("DATABASE_URL", None)
-    done = subprocess.run([sys.executable, "manage.py", "import_campaign", str(path)], cwd=ROOT, env=env,
-                          capture_output=True, text=True, timeout=120)
+    done = subprocess.run(
+        [sys.executable, "manage.py", "import_campaign", str(path)],
+        cwd=ROOT,
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
     assert done.returncode == 2, done.stderr
     assert "Traceback" not in done.stderr and "field 'slug', value '../x'" in done.stderr

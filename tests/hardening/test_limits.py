@@ -1,5 +1,6 @@
 """Body limits (413), throttling (429 + Retry-After) of token requests, anonymous API calls and
 browser logins, and the Content-Security-Policy header on every page."""
+
 import json
 
 import pytest
@@ -13,8 +14,9 @@ pytestmark = pytest.mark.django_db
 
 def test_a_body_larger_than_the_endpoint_takes_is_a_413_before_parsing(settings):
     settings.BODY_LIMIT_DEFAULT = 2048
-    response = APIClient().post("/api/auth/token/", json.dumps({"username": "x" * 5000, "password": "y"}),
-                                content_type="application/json")
+    response = APIClient().post(
+        "/api/auth/token/", json.dumps({"username": "x" * 5000, "password": "y"}), content_type="application/json"
+    )
     assert response.status_code == 413
     assert response.json()["field"] == "body" and "at most 2048" in response.json()["detail"]
 
@@ -40,8 +42,10 @@ def test_token_requests_are_throttled_with_retry_after(settings):
     settings.THROTTLE_RATES = {**settings.THROTTLE_RATES, "token": "3/min"}
     user = make_user(password="pw-for-tests-123")
     api = APIClient()
-    codes = [api.post("/api/auth/token/", {"username": user.username, "password": "wrong"}, format="json").status_code
-             for _ in range(4)]
+    codes = [
+        api.post("/api/auth/token/", {"username": user.username, "password": "wrong"}, format="json").status_code
+        for _ in range(4)
+    ]
     assert codes == [400, 400, 400, 429]
     response = api.post("/api/auth/token/", {"username": user.username, "password": "pw-for-tests-123"}, format="json")
     assert response.status_code == 429 and 0 < int(response["Retry-After"]) <= 60
@@ -55,8 +59,9 @@ def test_anonymous_api_calls_are_throttled(settings):
 
 @pytest.mark.redis
 def test_the_counts_live_in_redis_when_configured(settings):
-    settings.CACHES = {"default": {"BACKEND": "django.core.cache.backends.redis.RedisCache",
-                                   "LOCATION": "redis://127.0.0.1:6379/13"}}  # not the brokers' 14 and 15
+    settings.CACHES = {
+        "default": {"BACKEND": "django.core.cache.backends.redis.RedisCache", "LOCATION": "redis://127.0.0.1:6379/13"}
+    }  # not the brokers' 14 and 15
     from django.core.cache import caches
 
     caches["default"].clear()
@@ -81,8 +86,9 @@ def test_password_guessing_on_the_login_page_is_stopped(client, settings):
 
 def test_guessing_across_accounts_from_one_address_is_stopped_too(client, settings):
     settings.LOGIN_FAILURE_LIMIT = 1
-    codes = [client.post("/accounts/login/", {"username": f"someone{i}", "password": "guess"}).status_code
-             for i in range(11)]
+    codes = [
+        client.post("/accounts/login/", {"username": f"someone{i}", "password": "guess"}).status_code for i in range(11)
+    ]
     assert codes == [200] * 10 + [429]
 
 

@@ -1,5 +1,6 @@
 """Property-based tests: whatever the input, the event readers and the campaign importer answer with
 a value or a precise error, never anything else (hypothesis, bounded and seeded for CI)."""
+
 import copy
 import json
 import os
@@ -17,8 +18,12 @@ from grading.services.campaign_files import CampaignFileError, definition_check,
 
 EXAMPLES = Path(__file__).resolve().parents[2] / "examples"
 # Derandomized (the same examples every run); `make fuzz` raises the count through FUZZ_EXAMPLES.
-BOUNDED = settings(max_examples=int(os.environ.get("FUZZ_EXAMPLES", "150")), deadline=None, derandomize=True,
-                   suppress_health_check=[HealthCheck.function_scoped_fixture, HealthCheck.too_slow])
+BOUNDED = settings(
+    max_examples=int(os.environ.get("FUZZ_EXAMPLES", "150")),
+    deadline=None,
+    derandomize=True,
+    suppress_health_check=[HealthCheck.function_scoped_fixture, HealthCheck.too_slow],
+)
 
 # Any JSON value, including the ones storage refuses: NaN, huge integers, NULs and lone surrogates.
 texts = st.text(alphabet=st.characters(codec=None, min_codepoint=0, max_codepoint=0xFFFF), max_size=12)
@@ -28,8 +33,16 @@ json_values = st.recursive(
     max_leaves=12,
 )
 EVENT_KEYS = ["id", "campaign", "unit", "query", "type", "payload", "client_ts", "seq", "session_id"]
-GOOD_EVENT = {"id": "0b9c5f4e-3b8e-4a57-9d5e-2f1f7c8a9b10", "campaign": 3, "unit": 17, "type": "broad_set",
-              "payload": {"value": "VS"}, "client_ts": "2026-11-22T10:11:12+00:00", "seq": 4, "session_id": "abc"}
+GOOD_EVENT = {
+    "id": "0b9c5f4e-3b8e-4a57-9d5e-2f1f7c8a9b10",
+    "campaign": 3,
+    "unit": 17,
+    "type": "broad_set",
+    "payload": {"value": "VS"},
+    "client_ts": "2026-11-22T10:11:12+00:00",
+    "seq": 4,
+    "session_id": "abc",
+}
 
 
 @BOUNDED
@@ -115,4 +128,3 @@ def fast_grader():
 
     campaign = make_campaign(graders=1, n_queries=1, n_candidates=2)
     return campaign, client_for(graders_of(campaign)[0])
-

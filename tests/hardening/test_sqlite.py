@@ -1,5 +1,6 @@
 """Every SQLite database gets WAL, IMMEDIATE transactions and a busy timeout, whether embedded or
 named by a sqlite:// DATABASE_URL; and concurrent graders on SQLite lose nothing."""
+
 import json
 import os
 import subprocess
@@ -15,17 +16,20 @@ from tests.grading.api_helpers import client_for, event, fast_passwords, graders
 from tests.grading.test_allocation_concurrency import run_threads
 
 ROOT = Path(__file__).resolve().parents[2]
-PRINT = ("import django, json, os; os.environ['DJANGO_SETTINGS_MODULE'] = 'evalutron.settings'; django.setup(); "
-         "from django.conf import settings; d = settings.DATABASES['default']; "
-         "print(json.dumps({'engine': d['ENGINE'], 'options': d.get('OPTIONS', {})}))")
+PRINT = (
+    "import django, json, os; os.environ['DJANGO_SETTINGS_MODULE'] = 'evalutron.settings'; django.setup(); "
+    "from django.conf import settings; d = settings.DATABASES['default']; "
+    "print(json.dumps({'engine': d['ENGINE'], 'options': d.get('OPTIONS', {})}))"
+)
 
 
 def settings_under(tmp_path, **env) -> dict:
     environ = {**os.environ, "DEBUG": "true", "SECRET_KEY": "x" * 50, "DATA_DIR": str(tmp_path), **env}
     if "DATABASE_URL" not in env:
         environ.pop("DATABASE_URL", None)
-    done = subprocess.run([sys.executable, "-c", PRINT], cwd=ROOT, env=environ, capture_output=True, text=True,
-                          timeout=60, check=True)
+    done = subprocess.run(
+        [sys.executable, "-c", PRINT], cwd=ROOT, env=environ, capture_output=True, text=True, timeout=60, check=True
+    )
     return json.loads(done.stdout.strip().splitlines()[-1])
 
 
@@ -34,7 +38,11 @@ def test_every_sqlite_database_gets_the_same_options(tmp_path, url):
     env = {"DATABASE_URL": url.format(tmp=tmp_path)} if url else {}
     found = settings_under(tmp_path, **env)
     assert found["engine"] == "django.db.backends.sqlite3"
-    assert found["options"] == {"timeout": 20, "transaction_mode": "IMMEDIATE", "init_command": "PRAGMA journal_mode=WAL;"}
+    assert found["options"] == {
+        "timeout": 20,
+        "transaction_mode": "IMMEDIATE",
+        "init_command": "PRAGMA journal_mode=WAL;",
+    }
 
 
 def test_the_busy_timeout_is_configurable(tmp_path):
@@ -55,8 +63,11 @@ def test_twelve_graders_writing_at_once_on_sqlite_lose_nothing():
         api = client_for(graders[i])
         for seq, unit in enumerate(my_units(graders[i], campaign)):
             for kind, payload in (("broad_set", {"value": "SS"}), ("fine_set", {"value": 4.5})):
-                response = api.post("/api/events/", json.dumps(event(campaign, kind, payload, unit=unit, seq=seq)),
-                                    content_type="application/json")
+                response = api.post(
+                    "/api/events/",
+                    json.dumps(event(campaign, kind, payload, unit=unit, seq=seq)),
+                    content_type="application/json",
+                )
                 statuses.append(response.status_code)
 
     errors = run_threads(grader_posts, len(graders))

@@ -1,4 +1,5 @@
 """Fleiss' and Cohen's kappa, Landis & Koch labels, and the data-shape conversions."""
+
 import numpy as np
 import pandas as pd
 import pytest
@@ -22,14 +23,40 @@ from analysis.metrics import (
 # Fleiss (1971), Table 1: 30 patients, 6 psychiatrists each, 5 diagnoses (1 depression, 2 personality
 # disorder, 3 schizophrenia, 4 neurosis, 5 other); kappa = 0.430, per-category kappas 0.245, 0.245,
 # 0.520, 0.471, 0.566 (the paper's Table 2; also R irr::kappam.fleiss(diagnoses, detail=TRUE)).
-FLEISS_1971 = np.array([
-    [4, 4, 4, 4, 4, 4], [2, 2, 2, 5, 5, 5], [2, 3, 3, 3, 3, 5], [5, 5, 5, 5, 5, 5], [2, 2, 2, 4, 4, 4],
-    [1, 1, 3, 3, 3, 3], [3, 3, 3, 3, 5, 5], [1, 1, 3, 3, 3, 4], [1, 1, 4, 4, 4, 4], [5, 5, 5, 5, 5, 5],
-    [1, 4, 4, 4, 4, 4], [1, 2, 4, 4, 4, 4], [2, 2, 2, 3, 3, 3], [1, 4, 4, 4, 4, 4], [2, 2, 4, 4, 4, 5],
-    [3, 3, 3, 3, 3, 5], [1, 1, 1, 4, 5, 5], [1, 1, 1, 1, 1, 2], [2, 2, 4, 4, 4, 4], [1, 3, 3, 5, 5, 5],
-    [5, 5, 5, 5, 5, 5], [2, 4, 4, 4, 4, 4], [2, 2, 4, 5, 5, 5], [1, 1, 4, 4, 4, 4], [1, 4, 4, 4, 4, 5],
-    [2, 2, 2, 2, 2, 4], [1, 1, 1, 1, 5, 5], [2, 2, 4, 4, 4, 4], [1, 3, 3, 3, 3, 3], [5, 5, 5, 5, 5, 5],
-])
+FLEISS_1971 = np.array(
+    [
+        [4, 4, 4, 4, 4, 4],
+        [2, 2, 2, 5, 5, 5],
+        [2, 3, 3, 3, 3, 5],
+        [5, 5, 5, 5, 5, 5],
+        [2, 2, 2, 4, 4, 4],
+        [1, 1, 3, 3, 3, 3],
+        [3, 3, 3, 3, 5, 5],
+        [1, 1, 3, 3, 3, 4],
+        [1, 1, 4, 4, 4, 4],
+        [5, 5, 5, 5, 5, 5],
+        [1, 4, 4, 4, 4, 4],
+        [1, 2, 4, 4, 4, 4],
+        [2, 2, 2, 3, 3, 3],
+        [1, 4, 4, 4, 4, 4],
+        [2, 2, 4, 4, 4, 5],
+        [3, 3, 3, 3, 3, 5],
+        [1, 1, 1, 4, 5, 5],
+        [1, 1, 1, 1, 1, 2],
+        [2, 2, 4, 4, 4, 4],
+        [1, 3, 3, 5, 5, 5],
+        [5, 5, 5, 5, 5, 5],
+        [2, 4, 4, 4, 4, 4],
+        [2, 2, 4, 5, 5, 5],
+        [1, 1, 4, 4, 4, 4],
+        [1, 4, 4, 4, 4, 5],
+        [2, 2, 2, 2, 2, 4],
+        [1, 1, 1, 1, 5, 5],
+        [2, 2, 4, 4, 4, 4],
+        [1, 3, 3, 3, 3, 3],
+        [5, 5, 5, 5, 5, 5],
+    ]
+)
 
 
 def fleiss_counts() -> np.ndarray:
@@ -47,8 +74,18 @@ def test_fleiss_1971_per_category_kappas():
 
 def test_wikipedia_fleiss_example():
     # en.wikipedia.org/wiki/Fleiss'_kappa worked example: 10 subjects, 14 raters, 5 categories.
-    table = [[0, 0, 0, 0, 14], [0, 2, 6, 4, 2], [0, 0, 3, 5, 6], [0, 3, 9, 2, 0], [2, 2, 8, 1, 1],
-             [7, 7, 0, 0, 0], [3, 2, 6, 3, 0], [2, 5, 3, 2, 2], [6, 5, 2, 1, 0], [0, 2, 2, 3, 7]]
+    table = [
+        [0, 0, 0, 0, 14],
+        [0, 2, 6, 4, 2],
+        [0, 0, 3, 5, 6],
+        [0, 3, 9, 2, 0],
+        [2, 2, 8, 1, 1],
+        [7, 7, 0, 0, 0],
+        [3, 2, 6, 3, 0],
+        [2, 5, 3, 2, 2],
+        [6, 5, 2, 1, 0],
+        [0, 2, 2, 3, 7],
+    ]
     assert fleiss_kappa(table) == pytest.approx(0.210, abs=5e-4)
 
 
@@ -145,10 +182,21 @@ def test_cohen_is_symmetric_and_label_invariant_when_unweighted():
     assert cohen_kappa(perm[a], perm[b]) == pytest.approx(cohen_kappa(a, b), abs=1e-12)
 
 
-@pytest.mark.parametrize("kappa, label", [(-0.1, "poor"), (0.0, "slight"), (0.2, "slight"), (0.21, "fair"),
-                                          (0.4, "fair"), (0.5, "moderate"), (0.7, "substantial"),
-                                          (0.81, "almost perfect"), (1.0, "almost perfect"),
-                                          (float("nan"), "undefined")])
+@pytest.mark.parametrize(
+    "kappa, label",
+    [
+        (-0.1, "poor"),
+        (0.0, "slight"),
+        (0.2, "slight"),
+        (0.21, "fair"),
+        (0.4, "fair"),
+        (0.5, "moderate"),
+        (0.7, "substantial"),
+        (0.81, "almost perfect"),
+        (1.0, "almost perfect"),
+        (float("nan"), "undefined"),
+    ],
+)
 def test_landis_koch_bands(kappa, label):
     assert landis_koch(kappa) == label
 
@@ -161,8 +209,9 @@ def test_collapse_maps_three_levels_to_two():
 
 
 def test_long_frame_conversions():
-    frame = pd.DataFrame({"unit": ["u2", "u1", "u1", "u2"], "grader": ["a", "a", "b", "b"],
-                          "value": ["SS", "VS", "VS", "NS"]})
+    frame = pd.DataFrame(
+        {"unit": ["u2", "u1", "u1", "u2"], "grader": ["a", "a", "b", "b"], "value": ["SS", "VS", "VS", "NS"]}
+    )
     counts, units, categories = long_to_counts(frame, ["NS", "SS", "VS"])
     assert list(units) == ["u1", "u2"] and categories == ["NS", "SS", "VS"]
     assert counts.tolist() == [[0, 0, 2], [1, 1, 0]]
@@ -171,13 +220,16 @@ def test_long_frame_conversions():
     assert wide.tolist() == [[1.0, 3.0], [2.0, 4.0]] and list(graders) == ["a", "b"]
 
 
-@pytest.mark.parametrize("counts, message", [
-    ([[1, 2], [3]], "rectangular"),
-    ([], "2-D"),
-    (np.zeros((0, 3)), "empty"),
-    ([[1, -1]], r"counts\[0, 1\] = -1"),
-    ([[1.5, 1]], r"counts\[0, 0\] = 1.5"),
-])
+@pytest.mark.parametrize(
+    "counts, message",
+    [
+        ([[1, 2], [3]], "rectangular"),
+        ([], "2-D"),
+        (np.zeros((0, 3)), "empty"),
+        ([[1, -1]], r"counts\[0, 1\] = -1"),
+        ([[1.5, 1]], r"counts\[0, 0\] = 1.5"),
+    ],
+)
 def test_fleiss_rejects_bad_tables(counts, message):
     with pytest.raises(ValueError, match=message):
         fleiss_kappa(counts)

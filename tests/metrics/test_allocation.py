@@ -1,4 +1,5 @@
 """Allocation policies compared by simulation (docs/design.md §5.6)."""
+
 import numpy as np
 import pytest
 
@@ -53,11 +54,14 @@ def test_query_deviation_only_spends_on_deviating_queries():
     assert 400 < result["judgments"] < consensus["judgments"]
 
 
-@pytest.mark.parametrize("kwargs,message", [
-    ({"policy": "random"}, "`policy` must be one of"),
-    ({"policy": "fixed", "initial_overlap": 6}, "initial_overlap"),
-    ({"policy": "consensus", "budget": 10}, "smaller than the initial allocation"),
-])
+@pytest.mark.parametrize(
+    "kwargs,message",
+    [
+        ({"policy": "random"}, "`policy` must be one of"),
+        ({"policy": "fixed", "initial_overlap": 6}, "initial_overlap"),
+        ({"policy": "consensus", "budget": 10}, "smaller than the initial allocation"),
+    ],
+)
 def test_bad_arguments_are_named(kwargs, message):
     args = {"initial_overlap": 2, "max_overlap": 5, **kwargs}
     with pytest.raises(ValueError, match=message):
@@ -66,7 +70,9 @@ def test_bad_arguments_are_named(kwargs, message):
 
 def test_accuracies_that_are_not_probabilities_are_refused():
     with pytest.raises(ValueError, match="`accuracy` must hold"):
-        simulate_judgments(np.array([0, 1]), np.array([1.2, 0.5, 0.5]), max_overlap=3, n_categories=2, rng=np.random.default_rng(0))
+        simulate_judgments(
+            np.array([0, 1]), np.array([1.2, 0.5, 0.5]), max_overlap=3, n_categories=2, rng=np.random.default_rng(0)
+        )
 
 
 def test_expected_entropy_drop_matches_the_apps_plain_implementation():

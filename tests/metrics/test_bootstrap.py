@@ -1,4 +1,5 @@
 """Bootstrap intervals: seeded, vectorised, and equal to the naive resampling loop."""
+
 import numpy as np
 import pytest
 
@@ -36,6 +37,7 @@ def test_fleiss_replicates_equal_the_statistic_on_the_resampled_units():
     weights = next(resample_weights(np.random.default_rng(2), np.ones(counts.shape[0], dtype=int), 5))
     expected = [fleiss_kappa(np.repeat(counts, w.astype(int), axis=0)) for w in weights]
     from analysis.metrics.agreement import fleiss_from_sums, fleiss_parts
+
     agree, n_i, _ = fleiss_parts(counts)
     sums = weights @ np.column_stack([agree, n_i, counts])
     ours = fleiss_from_sums(sums[:, 0] / counts.shape[0], sums[:, 2:] / sums[:, 1:2])

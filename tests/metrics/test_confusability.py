@@ -1,4 +1,5 @@
 """Per-unit confusability, aggregates and confusability-aware evaluation (docs/design.md §5.3)."""
+
 import numpy as np
 import pandas as pd
 import pytest
@@ -29,14 +30,24 @@ def test_single_judgment_has_nan_std_and_is_excluded_from_the_summary():
     table = unit_confusability(long({"a": [3], "b": [1, 3]}))
     assert np.isnan(table.loc["a", "std"]) and table.loc["a", "entropy"] == 0
     summary = confusability_summary(table)
-    assert summary == {"mean_dif": 2.0, "mean_std": pytest.approx(np.sqrt(2)), "mean_entropy": 1.0,
-                       "n_units": 1, "n_excluded": 1}
+    assert summary == {
+        "mean_dif": 2.0,
+        "mean_std": pytest.approx(np.sqrt(2)),
+        "mean_entropy": 1.0,
+        "n_units": 1,
+        "n_excluded": 1,
+    }
 
 
 def test_matches_a_direct_computation_on_random_data():
     rng = np.random.default_rng(2)
-    frame = pd.DataFrame({"unit": np.repeat(np.arange(200), 5), "grader": np.tile(np.arange(5), 200),
-                          "value": rng.integers(0, 5, 1000).astype(float)})
+    frame = pd.DataFrame(
+        {
+            "unit": np.repeat(np.arange(200), 5),
+            "grader": np.tile(np.arange(5), 200),
+            "value": rng.integers(0, 5, 1000).astype(float),
+        }
+    )
     table = unit_confusability(frame.sample(frac=1, random_state=1))
     values = frame["value"].to_numpy().reshape(200, 5)
     assert table["std"].to_numpy() == pytest.approx(values.std(axis=1, ddof=1))
@@ -50,8 +61,7 @@ def test_ca_corr_is_pearson_with_confusability_weights():
     rng = np.random.default_rng(4)
     truth, system, conf = rng.normal(size=30), rng.normal(size=30), rng.random(30)
     w = 1 - (conf - conf.min()) / np.ptp(conf)
-    expected = np.cov(system, truth, aweights=w)[0, 1] / np.sqrt(
-        np.cov(system, aweights=w) * np.cov(truth, aweights=w))
+    expected = np.cov(system, truth, aweights=w)[0, 1] / np.sqrt(np.cov(system, aweights=w) * np.cov(truth, aweights=w))
     assert ca_corr(system, truth, conf) == pytest.approx(expected)
     assert ca_corr(system, truth, np.ones(30)) == pytest.approx(np.corrcoef(system, truth)[0, 1])
 

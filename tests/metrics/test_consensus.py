@@ -1,4 +1,5 @@
 """The consensus category: majority, ties toward the mean position, then the lower."""
+
 from __future__ import annotations
 
 import numpy as np
@@ -11,13 +12,16 @@ from analysis.metrics.consensus import consensus_category
 BROAD = ["NS", "SS", "VS"]
 
 
-@pytest.mark.parametrize(("counts", "expected"), [
-    ([3, 1, 0], "NS"),  # a plain majority
-    ([2, 0, 2], "NS"),  # NS and VS tie, both 1 from the mean (SS): the lower
-    ([1, 2, 2], "SS"),  # mean 1.2: SS is nearer than VS
-    ([0, 1, 1], "SS"),  # mean 1.5: equally near, the lower
-    ([0, 0, 0], None),  # no judgments
-])
+@pytest.mark.parametrize(
+    ("counts", "expected"),
+    [
+        ([3, 1, 0], "NS"),  # a plain majority
+        ([2, 0, 2], "NS"),  # NS and VS tie, both 1 from the mean (SS): the lower
+        ([1, 2, 2], "SS"),  # mean 1.2: SS is nearer than VS
+        ([0, 1, 1], "SS"),  # mean 1.5: equally near, the lower
+        ([0, 0, 0], None),  # no judgments
+    ],
+)
 def test_worked_examples(counts, expected):
     assert consensus_category([counts], BROAD) == [expected]
 

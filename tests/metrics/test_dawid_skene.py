@@ -1,6 +1,7 @@
 """Dawid–Skene (categorical) and bias + noise (numeric) models: against crowd-kit, against plain
 loop implementations of the same definitions, a worked example, recovery of known parameters,
 invariances and errors."""
+
 import numpy as np
 import pandas as pd
 import pytest
@@ -23,7 +24,9 @@ def loop_dawid_skene(frame, categories, smoothing=0.01, tol=1e-6, max_iter=100):
     """The definition written out with dicts and loops (no vectorisation), for comparison."""
     units, graders, k = sorted(frame.unit.unique()), sorted(frame.grader.unique()), len(categories)
     code = {c: i for i, c in enumerate(categories)}
-    by_unit = {u: [(g, code[v]) for g, v in zip(grp.grader, grp.value, strict=True)] for u, grp in frame.groupby("unit")}
+    by_unit = {
+        u: [(g, code[v]) for g, v in zip(grp.grader, grp.value, strict=True)] for u, grp in frame.groupby("unit")
+    }
     post = {u: [sum(1 for _, a in js if a == t) / len(js) for t in range(k)] for u, js in by_unit.items()}
 
     def m_step(post):
@@ -68,7 +71,9 @@ def test_it_agrees_with_crowd_kit():
     crowdkit = pytest.importorskip("crowdkit.aggregation")
     frame, _ = simulate(n_units=300, seed=2)
     fit = dawid_skene(frame, tol=1e-8, max_iter=300)
-    ck = crowdkit.DawidSkene(n_iter=300, tol=1e-8).fit(frame.rename(columns={"unit": "task", "grader": "worker", "value": "label"}))
+    ck = crowdkit.DawidSkene(n_iter=300, tol=1e-8).fit(
+        frame.rename(columns={"unit": "task", "grader": "worker", "value": "label"})
+    )
     ck_post = ck.probas_.loc[fit.units, [0, 1, 2]].to_numpy()
     assert ck_post.shape == fit.posterior.shape == (300, 3)
     # crowd-kit does not smooth (it clips at 1e-12); with 0.01 smoothing on counts of ~hundreds the
@@ -85,7 +90,8 @@ def test_worked_example_first_m_step_and_e_step():
     fit = dawid_skene(frame, max_iter=1, smoothing=0.01)
     # After one E-step, the M-step gives priors (Σ_u post_u0 + 0.01) / 2.02; check the E-step by hand
     # from the initial parameters: π = (0.6767/2.02, 1.3433/2.02); θ_x = rows t=0: (2/3+.01, .01)/(2/3+.02),
-    # t=1: (1/3+.01, 1+.01)/(4/3+.02) (x said 0 on a, 1 on b); θ_z: t=0: (.01, 2/3+.01)/(2/3+.02), t=1: (.01, 4/3+.01)/(4/3+.02).
+    # t=1: (1/3+.01, 1+.01)/(4/3+.02) (x said 0 on a, 1 on b);
+    # θ_z: t=0: (.01, 2/3+.01)/(2/3+.02), t=1: (.01, 4/3+.01)/(4/3+.02).
     pi = np.array([2 / 3 + 0.01, 4 / 3 + 0.01]) / 2.02
     tx = np.array([[2 / 3 + 0.01, 0.01], [1 / 3 + 0.01, 1 + 0.01]])
     tx /= tx.sum(axis=1, keepdims=True)
@@ -125,12 +131,15 @@ def test_unused_categories_are_kept_and_labels_are_values():
     assert (fit.probability > 0.9).all()
 
 
-@pytest.mark.parametrize(("frame", "kwargs", "message"), [
-    (pd.DataFrame({"unit": [1], "grader": ["a"]}), {}, "columns unit, grader, value"),
-    (pd.DataFrame({"unit": [1, 1], "grader": ["a", "a"], "value": [0, 1]}), {}, "two values of grader 'a'"),
-    (pd.DataFrame({"unit": [1], "grader": ["a"], "value": ["x"]}), {"categories": ["y", "z"]}, "'x' is not one of"),
-    (pd.DataFrame({"unit": [1], "grader": ["a"], "value": [0]}), {"smoothing": 0}, "smoothing > 0"),
-])
+@pytest.mark.parametrize(
+    ("frame", "kwargs", "message"),
+    [
+        (pd.DataFrame({"unit": [1], "grader": ["a"]}), {}, "columns unit, grader, value"),
+        (pd.DataFrame({"unit": [1, 1], "grader": ["a", "a"], "value": [0, 1]}), {}, "two values of grader 'a'"),
+        (pd.DataFrame({"unit": [1], "grader": ["a"], "value": ["x"]}), {"categories": ["y", "z"]}, "'x' is not one of"),
+        (pd.DataFrame({"unit": [1], "grader": ["a"], "value": [0]}), {"smoothing": 0}, "smoothing > 0"),
+    ],
+)
 def test_bad_input_is_named(frame, kwargs, message):
     with pytest.raises(ValueError, match=message):
         dawid_skene(frame, **kwargs)
@@ -152,16 +161,27 @@ def loop_bias_noise(frame, floor, tol=1e-6, max_iter=500):
     pooled = np.mean([(y - t[u]) ** 2 for u, _, y in rows])
     var = dict.fromkeys(graders, max(pooled, floor**2))
     for _ in range(max_iter):
-        new = {u: sum((y - b[g]) / var[g] for uu, g, y in rows if uu == u) / sum(1 / var[g] for uu, g, _ in rows if uu == u)
-               for u in units}
+        new = {
+            u: sum((y - b[g]) / var[g] for uu, g, y in rows if uu == u)
+            / sum(1 / var[g] for uu, g, _ in rows if uu == u)
+            for u in units
+        }
         b = {g: np.mean([y - new[u] for u, gg, y in rows if gg == g]) for g in graders}
         shift = np.mean(list(b.values()))
         b = {g: v - shift for g, v in b.items()}
         new = {u: v + shift for u, v in new.items()}
         total_w = {u: sum(1 / var[g] for uu, g, _ in rows if uu == u) for u in units}
-        new_var = {g: max(sum((y - new[u] - b[g]) ** 2 for u, gg, y in rows if gg == g)
-                          / sum(1 - (1 / var[g]) / total_w[u] for u, gg, _ in rows if gg == g), floor**2) for g in graders}
-        change = max(max(abs(new[u] - t[u]) for u in units), max(abs(np.sqrt(new_var[g]) - np.sqrt(var[g])) for g in graders))
+        new_var = {
+            g: max(
+                sum((y - new[u] - b[g]) ** 2 for u, gg, y in rows if gg == g)
+                / sum(1 - (1 / var[g]) / total_w[u] for u, gg, _ in rows if gg == g),
+                floor**2,
+            )
+            for g in graders
+        }
+        change = max(
+            max(abs(new[u] - t[u]) for u in units), max(abs(np.sqrt(new_var[g]) - np.sqrt(var[g])) for g in graders)
+        )
         t, var = new, new_var
         if change < tol:
             break

@@ -1,4 +1,5 @@
 """FreSPA: the exact method against the enumeration oracle, hand-checked cases, large k, errors."""
+
 from __future__ import annotations
 
 import math
@@ -117,14 +118,17 @@ def test_large_k_scores_match_the_closed_form() -> None:
     assert frespa(golds, base) == 1.0
 
 
-@pytest.mark.parametrize(("options", "message"), [
-    ({"min_sup": 1.5}, "min_sup"),
-    ({"min_sup": -0.1}, "min_sup"),
-    ({"min_len": 1}, "min_len"),
-    ({"min_len": 4, "max_len": 3}, "max_len"),
-    ({"w_len": -1.0}, "w_len"),
-    ({"w_sup": math.inf}, "w_sup"),
-])
+@pytest.mark.parametrize(
+    ("options", "message"),
+    [
+        ({"min_sup": 1.5}, "min_sup"),
+        ({"min_sup": -0.1}, "min_sup"),
+        ({"min_len": 1}, "min_len"),
+        ({"min_len": 4, "max_len": 3}, "max_len"),
+        ({"w_len": -1.0}, "w_len"),
+        ({"w_sup": math.inf}, "w_sup"),
+    ],
+)
 def test_it_rejects_bad_parameters(options: dict, message: str) -> None:
     with pytest.raises(ValueError, match=message):
         frespa([list("ABC")], list("ABC"), **options)

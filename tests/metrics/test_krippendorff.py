@@ -1,4 +1,5 @@
 """Krippendorff's alpha: the published worked example, the `krippendorff` package, invariances."""
+
 import krippendorff
 import numpy as np
 import pytest
@@ -9,16 +10,19 @@ nan = np.nan
 # Krippendorff (2011), "Computing Krippendorff's Alpha-Reliability", section C: 4 observers x 12
 # units with missing values; the paper gives alpha = 0.743 (nominal), 0.815 (ordinal), 0.849
 # (interval) and 0.797 (ratio).
-KRIPPENDORFF_2011 = np.array([
-    [1, 2, 3, 3, 2, 1, 4, 1, 2, nan, nan, nan],
-    [1, 2, 3, 3, 2, 2, 4, 1, 2, 5, nan, 3],
-    [nan, 3, 3, 3, 2, 3, 4, 2, 2, 5, 1, nan],
-    [1, 2, 3, 3, 2, 4, 4, 1, 2, 5, 1, nan],
-]).T  # (units, observers)
+KRIPPENDORFF_2011 = np.array(
+    [
+        [1, 2, 3, 3, 2, 1, 4, 1, 2, nan, nan, nan],
+        [1, 2, 3, 3, 2, 2, 4, 1, 2, 5, nan, 3],
+        [nan, 3, 3, 3, 2, 3, 4, 2, 2, 5, 1, nan],
+        [1, 2, 3, 3, 2, 4, 4, 1, 2, 5, 1, nan],
+    ]
+).T  # (units, observers)
 
 
-@pytest.mark.parametrize("level, expected", [("nominal", 0.743), ("ordinal", 0.815),
-                                             ("interval", 0.849), ("ratio", 0.797)])
+@pytest.mark.parametrize(
+    "level, expected", [("nominal", 0.743), ("ordinal", 0.815), ("interval", 0.849), ("ratio", 0.797)]
+)
 def test_krippendorff_2011_worked_example(level, expected):
     assert krippendorff_alpha(KRIPPENDORFF_2011, level) == pytest.approx(expected, abs=5e-4)
 
@@ -72,13 +76,24 @@ def test_nominal_is_invariant_to_relabelling_and_interval_to_affine_maps():
 
 def test_perfect_agreement_gives_one_and_no_variation_gives_nan():
     assert krippendorff_alpha([[1, 1], [2, 2], [3, nan]], "ordinal") == 1.0
-    alpha = krippendorff_alpha([[2, 2], [2, 2, ]], "interval")
+    alpha = krippendorff_alpha(
+        [
+            [2, 2],
+            [
+                2,
+                2,
+            ],
+        ],
+        "interval",
+    )
     assert isinstance(alpha, Undefined) and "identical" in reason_of(alpha)
     assert "no unit" in reason_of(krippendorff_alpha([[1, nan], [nan, 2]], "nominal"))
 
 
 def test_errors_name_the_argument():
-    with pytest.raises(ValueError, match="`level` must be one of 'nominal', 'ordinal', 'interval', 'ratio'; got 'metric'"):
+    with pytest.raises(
+        ValueError, match="`level` must be one of 'nominal', 'ordinal', 'interval', 'ratio'; got 'metric'"
+    ):
         krippendorff_alpha(KRIPPENDORFF_2011, "metric")
     with pytest.raises(ValueError, match="all NaN"):
         krippendorff_alpha([[nan, nan]], "nominal")

@@ -1,4 +1,5 @@
 """Orderings: correlations, AC/WCA/RBA, Kendall's W, ED, noise robustness, grid search."""
+
 from __future__ import annotations
 
 import math
@@ -151,8 +152,7 @@ def test_grid_search_ranks_parameter_sets_by_ed() -> None:
     assert table["ed"].is_monotonic_decreasing
     best = table.iloc[0]
     params = FrespaParams(best.min_sup, int(best.min_len), None, best.w_len, best.w_sup)
-    expected = np.mean([evaluation_discriminativeness(g, methods=["FreSPA"], frespa=params)["FreSPA"]
-                        for g in golds])
+    expected = np.mean([evaluation_discriminativeness(g, methods=["FreSPA"], frespa=params)["FreSPA"] for g in golds])
     assert best.ed == pytest.approx(expected)
 
 
@@ -161,13 +161,16 @@ def test_grid_search_rejects_unknown_parameters() -> None:
         frespa_grid_search([[ABCD, ABDC]], grid={"minsup": (0.5,)})
 
 
-@pytest.mark.parametrize(("call", "message"), [
-    (lambda: kendall_tau(ABCD, list("ABCE")), "`b` is not a permutation"),
-    (lambda: ac_score(ABCD, [ABCD, list("AACD")]), "`golds` row 1 repeats item 'A'"),
-    (lambda: ac_score(ABCD, [ABCD], corr="pearson"), "`corr` must be one of"),
-    (lambda: evaluation_discriminativeness([ABCD, ABDC], methods=["AC"]), "`method` must be one of"),
-    (lambda: kendall_w([["A"], ["A"]]), "k >= 2 items"),
-])
+@pytest.mark.parametrize(
+    ("call", "message"),
+    [
+        (lambda: kendall_tau(ABCD, list("ABCE")), "`b` is not a permutation"),
+        (lambda: ac_score(ABCD, [ABCD, list("AACD")]), "`golds` row 1 repeats item 'A'"),
+        (lambda: ac_score(ABCD, [ABCD], corr="pearson"), "`corr` must be one of"),
+        (lambda: evaluation_discriminativeness([ABCD, ABDC], methods=["AC"]), "`method` must be one of"),
+        (lambda: kendall_w([["A"], ["A"]]), "k >= 2 items"),
+    ],
+)
 def test_it_rejects_bad_input(call, message: str) -> None:
     with pytest.raises(ValueError, match=message):
         call()

@@ -1,4 +1,5 @@
 """Agreement patterns, chi-squared tests and FINE within BROAD."""
+
 import numpy as np
 import pytest
 from scipy.stats import chi2_contingency
@@ -26,7 +27,11 @@ def test_pattern_table_at_three_and_two_levels():
     counts = np.array([[0, 0, 3], [0, 0, 3], [0, 2, 1], [1, 1, 1], [3, 0, 0], [0, 1, 0]])
     table = pattern_table(counts, LEVELS)
     assert table[["pattern", "kind", "count"]].values.tolist() == [
-        ["VS,VS,VS", "full", 2], ["NS,NS,NS", "full", 1], ["SS,SS,·", "partial", 1], ["VS,SS,NS", "none", 1]]
+        ["VS,VS,VS", "full", 2],
+        ["NS,NS,NS", "full", 1],
+        ["SS,SS,·", "partial", 1],
+        ["VS,SS,NS", "none", 1],
+    ]
     assert table["percent"].sum() == pytest.approx(100)
     two, labels = collapse_counts(counts, LEVELS, {"VS": "S", "SS": "S"})
     table2 = pattern_table(two, labels)

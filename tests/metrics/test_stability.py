@@ -1,4 +1,5 @@
 """Judgment stability and engagement from the event log (docs/design.md §5.2)."""
+
 import pandas as pd
 import pytest
 
@@ -9,26 +10,45 @@ def events(rows):
     return pd.DataFrame(rows, columns=["grader", "unit", "seq", "value"])
 
 
-LOG = events([
-    ("g", "u1", 1, "SS"), ("g", "u1", 2, "VS"), ("g", "u1", 3, "VS"), ("g", "u1", 4, "SS"),
-    ("g", "u2", 1, "NS"),
-    ("h", "u1", 2, "NS"), ("h", "u1", 1, "NS"),
-])
+LOG = events(
+    [
+        ("g", "u1", 1, "SS"),
+        ("g", "u1", 2, "VS"),
+        ("g", "u1", 3, "VS"),
+        ("g", "u1", 4, "SS"),
+        ("g", "u2", 1, "NS"),
+        ("h", "u1", 2, "NS"),
+        ("h", "u1", 1, "NS"),
+    ]
+)
 
 
 def test_changes_reverts_and_repeats():
     flags = event_flags(LOG)
     g_u1 = flags[(flags.grader == "g") & (flags.unit == "u1")]
     assert g_u1[["change", "revert", "repeat"]].values.tolist() == [
-        [False, False, False], [True, False, False], [True, False, True], [True, True, False]]
+        [False, False, False],
+        [True, False, False],
+        [True, False, True],
+        [True, True, False],
+    ]
 
 
 def test_overall_summary():
     overall = judgment_stability(LOG)["overall"]
     assert overall == {
-        "opportunities": 3, "events": 7, "mean_events": pytest.approx(7 / 3), "max_events": 4,
-        "mode_events": 1, "share_at_mode": pytest.approx(1 / 3), "pct_changed": pytest.approx(200 / 3),
-        "changes": 4, "reverts": 1, "pct_reverts": 25.0, "repeats": 2}
+        "opportunities": 3,
+        "events": 7,
+        "mean_events": pytest.approx(7 / 3),
+        "max_events": 4,
+        "mode_events": 1,
+        "share_at_mode": pytest.approx(1 / 3),
+        "pct_changed": pytest.approx(200 / 3),
+        "changes": 4,
+        "reverts": 1,
+        "pct_reverts": 25.0,
+        "repeats": 2,
+    }
 
 
 def test_per_grader_summary_and_order_independence():
@@ -47,10 +67,15 @@ def test_fine_with_tolerance():
 
 
 def test_engagement_from_timestamps():
-    ts = pd.to_datetime(["2024-01-01 10:00:00", "2024-01-01 10:00:30", "2024-01-01 10:01:00",
-                         "2024-01-01 11:00:00"])
-    log = pd.DataFrame({"grader": ["g", "g", "g", "h"], "unit": ["u", "u", "u", "u"], "ts": ts,
-                        "type": ["unit_viewed", "audition", "broad_set", "audition"]})
+    ts = pd.to_datetime(["2024-01-01 10:00:00", "2024-01-01 10:00:30", "2024-01-01 10:01:00", "2024-01-01 11:00:00"])
+    log = pd.DataFrame(
+        {
+            "grader": ["g", "g", "g", "h"],
+            "unit": ["u", "u", "u", "u"],
+            "ts": ts,
+            "type": ["unit_viewed", "audition", "broad_set", "audition"],
+        }
+    )
     per = engagement(log)
     assert per.loc[("g", "u"), "seconds"] == 60 and per.loc[("g", "u"), "auditions"] == 1
     assert per.loc[("h", "u"), "seconds"] == 0  # a single event: no time between interactions
@@ -60,8 +85,16 @@ def test_engagement_from_timestamps():
 def test_active_time_counts_visible_focused_time_between_interactions_with_idle_gaps_capped():
     # (seconds, unit, type): the grader looks at u1, rates it, moves to u2, hides the page for
     # 16 minutes, comes back, sets FINE, leaves the page open but idle for 16.5 minutes, then u1 again.
-    g = [(0, "u1", "unit_viewed"), (10, "u1", "broad_set"), (20, "u2", "unit_viewed"), (30, "u2", "page_hidden"),
-         (1000, "u2", "page_focus"), (1010, "u2", "fine_set"), (2000, "u1", "unit_viewed"), (2005, "u1", "broad_set")]
+    g = [
+        (0, "u1", "unit_viewed"),
+        (10, "u1", "broad_set"),
+        (20, "u2", "unit_viewed"),
+        (30, "u2", "page_hidden"),
+        (1000, "u2", "page_focus"),
+        (1010, "u2", "fine_set"),
+        (2000, "u1", "unit_viewed"),
+        (2005, "u1", "broad_set"),
+    ]
     # Another grader's events in between change nothing for this one.
     h = [(5, "u1", "unit_viewed"), (7, "u1", "audition"), (500, "u1", "broad_set")]
     log = pd.DataFrame([("g", *e) for e in g] + [("h", *e) for e in h], columns=["grader", "ts", "unit", "type"])

@@ -1,4 +1,5 @@
 """System scores from provenance, Friedman, Nemenyi, letter groups, and uploaded-score evaluation."""
+
 from __future__ import annotations
 
 import numpy as np
@@ -49,8 +50,7 @@ def test_bootstrap_interval_matches_a_direct_resampling_of_queries() -> None:
     scores = system_scores(table, rng=rng, n_boot=200)
     draws = np.random.default_rng(5).integers(0, 4, size=(200, 4))
     for system in table:
-        reps = [np.nanmean(table[system].to_numpy()[d]) if table[system].to_numpy()[d].size else np.nan
-                for d in draws]
+        reps = [np.nanmean(table[system].to_numpy()[d]) if table[system].to_numpy()[d].size else np.nan for d in draws]
         reps = np.array([r for r in reps if np.isfinite(r)])
         assert scores.loc[system, "ci_low"] == pytest.approx(np.quantile(reps, 0.025))
         assert scores.loc[system, "ci_high"] == pytest.approx(np.quantile(reps, 0.975))
@@ -111,6 +111,7 @@ def test_letter_groups_of_four_systems_with_overlapping_groups() -> None:
 
 
 # --- uploaded per-unit scores -------------------------------------------------------------------
+
 
 def _units(rng: np.random.Generator, n_units: int = 60) -> pd.DataFrame:
     true = rng.uniform(0, 10, n_units)

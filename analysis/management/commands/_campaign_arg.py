@@ -1,4 +1,5 @@
 """Shared by the analysis commands: a campaign named by id or slug."""
+
 from __future__ import annotations
 
 from django.core.management.base import CommandError

@@ -3,6 +3,7 @@
 Works on any long CSV, also ratings collected elsewhere; it never touches the database. The report is
 built by the same function as an analysis run's agreement sections, with the same keys and seeding.
 """
+
 from __future__ import annotations
 
 import json
@@ -40,17 +41,23 @@ def _parse_collapse(text: str | None) -> dict[str, str] | None:
 
 
 class Command(BaseCommand):
-    help = ("Agreement (Fleiss, Cohen, Krippendorff with bootstrap intervals), agreement patterns, "
-            "chi-squared tests and per-unit confusability of a long CSV: unit,grader,value "
-            "(broad_fine: unit,grader,broad,fine; optional query).")
+    help = (
+        "Agreement (Fleiss, Cohen, Krippendorff with bootstrap intervals), agreement patterns, "
+        "chi-squared tests and per-unit confusability of a long CSV: unit,grader,value "
+        "(broad_fine: unit,grader,broad,fine; optional query)."
+    )
     requires_system_checks: list[str] = []  # no database, no checks: runs on any machine
 
     def add_arguments(self, parser: CommandParser) -> None:
         parser.add_argument("file", help="CSV with header unit,grader,value (or unit,grader,broad,fine)")
         parser.add_argument("--format", choices=["json", "table"], default="table")
         parser.add_argument("--scheme", choices=SCHEMES, default="categorical")
-        parser.add_argument("--level", choices=LEVELS, help="Krippendorff's alpha at this level (default: "
-                            "ordinal with --categories, else nominal; interval for numbers and FINE)")
+        parser.add_argument(
+            "--level",
+            choices=LEVELS,
+            help="Krippendorff's alpha at this level (default: "
+            "ordinal with --categories, else nominal; interval for numbers and FINE)",
+        )
         parser.add_argument("--categories", help="ordered labels, e.g. NS,SS,VS (default: sorted labels)")
         parser.add_argument("--collapse", help="merge labels, e.g. VS=S,SS=S (broad_fine: this by default)")
         parser.add_argument("--bootstrap", type=int, default=1000, metavar="N", help="resamples (0: none)")
@@ -68,8 +75,15 @@ class Command(BaseCommand):
         try:
             frame = read_ratings_csv(options["file"], scheme=scheme, categories=categories)
             report = build_agreement_report(
-                frame, scheme=scheme, level=options["level"], categories=categories, collapse=collapse,
-                n_boot=options["bootstrap"], confidence=options["confidence"], seed=options["seed"])
+                frame,
+                scheme=scheme,
+                level=options["level"],
+                categories=categories,
+                collapse=collapse,
+                n_boot=options["bootstrap"],
+                confidence=options["confidence"],
+                seed=options["seed"],
+            )
         except (RatingsFileError, ValueError) as exc:
             raise _fail(str(exc)) from exc
         if options["format"] == "json":
@@ -92,9 +106,12 @@ def render_table(report: dict) -> str:
     """The report as plain text for a terminal."""
     agreement = report["agreement"]
     percent = f"{report['parameters']['confidence']:.0%}"
-    lines = [f"{report['n_units']} units, {report['n_graders']} graders, {report['n_judgments']} judgments "
-             f"({agreement.get('units_excluded', 0)} units with < 2 judgments excluded); "
-             f"{percent} bootstrap intervals, {report['parameters']['n_boot']} resamples", ""]
+    lines = [
+        f"{report['n_units']} units, {report['n_graders']} graders, {report['n_judgments']} judgments "
+        f"({agreement.get('units_excluded', 0)} units with < 2 judgments excluded); "
+        f"{percent} bootstrap intervals, {report['parameters']['n_boot']} resamples",
+        "",
+    ]
     for level in agreement["levels"]:
         lines.append(f"fleiss_kappa {level['name']:<15}{_interval(level['kappa'])}  {level['kappa']['label']}")
         lines += [f"  {row['category']:<26}{_num(row['kappa'])}" for row in level["per_category"]]
@@ -107,14 +124,18 @@ def render_table(report: dict) -> str:
     lines.append("")
     for level in agreement["levels"]:
         lines.append(f"patterns ({', '.join(map(str, level['categories']))}):")
-        lines += [f"  {row['pattern']:<24}{row['kind']:<9}{row['count']:>7}  {row['percent']:5.1f}%"
-                  for row in level["patterns"]]
+        lines += [
+            f"  {row['pattern']:<24}{row['kind']:<9}{row['count']:>7}  {row['percent']:5.1f}%"
+            for row in level["patterns"]
+        ]
     for key in ("chi2_graders", "chi2_queries"):
         if agreement.get(key):
             test = agreement[key]
             lines.append(f"{key:<28}chi2 {_num(test['chi2'])}  df {test['df']}  p {_num(test['p'], 4)}")
     summary = report["confusability"].get("summary")
     if summary:
-        lines.append(f"confusability                mean dif {_num(summary['mean_dif'])}  mean std "
-                     f"{_num(summary['mean_std'])}  mean entropy {_num(summary['mean_entropy'])}")
+        lines.append(
+            f"confusability                mean dif {_num(summary['mean_dif'])}  mean std "
+            f"{_num(summary['mean_std'])}  mean entropy {_num(summary['mean_entropy'])}"
+        )
     return "\n".join(lines)

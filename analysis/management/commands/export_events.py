@@ -1,4 +1,5 @@
 """python manage.py export_events CAMPAIGN [--format csv|jsonl] [--output F]: the raw event log, streamed."""
+
 from __future__ import annotations
 
 import sys

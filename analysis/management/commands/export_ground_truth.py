@@ -1,4 +1,5 @@
 """python manage.py export_ground_truth CAMPAIGN --format csv|json|parquet [--output F] [filters]"""
+
 from __future__ import annotations
 
 import sys
@@ -15,24 +16,30 @@ from analysis.services.execute import run_execute
 
 
 class Command(BaseCommand):
-    help = ("Write a campaign's ground truth (one row per unit plus a metadata block) from its latest "
-            "succeeded analysis; runs one here first if there is none. See docs/analysis.md for the formats.")
+    help = (
+        "Write a campaign's ground truth (one row per unit plus a metadata block) from its latest "
+        "succeeded analysis; runs one here first if there is none. See docs/analysis.md for the formats."
+    )
 
     def add_arguments(self, parser: CommandParser) -> None:
         parser.add_argument("campaign")
         parser.add_argument("--format", choices=list(export.FORMATS), default="csv")
         parser.add_argument("--output", "-o", help="file to write (default: standard output; parquet needs a file)")
         parser.add_argument("--min-judgments", type=int, default=1, help="leave out units with fewer judgments")
-        parser.add_argument("--max-confusability", type=float, default=None,
-                            help="leave out units whose --measure is above this")
+        parser.add_argument(
+            "--max-confusability", type=float, default=None, help="leave out units whose --measure is above this"
+        )
         parser.add_argument("--measure", choices=list(export.MEASURES), default="std")
         parser.add_argument("--fresh", action="store_true", help="run a new analysis first")
 
     def handle(self, *args: Any, **options: Any) -> None:
         campaign = campaign_from_arg(options["campaign"])
         try:
-            filters = export.Filters(min_judgments=options["min_judgments"],
-                                     max_confusability=options["max_confusability"], measure=options["measure"])
+            filters = export.Filters(
+                min_judgments=options["min_judgments"],
+                max_confusability=options["max_confusability"],
+                measure=options["measure"],
+            )
         except ValueError as exc:
             raise CommandError(str(exc)) from None
         run = None if options["fresh"] else selectors.run_latest_good(campaign_id=campaign.pk)
@@ -52,8 +59,9 @@ class Command(BaseCommand):
         outcome = run_execute(run_id=run.pk)
         run.refresh_from_db()
         if outcome == RunStatus.RUNNING:
-            raise CommandError(f"an identical analysis, run #{run.number}, is running elsewhere: export again when "
-                               f"it has finished")
+            raise CommandError(
+                f"an identical analysis, run #{run.number}, is running elsewhere: export again when it has finished"
+            )
         if outcome != RunStatus.SUCCEEDED:
             raise CommandError(f"analysis run #{run.number} failed: {run.error}")
         return run

@@ -1,4 +1,5 @@
 """python manage.py export_judgments CAMPAIGN [--output F]: the ratings CSV `agreement` reads."""
+
 from __future__ import annotations
 
 from pathlib import Path
@@ -11,8 +12,10 @@ from analysis.reports.judgments_csv import agreement_arguments, judgments_rating
 
 
 class Command(BaseCommand):
-    help = ("Write a campaign's current judgments as a long CSV (unit,grader,query,value or "
-            "unit,grader,query,broad,fine), the input of `manage.py agreement`.")
+    help = (
+        "Write a campaign's current judgments as a long CSV (unit,grader,query,value or "
+        "unit,grader,query,broad,fine), the input of `manage.py agreement`."
+    )
 
     def add_arguments(self, parser: CommandParser) -> None:
         parser.add_argument("campaign")
@@ -26,7 +29,9 @@ class Command(BaseCommand):
             raise CommandError(str(exc), returncode=2) from None
         if options["output"]:
             options["output"].write_text(text, encoding="utf-8")
-            self.stderr.write(f"wrote {options['output']}; its report: python manage.py agreement "
-                              f"{options['output']} {' '.join(agreement_arguments(campaign))}")
+            self.stderr.write(
+                f"wrote {options['output']}; its report: python manage.py agreement "
+                f"{options['output']} {' '.join(agreement_arguments(campaign))}"
+            )
         else:
             self.stdout.write(text, ending="")

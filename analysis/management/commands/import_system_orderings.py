@@ -43,8 +43,10 @@ class Command(BaseCommand):
     def import_file(self, campaign: Campaign, data: bytes) -> str:
         """Import the file (all or nothing; InvalidValue names the problem); returns what was done."""
         summary = system_orderings_import(campaign=campaign, rows=system_orderings_rows_from_csv(data))
-        return (f"Imported {summary.orderings} orderings of {summary.queries} queries for system(s) "
-                f"{', '.join(summary.systems)} into {campaign.slug!r} ({summary.replaced} earlier orderings replaced).")
+        return (
+            f"Imported {summary.orderings} orderings of {summary.queries} queries for system(s) "
+            f"{', '.join(summary.systems)} into {campaign.slug!r} ({summary.replaced} earlier orderings replaced)."
+        )
 
     def _campaign(self, key: str) -> Campaign:
         campaign = Campaign.objects.filter(slug=key).first()

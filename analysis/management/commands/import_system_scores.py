@@ -20,10 +20,14 @@ class Command(OrderingsCommand):  # the same campaign lookup, checks, messages a
 
     def add_arguments(self, parser: CommandParser) -> None:
         parser.add_argument("campaign", help="campaign slug or id")
-        parser.add_argument("file", type=Path, help="SCORES.csv: header unit,system,score or query,candidate,system,score")
+        parser.add_argument(
+            "file", type=Path, help="SCORES.csv: header unit,system,score or query,candidate,system,score"
+        )
         parser.add_argument("--no-analysis", action="store_true", help="do not start an analysis run afterwards")
 
     def import_file(self, campaign: Campaign, data: bytes) -> str:
         summary = system_scores_import(campaign=campaign, rows=system_scores_rows_from_csv(data))
-        return (f"Imported {summary.scores} scores of {summary.units} units for system(s) {', '.join(summary.systems)} "
-                f"into {campaign.slug!r} ({summary.replaced} earlier scores replaced).")
+        return (
+            f"Imported {summary.scores} scores of {summary.units} units for system(s) {', '.join(summary.systems)} "
+            f"into {campaign.slug!r} ({summary.replaced} earlier scores replaced)."
+        )

@@ -4,6 +4,7 @@ Reads ``query,grader,rank,item`` (and optionally system orderings ``query,system
 prints per query the RBA consensus, agreement between graders, the ED of every scoring method and
 the systems' scores. Works on any file; it never touches the database.
 """
+
 from __future__ import annotations
 
 import csv
@@ -42,8 +43,10 @@ def read_orderings_csv(path: str) -> pd.DataFrame:
                 if not any(cell.strip() for cell in row):
                     continue
                 if len(row) != len(header):
-                    raise _fail(f"{path}: line {reader.line_num}: expected {len(header)} fields "
-                                f"({','.join(header)}), got {len(row)}")
+                    raise _fail(
+                        f"{path}: line {reader.line_num}: expected {len(header)} fields "
+                        f"({','.join(header)}), got {len(row)}"
+                    )
                 rows.append(row)
                 lines.append(reader.line_num)
     except FileNotFoundError:
@@ -54,9 +57,11 @@ def read_orderings_csv(path: str) -> pd.DataFrame:
 
 
 class Command(BaseCommand):
-    help = ("Ordering aggregation of a long CSV query,grader,rank,item: RBA consensus, mean pairwise "
-            "tau, Kendall's W, evaluation discriminativeness (ED) of AC/WCA/RBA (tau, Spearman) and "
-            "FreSPA, optional system scores and noise robustness.")
+    help = (
+        "Ordering aggregation of a long CSV query,grader,rank,item: RBA consensus, mean pairwise "
+        "tau, Kendall's W, evaluation discriminativeness (ED) of AC/WCA/RBA (tau, Spearman) and "
+        "FreSPA, optional system scores and noise robustness."
+    )
     requires_system_checks: list[str] = []  # no database, no checks: runs on any machine
 
     def add_arguments(self, parser: CommandParser) -> None:
@@ -73,15 +78,17 @@ class Command(BaseCommand):
 
     def handle(self, *args: Any, **options: Any) -> None:
         try:
-            params = FrespaParams(options["min_sup"], options["min_len"], options["max_len"],
-                                  options["w_len"], options["w_sup"])
+            params = FrespaParams(
+                options["min_sup"], options["min_len"], options["max_len"], options["w_len"], options["w_sup"]
+            )
         except ValueError as exc:
             raise _fail(re.sub(r"`(\w+)`", lambda m: "--" + m[1].replace("_", "-"), str(exc))) from exc
         golds = read_orderings_csv(options["golds"])
         systems = read_orderings_csv(options["systems"]) if options["systems"] else None
         try:
-            report = build_orderings_report(golds, systems, frespa=params, noise=options["noise"],
-                                            rng=np.random.default_rng(options["seed"]))
+            report = build_orderings_report(
+                golds, systems, frespa=params, noise=options["noise"], rng=np.random.default_rng(options["seed"])
+            )
         except OrderingsFrameError as exc:
             raise _fail(f"{options['systems'] if exc.who == 'system' else options['golds']}: {exc}") from exc
         except ValueError as exc:

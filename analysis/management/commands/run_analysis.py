@@ -1,4 +1,5 @@
 """python manage.py run_analysis CAMPAIGN [--wait] [--n-boot N] [--seed S]"""
+
 from __future__ import annotations
 
 import time
@@ -12,8 +13,10 @@ from analysis.services import runs
 
 
 class Command(BaseCommand):
-    help = ("Start an analysis run of a campaign (id or slug). Embedded, it runs here and now; with a broker "
-            "a worker runs it, and --wait follows its progress until it finishes.")
+    help = (
+        "Start an analysis run of a campaign (id or slug). Embedded, it runs here and now; with a broker "
+        "a worker runs it, and --wait follows its progress until it finishes."
+    )
 
     def add_arguments(self, parser: CommandParser) -> None:
         parser.add_argument("campaign")
@@ -26,8 +29,9 @@ class Command(BaseCommand):
         campaign = campaign_from_arg(options["campaign"])
         parameters = {"n_boot": options["n_boot"]} if options["n_boot"] else None
         try:
-            run = runs.run_create(campaign_id=campaign.pk, trigger=RunTrigger.CLI, parameters=parameters,
-                                  seed=options["seed"])
+            run = runs.run_create(
+                campaign_id=campaign.pk, trigger=RunTrigger.CLI, parameters=parameters, seed=options["seed"]
+            )
         except ValueError as exc:
             raise CommandError(str(exc)) from None
         self.stdout.write(f"analysis run #{run.number} of {campaign.slug}")

@@ -18,7 +18,9 @@ class Command(BaseCommand):
 
     def handle(self, *args: Any, **opts: Any) -> None:
         ref = opts["campaign"]
-        campaign = Campaign.objects.filter(slug=ref).first() or (Campaign.objects.filter(pk=ref).first() if ref.isdigit() else None)
+        campaign = Campaign.objects.filter(slug=ref).first() or (
+            Campaign.objects.filter(pk=ref).first() if ref.isdigit() else None
+        )
         if campaign is None:
             raise CommandError(f"no campaign with slug or id {ref!r}", returncode=2)
         target = campaign_export(campaign=campaign, directory=opts["output"])

@@ -30,7 +30,7 @@ class Command(BaseCommand):
         g.add_argument("--name")
         g.add_argument("--slug")
         g.add_argument("--scheme", default="broad_fine")
-        g.add_argument("--scheme-params", default="{}", help="JSON object, e.g. '{\"min\": 1, \"max\": 5, \"step\": 1}'")
+        g.add_argument("--scheme-params", default="{}", help='JSON object, e.g. \'{"min": 1, "max": 5, "step": 1}\'')
         g.add_argument("--guidelines", type=Path, help="a text file with the guidelines")
         g.add_argument("--status", default="draft")
         g.add_argument("--initial-overlap", type=int, default=2)
@@ -43,19 +43,26 @@ class Command(BaseCommand):
             raise CommandError(f"{path}: no such file", returncode=2)
         media = opts["media"] or path.parent
         try:
-            definition = definition_from_json(path) if path.suffix.lower() == ".json" else definition_from_csv(path, self._csv_campaign(opts))
+            definition = (
+                definition_from_json(path)
+                if path.suffix.lower() == ".json"
+                else definition_from_csv(path, self._csv_campaign(opts))
+            )
             campaign = campaign_import(definition=definition, media_dir=media)
         except CampaignFileErrors as exc:  # every problem on a line of its own, each naming the file
             lines = [f"{path}: {line}" for line in exc.lines()]
-            raise CommandError("\n".join([*lines, f"{len(exc.errors) + exc.not_shown} problems. Nothing was imported."]),
-                               returncode=2) from None
+            raise CommandError(
+                "\n".join([*lines, f"{len(exc.errors) + exc.not_shown} problems. Nothing was imported."]), returncode=2
+            ) from None
         except InvalidValue as exc:
             raise CommandError(f"{path}: {exc.message}. Nothing was imported.", returncode=2) from None
-        self.stdout.write(self.style.SUCCESS(
-            f"Imported campaign {campaign.slug!r} (id {campaign.pk}): {campaign.queries.count()} queries, "
-            f"{campaign.candidates.count()} candidates, {campaign.units.count()} units, "
-            f"{campaign.assignments.count()} assignments."
-        ))
+        self.stdout.write(
+            self.style.SUCCESS(
+                f"Imported campaign {campaign.slug!r} (id {campaign.pk}): {campaign.queries.count()} queries, "
+                f"{campaign.candidates.count()} candidates, {campaign.units.count()} units, "
+                f"{campaign.assignments.count()} assignments."
+            )
+        )
 
     def _csv_campaign(self, opts: dict[str, Any]) -> dict[str, Any]:
         if not opts["name"] or not opts["slug"]:
@@ -69,8 +76,17 @@ class Command(BaseCommand):
             try:
                 guidelines = read_text_file(opts["guidelines"])
             except InvalidValue as exc:
-                raise CommandError(f"{opts['guidelines']} (--guidelines): {exc.message}. Nothing was imported.",
-                                   returncode=2) from None
-        return {"name": opts["name"], "slug": opts["slug"], "scheme": opts["scheme"], "scheme_params": params,
-                "guidelines": guidelines, "status": opts["status"], "initial_overlap": opts["initial_overlap"],
-                "max_overlap": opts["max_overlap"], "policy": opts["policy"]}
+                raise CommandError(
+                    f"{opts['guidelines']} (--guidelines): {exc.message}. Nothing was imported.", returncode=2
+                ) from None
+        return {
+            "name": opts["name"],
+            "slug": opts["slug"],
+            "scheme": opts["scheme"],
+            "scheme_params": params,
+            "guidelines": guidelines,
+            "status": opts["status"],
+            "initial_overlap": opts["initial_overlap"],
+            "max_overlap": opts["max_overlap"],
+            "policy": opts["policy"],
+        }

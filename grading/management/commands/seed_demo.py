@@ -26,10 +26,12 @@ class Command(BaseCommand):
         if not made:
             self.stdout.write("Demo data already present; nothing to do.")
         for campaign in made:
-            self.stdout.write(self.style.SUCCESS(
-                f"Created {campaign.name}: {campaign.units.count()} units, {campaign.events.count()} events, "
-                f"{campaign.judgments.count() + campaign.orderings.count()} judgments"
-            ))
+            self.stdout.write(
+                self.style.SUCCESS(
+                    f"Created {campaign.name}: {campaign.units.count()} units, {campaign.events.count()} events, "
+                    f"{campaign.judgments.count() + campaign.orderings.count()} judgments"
+                )
+            )
             if not opts["no_simulate"]:
                 # So that the reports have results on first start (embedded: runs here; with a broker: queued).
                 call_command("run_analysis", campaign.slug, stdout=self.stdout)

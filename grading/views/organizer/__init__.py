@@ -1,6 +1,7 @@
 """Pages for the organizers of a campaign: creating it, its settings and lifecycle, its members,
 and its live progress. Views are thin: a form checks the input's shape, one service or selector
 does the work."""
+
 from __future__ import annotations
 
 from django.core.exceptions import PermissionDenied

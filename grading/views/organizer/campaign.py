@@ -1,4 +1,5 @@
 """A campaign's own page for its organizers: overview, settings, lifecycle."""
+
 from __future__ import annotations
 
 from django.contrib import messages
@@ -19,9 +20,16 @@ STATUS_VERBS = {CampaignStatus.OPEN: "Open", CampaignStatus.CLOSED: "Close"}
 
 def _initial(campaign: Campaign) -> dict:
     current = selectors.guidelines_current(campaign=campaign)
-    return {"name": campaign.name, "description": campaign.description, "scheme_params": _json(campaign.scheme_params),
-            "guidelines": current.text if current else "", "initial_overlap": campaign.initial_overlap,
-            "max_overlap": campaign.max_overlap, "budget": campaign.budget, "policy": campaign.policy}
+    return {
+        "name": campaign.name,
+        "description": campaign.description,
+        "scheme_params": _json(campaign.scheme_params),
+        "guidelines": current.text if current else "",
+        "initial_overlap": campaign.initial_overlap,
+        "max_overlap": campaign.max_overlap,
+        "budget": campaign.budget,
+        "policy": campaign.policy,
+    }
 
 
 def _json(value: dict) -> str:
@@ -30,22 +38,42 @@ def _json(value: dict) -> str:
     return json.dumps(value) if value else ""
 
 
-def _page(request: HttpRequest, campaign: Campaign, form: CampaignEditForm | None = None, errors: list[str] | None = None,
-          status: int = 200) -> HttpResponse:
+def _page(
+    request: HttpRequest,
+    campaign: Campaign,
+    form: CampaignEditForm | None = None,
+    errors: list[str] | None = None,
+    status: int = 200,
+) -> HttpResponse:
     started = lifecycle.grading_started(campaign)
     form = form or CampaignEditForm(initial=_initial(campaign))
     if started:  # shown, not editable (a disabled input is not sent: the service keeps the parameters)
         form.fields["scheme_params"].widget.attrs["disabled"] = True
         form.fields["scheme_params"].help_text = f"Locked: {lifecycle.LOCK_REASON}."
-    steps = [(s, "Reopen" if campaign.status == CampaignStatus.CLOSED else STATUS_VERBS[s])
-             for s in lifecycle.TRANSITIONS.get(campaign.status, ())]
-    return render(request, "grading/organizer/campaign.html", {
-        "campaign": campaign, "form": form, "errors": errors or [],
-        "started": started, "lock_reason": lifecycle.LOCK_REASON, "steps": steps,
-        "counts": {"queries": campaign.queries.count(), "candidates": campaign.candidates.count(),
-                   "units": campaign.units.count(), "systems": campaign.systems.count(),
-                   "assignments": campaign.assignments.count()},
-    }, status=status)
+    steps = [
+        (s, "Reopen" if campaign.status == CampaignStatus.CLOSED else STATUS_VERBS[s])
+        for s in lifecycle.TRANSITIONS.get(campaign.status, ())
+    ]
+    return render(
+        request,
+        "grading/organizer/campaign.html",
+        {
+            "campaign": campaign,
+            "form": form,
+            "errors": errors or [],
+            "started": started,
+            "lock_reason": lifecycle.LOCK_REASON,
+            "steps": steps,
+            "counts": {
+                "queries": campaign.queries.count(),
+                "candidates": campaign.candidates.count(),
+                "units": campaign.units.count(),
+                "systems": campaign.systems.count(),
+                "assignments": campaign.assignments.count(),
+            },
+        },
+        status=status,
+    )
 
 
 @login_required
@@ -78,11 +106,21 @@ def campaign_status(request: HttpRequest, campaign_id: int, to: str) -> HttpResp
             return _page(request, campaign, errors=error_list(exc), status=400)
         messages.success(request, f"{campaign.name} is now {to}.")
         return redirect("grading:campaign", campaign_id=campaign.pk)
-    verb = "Reopen" if campaign.status == CampaignStatus.CLOSED and to == CampaignStatus.OPEN else STATUS_VERBS.get(to, to)
-    return render(request, "grading/organizer/confirm.html", {
-        "campaign": campaign, "verb": verb, "to": to,
-        "consequence": {
-            CampaignStatus.OPEN: "Graders can start (or resume) grading. Once anyone has graded, the scheme and the items are locked.",
-            CampaignStatus.CLOSED: "Graders can no longer change their judgments; they can still look at them. You can reopen it later.",
-        }.get(to, ""),
-    })
+    verb = (
+        "Reopen" if campaign.status == CampaignStatus.CLOSED and to == CampaignStatus.OPEN else STATUS_VERBS.get(to, to)
+    )
+    return render(
+        request,
+        "grading/organizer/confirm.html",
+        {
+            "campaign": campaign,
+            "verb": verb,
+            "to": to,
+            "consequence": {
+                CampaignStatus.OPEN: "Graders can start (or resume) grading. Once anyone has graded, the scheme "
+                "and the items are locked.",
+                CampaignStatus.CLOSED: "Graders can no longer change their judgments; they can still look at them. "
+                "You can reopen it later.",
+            }.get(to, ""),
+        },
+    )

@@ -1,4 +1,5 @@
 """New campaign: upload a campaign file, or items plus a form; preview; confirm."""
+
 from __future__ import annotations
 
 from django.contrib import messages
@@ -16,25 +17,44 @@ from grading.services.organizer import can_create_campaigns
 from grading.views.organizer import error_list
 
 
-def _render(request: HttpRequest, *, file_form: CampaignFileForm | None = None, items_form: CampaignItemsForm | None = None,
-            error: GradingError | None = None, errors_for: str = "", preview: campaign_upload.Preview | None = None,
-            status: int = 200) -> HttpResponse:
+def _render(
+    request: HttpRequest,
+    *,
+    file_form: CampaignFileForm | None = None,
+    items_form: CampaignItemsForm | None = None,
+    error: GradingError | None = None,
+    errors_for: str = "",
+    preview: campaign_upload.Preview | None = None,
+    status: int = 200,
+) -> HttpResponse:
     """The page; with `error`, or a form that did not validate, every problem is listed next to the form
     it came from (the form's action points the browser at that list, which takes the focus)."""
     invalid = next((f for f in (file_form, items_form) if f is not None and f.is_bound and f.errors), None)
     errors = error_list(error) if error else _field_problems(invalid) if invalid else []
     not_shown = getattr(error, "not_shown", 0)
-    return render(request, "grading/organizer/new.html", {
-        "file_form": file_form or CampaignFileForm(), "items_form": items_form or CampaignItemsForm(),
-        "errors": errors, "not_shown": not_shown, "problem_count": len(errors) + not_shown,
-        "located": isinstance(error, CampaignFileError), "errors_for": errors_for,
-        "preview": preview,
-    }, status=status)
+    return render(
+        request,
+        "grading/organizer/new.html",
+        {
+            "file_form": file_form or CampaignFileForm(),
+            "items_form": items_form or CampaignItemsForm(),
+            "errors": errors,
+            "not_shown": not_shown,
+            "problem_count": len(errors) + not_shown,
+            "located": isinstance(error, CampaignFileError),
+            "errors_for": errors_for,
+            "preview": preview,
+        },
+        status=status,
+    )
 
 
 def _field_problems(form: CampaignFileForm | CampaignItemsForm) -> list[str]:
-    return [f"{form[name].label}: {message}" if name in form.fields else message
-            for name, messages in form.errors.items() for message in messages]
+    return [
+        f"{form[name].label}: {message}" if name in form.fields else message
+        for name, messages in form.errors.items()
+        for message in messages
+    ]
 
 
 @login_required
@@ -55,8 +75,11 @@ def campaign_new(request: HttpRequest) -> HttpResponse:
         form = CampaignItemsForm(request.POST, request.FILES)
         if not form.is_valid():
             return _render(request, items_form=form, errors_for="form", status=400)
-        stage = {"settings_fields": form.campaign_fields(), "items_csv": form.cleaned_data["items"],
-                 "media_zip": form.cleaned_data["media"]}
+        stage = {
+            "settings_fields": form.campaign_fields(),
+            "items_csv": form.cleaned_data["items"],
+            "media_zip": form.cleaned_data["media"],
+        }
         forms = {"items_form": form}
     try:
         preview = campaign_upload.campaign_upload_stage(user=request.user, **stage)
@@ -80,6 +103,9 @@ def campaign_new_confirm(request: HttpRequest) -> HttpResponse:
         campaign = campaign_upload.campaign_upload_confirm(user=request.user, token=token)
     except GradingError as exc:
         return _render(request, error=exc, errors_for="file", status=400)
-    messages.success(request, f"Created {campaign.name}: {campaign.units.count()} units, "
-                              f"{campaign.assignments.count()} assignments. Add graders, then open it.")
+    messages.success(
+        request,
+        f"Created {campaign.name}: {campaign.units.count()} units, "
+        f"{campaign.assignments.count()} assignments. Add graders, then open it.",
+    )
     return redirect("grading:campaign", campaign_id=campaign.pk)

@@ -1,5 +1,6 @@
 """Gold units (docs/design.md §5.6, "Hidden units"): the organizer sets a unit's known answer; the
 graders are served it like any other unit and their accuracy on it appears in the report."""
+
 from __future__ import annotations
 
 from django.contrib import messages
@@ -28,8 +29,12 @@ def gold(request: HttpRequest, campaign_id: int) -> HttpResponse:
                 gold_remove(organizer=request.user, campaign=campaign, unit_external_id=unit_id)
                 messages.success(request, f"Unit {unit_id} is an ordinary unit again.")
             else:
-                gold_set(organizer=request.user, campaign=campaign, unit_external_id=unit_id,
-                         value=request.POST.get("value", ""))
+                gold_set(
+                    organizer=request.user,
+                    campaign=campaign,
+                    unit_external_id=unit_id,
+                    value=request.POST.get("value", ""),
+                )
                 messages.success(request, f"Unit {unit_id} is a gold unit.")
         except GradingError as exc:
             errors = error_list(exc)
@@ -39,11 +44,24 @@ def gold(request: HttpRequest, campaign_id: int) -> HttpResponse:
 
 
 def _page(request: HttpRequest, campaign: Campaign, *, errors: list[str], posted) -> HttpResponse:
-    rows = (GoldAnswer.objects.filter(campaign=campaign).select_related("unit").order_by("unit__external_id")
-            .annotate(judged=Count("unit__judgments", filter=Q(unit__judgments__skipped=False))))
+    rows = (
+        GoldAnswer.objects.filter(campaign=campaign)
+        .select_related("unit")
+        .order_by("unit__external_id")
+        .annotate(judged=Count("unit__judgments", filter=Q(unit__judgments__skipped=False)))
+    )
     numeric = campaign.scheme == Scheme.NUMERIC
-    return render(request, "grading/organizer/gold.html", {
-        "campaign": campaign, "rows": rows, "errors": errors, "numeric": numeric,
-        "takes_values": campaign.scheme in VALUE_KIND, "choices": [] if numeric else categories_of(campaign),
-        "posted": posted or {},
-    }, status=400 if errors else 200)
+    return render(
+        request,
+        "grading/organizer/gold.html",
+        {
+            "campaign": campaign,
+            "rows": rows,
+            "errors": errors,
+            "numeric": numeric,
+            "takes_values": campaign.scheme in VALUE_KIND,
+            "choices": [] if numeric else categories_of(campaign),
+            "posted": posted or {},
+        },
+        status=400 if errors else 200,
+    )

@@ -1,4 +1,5 @@
 """Members of a campaign: add (one or many, inviting new accounts), remove, assign initial work."""
+
 from __future__ import annotations
 
 from django.conf import settings
@@ -17,19 +18,43 @@ from grading.services.campaigns import assignments_create_initial
 from grading.views.organizer import error_list, organized
 
 
-def _page(request: HttpRequest, campaign: Campaign, *, form: MembersForm | None = None, added: list | None = None,
-          errors: list[str] | None = None, status: int = 200) -> HttpResponse:
+def _page(
+    request: HttpRequest,
+    campaign: Campaign,
+    *,
+    form: MembersForm | None = None,
+    added: list | None = None,
+    errors: list[str] | None = None,
+    status: int = 200,
+) -> HttpResponse:
     from django.db.models import Count, Q
 
-    roles = list(CampaignRole.objects.filter(campaign=campaign).select_related("user").order_by("role", "pseudonym", "user__username"))
-    open_work = dict(campaign.assignments.order_by().values("grader_id").annotate(
-        n=Count("pk", filter=Q(status=AssignmentStatus.OPEN))).values_list("grader_id", "n"))
+    roles = list(
+        CampaignRole.objects.filter(campaign=campaign)
+        .select_related("user")
+        .order_by("role", "pseudonym", "user__username")
+    )
+    open_work = dict(
+        campaign.assignments.order_by()
+        .values("grader_id")
+        .annotate(n=Count("pk", filter=Q(status=AssignmentStatus.OPEN)))
+        .values_list("grader_id", "n")
+    )
     for role in roles:
         role.open_work = open_work.get(role.user_id, 0)
-    return render(request, "grading/organizer/members.html", {
-        "campaign": campaign, "form": form or MembersForm(), "roles": roles, "added": added or [],
-        "errors": errors or [], "email_enabled": settings.EMAIL_ENABLED,
-    }, status=status)
+    return render(
+        request,
+        "grading/organizer/members.html",
+        {
+            "campaign": campaign,
+            "form": form or MembersForm(),
+            "roles": roles,
+            "added": added or [],
+            "errors": errors or [],
+            "email_enabled": settings.EMAIL_ENABLED,
+        },
+        status=status,
+    )
 
 
 @login_required
@@ -41,8 +66,12 @@ def members(request: HttpRequest, campaign_id: int) -> HttpResponse:
     if not form.is_valid():
         return _page(request, campaign, form=form, status=400)
     try:
-        added = members_service.members_add(campaign=campaign, people=form.cleaned_data["people"],
-                                            role=form.cleaned_data["role"], absolute_url=request.build_absolute_uri)
+        added = members_service.members_add(
+            campaign=campaign,
+            people=form.cleaned_data["people"],
+            role=form.cleaned_data["role"],
+            absolute_url=request.build_absolute_uri,
+        )
     except GradingError as exc:
         return _page(request, campaign, form=form, errors=[*error_list(exc), "Nobody was added."], status=400)
     return _page(request, campaign, added=added)
@@ -62,8 +91,11 @@ def member_remove(request: HttpRequest, campaign_id: int, user_id: int, role: st
             returned = members_service.member_remove(campaign=campaign, user_id=user_id, role=role)
         except GradingError as exc:
             return _page(request, campaign, errors=error_list(exc), status=400)
-        messages.success(request, f"Removed {member.user.username} as {role}. Their judgments stay; "
-                                  f"{returned} open assignment(s) went back to the pool.")
+        messages.success(
+            request,
+            f"Removed {member.user.username} as {role}. Their judgments stay; "
+            f"{returned} open assignment(s) went back to the pool.",
+        )
         return redirect("grading:members", campaign_id=campaign.pk)
     return render(request, "grading/organizer/remove.html", {"campaign": campaign, "member": member})
 

@@ -1,4 +1,5 @@
 """The live progress dashboard: a page, and the JSON it polls."""
+
 from __future__ import annotations
 
 from django.contrib.auth.decorators import login_required
