@@ -7,6 +7,7 @@ from pathlib import Path
 
 import pytest
 from django.conf import settings as django_settings
+from django.db import transaction
 from django.test import Client
 
 from analysis.models import AnalysisRun, RunStatus
@@ -43,6 +44,11 @@ def browser(monkeypatch):
         browser.close()
 
 
+def _number_next(campaign) -> int:
+    with transaction.atomic():  # the number is taken under the campaign's row lock
+        return runs.run_number_next(campaign_id=campaign.pk)
+
+
 def _page_as(browser, live_server, user):
     client = Client()
     client.force_login(user)
@@ -73,7 +79,7 @@ def campaign(transactional_db):
         campaign=campaign,
         parameters=runs.parameters_clean({"n_boot": 100}),
         seed=1,
-        number=runs.run_number_next(campaign_id=campaign.pk),
+        number=_number_next(campaign),
     )
     run_execute(run_id=run.pk)
     return campaign, organizer
@@ -105,7 +111,7 @@ def test_the_progress_bar_follows_a_run_and_the_page_shows_its_result(browser, l
         campaign=campaign,
         parameters=runs.parameters_clean({"n_boot": 50}),
         seed=2,
-        number=runs.run_number_next(campaign_id=campaign.pk),
+        number=_number_next(campaign),
     )
     page, errors = _page_as(browser, live_server, organizer)
     page.goto(f"{live_server.url}/reports/campaigns/{campaign.pk}/")
