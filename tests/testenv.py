@@ -14,5 +14,9 @@ os.environ.setdefault("DATA_DIR", os.path.join(os.path.dirname(os.path.dirname(_
 broker = os.environ.pop("CELERY_BROKER_URL", "")
 os.environ.setdefault("EVALUTRON_TEST_BROKER_URL", broker or "redis://127.0.0.1:6379/15")
 os.environ.setdefault("ANALYSIS_DEBOUNCE_SECONDS", "0")
+# No embedded runner thread in the test process: a late request to the live test server (after a test's
+# settings are restored) would otherwise start one that outlives the test and writes to the next test's
+# database. Tests of the runner turn it on themselves.
+os.environ.setdefault("ANALYSIS_EMBEDDED_THREAD", "false")
 # One test database per test process, so that concurrent runs on one machine do not collide.
 os.environ.setdefault("EVALUTRON_TEST_DB_SUFFIX", f"_{os.getpid()}")
