@@ -273,8 +273,9 @@ def report_tables(run: AnalysisRun, *, show_names: bool) -> dict[str, Table]:
         queries,
     )
     if len(queries) > PAGE_QUERIES:
-        tables["queries"].page_rows = most_disagreeing(queries)
-        tables["queries"].note = (
+        table = tables["queries"]
+        table.page_rows = most_disagreeing(queries)
+        table.note = (
             f"The {PAGE_QUERIES} of {len(queries)} queries with the most disagreement; the CSV download has them all."
         )
     if result.get("orderings"):
