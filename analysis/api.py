@@ -184,22 +184,34 @@ class SystemOrderingsView(APIView):
         summary="Upload systems' orderings of an ordering campaign; an analysis run then scores them",
     )
     def post(self, request: Request, campaign_id: int) -> Response:
-        campaign = _campaign_for_reports(request, campaign_id)
-        try:
-            rows, where = _upload_rows(request)
-            summary, run = system_orderings_upload(
-                campaign=campaign, rows=rows, trigger=RunTrigger.API, user=request.user, where=where
-            )
-        except InvalidValue as exc:
-            return Response(
-                {**exc.as_dict(), "detail": f"{exc.message}. Nothing was imported."}, status=status.HTTP_400_BAD_REQUEST
-            )
-        run.refresh_from_db()
+        return upload_response(request, campaign_id, upload=system_orderings_upload)
+
+
+def upload_response(
+    request: Request,
+    campaign_id: int,
+    *,
+    upload: Any,
+    read_csv: Any = system_orderings_rows_from_csv,
+    keys: str = "query, system, rank, item",
+) -> Response:
+    """A systems upload through the API: read the rows, import them all or nothing with ``upload``
+    (which starts the analysis run), and answer 201 with the summary and the run, or 400 naming the
+    row and field."""
+    campaign = _campaign_for_reports(request, campaign_id)
+    try:
+        rows, where = _upload_rows(request, read_csv=read_csv, keys=keys)
+        summary, run = upload(campaign=campaign, rows=rows, trigger=RunTrigger.API, user=request.user, where=where)
+    except InvalidValue as exc:
         return Response(
-            {**summary.as_dict(), "analysis": AnalysisRunSerializer(run).data},
-            status=status.HTTP_201_CREATED,
-            headers={"Location": f"/api/analyses/{run.pk}/"},
+            {**exc.as_dict(), "detail": f"{exc.message}. Nothing was imported."}, status=status.HTTP_400_BAD_REQUEST
         )
+    run.refresh_from_db()
+    return Response(
+        {**summary.as_dict(), "analysis": AnalysisRunSerializer(run).data},
+        status=status.HTTP_201_CREATED,
+        headers={"Location": f"/api/analyses/{run.pk}/"},
+    )
 
 
 class _AnyFormat(BaseContentNegotiation):

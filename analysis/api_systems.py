@@ -3,16 +3,14 @@
 from __future__ import annotations
 
 from drf_spectacular.utils import extend_schema
-from rest_framework import serializers, status
+from rest_framework import serializers
 from rest_framework.parsers import JSONParser, MultiPartParser
 from rest_framework.request import Request
 from rest_framework.response import Response
 from rest_framework.views import APIView
 
-from analysis.api import AnalysisRunSerializer, _campaign_for_reports, _upload_rows
-from analysis.models import RunTrigger
+from analysis.api import AnalysisRunSerializer, upload_response
 from analysis.services.uploads import system_scores_upload
-from grading.errors import InvalidValue
 from grading.services.system_scores import system_scores_rows_from_csv
 
 
@@ -49,19 +47,10 @@ class SystemScoresView(APIView):
         summary="Upload systems' per-unit scores of a rating campaign; an analysis run then evaluates them",
     )
     def post(self, request: Request, campaign_id: int) -> Response:
-        campaign = _campaign_for_reports(request, campaign_id)
-        try:
-            rows, where = _upload_rows(request, read_csv=system_scores_rows_from_csv, keys="unit, system, score")
-            summary, run = system_scores_upload(
-                campaign=campaign, rows=rows, trigger=RunTrigger.API, user=request.user, where=where
-            )
-        except InvalidValue as exc:
-            return Response(
-                {**exc.as_dict(), "detail": f"{exc.message}. Nothing was imported."}, status=status.HTTP_400_BAD_REQUEST
-            )
-        run.refresh_from_db()
-        return Response(
-            {**summary.as_dict(), "analysis": AnalysisRunSerializer(run).data},
-            status=status.HTTP_201_CREATED,
-            headers={"Location": f"/api/analyses/{run.pk}/"},
+        return upload_response(
+            request,
+            campaign_id,
+            upload=system_scores_upload,
+            read_csv=system_scores_rows_from_csv,
+            keys="unit, system, score",
         )
