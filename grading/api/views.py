@@ -169,11 +169,14 @@ class NextAssignmentView(GradingAPIView):
         campaign = selectors.campaign_get_for_grader(
             grader=request.user, campaign_id=request.query_params.get("campaign")
         )
-        assignment = allocation.assignment_next(grader=request.user, campaign=campaign)
-        if assignment is None:
+        served = allocation.assignment_next_explained(grader=request.user, campaign=campaign)
+        if served.assignment is None:
             return Response(status=status.HTTP_204_NO_CONTENT)
-        assignment = selectors.assignment_list_for_grader(grader=request.user, campaign=campaign).get(pk=assignment.pk)
-        judgments = selectors.judgments_by_unit(grader=request.user, campaign=campaign, unit_ids=[assignment.unit_id])
+        assignment, judgments = served.assignment, {}  # comes with its unit; a new one is not judged yet
+        if not served.new:
+            judgments = selectors.judgments_by_unit(
+                grader=request.user, campaign=campaign, unit_ids=[assignment.unit_id]
+            )
         repeats = selectors.repeat_answers_of(assignments=[assignment])
         return Response(s.AssignmentOut(assignment, context={"judgments": judgments, "repeats": repeats}).data)
 

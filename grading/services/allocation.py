@@ -14,17 +14,19 @@ of a request does not grow with the campaign.
 from __future__ import annotations
 
 from dataclasses import dataclass
-from datetime import timedelta
+from datetime import datetime, timedelta
 
 from django.contrib.auth.models import AbstractBaseUser
 from django.db import transaction
-from django.db.models import Count, Exists, F, Max, OuterRef, Q
+from django.db.models import Count, F, Max, Q
 from django.utils import timezone
 
 from grading.errors import CampaignClosed
 from grading.models import Assignment, Campaign, Judgment
 from grading.models.allocation import CampaignAllocation, NeedReason, UnitAllocation
-from grading.models.choices import AssignmentSource, AssignmentStatus, Policy, Scheme
+from grading.models.choices import AssignmentSource, Policy, Scheme
+from grading.selectors import assignment_list_for_grader
+from grading.services import allocation_queries as queries
 from grading.services.allocation_state import allocation_state_get, categories_of
 from grading.services.grader_model import expected_entropy_drop
 from grading.services.payloads import VALUE_FIELD
@@ -39,13 +41,17 @@ BUDGET_SPENT = "budget_spent"
 MAX_OVERLAP_REACHED = "max_overlap_reached"
 NOTHING_NEEDED = "nothing_needed"
 
+Served = tuple[Assignment | None, str | None]  # an assignment, or None and the reason
+
 
 @dataclass(frozen=True)
 class NextResult:
-    """The assignment served, or None with the reason nothing could be given."""
+    """The assignment served, or None with the reason nothing could be given. `new`: the assignment
+    was just made or handed over, so the grader has no judgment of its unit yet."""
 
     assignment: Assignment | None
     reason: str | None = None
+    new: bool = False
 
 
 def assignment_next(*, grader: AbstractBaseUser, campaign: Campaign) -> Assignment | None:
@@ -56,49 +62,48 @@ def assignment_next(*, grader: AbstractBaseUser, campaign: Campaign) -> Assignme
 @transaction.atomic
 def assignment_next_explained(*, grader: AbstractBaseUser, campaign: Campaign) -> NextResult:
     """Like `assignment_next`, and when nothing can be given, why: BUDGET_SPENT, MAX_OVERLAP_REACHED
-    (units still disagree but have all the graders they may have) or NOTHING_NEEDED."""
-    if not campaign.is_open:
-        raise CampaignClosed(
-            f"campaign {campaign.pk} is {campaign.status}: it takes no judgments.", field="campaign", value=campaign.pk
-        )
+    (units still disagree but have all the graders they may have) or NOTHING_NEEDED.
+
+    The assignment comes with its unit, candidates and query, as the grader's assignment list reads
+    them, so that serving it needs no further read."""
+    _check_open(campaign)
     now = timezone.now()
-    assignment = (
-        Assignment.objects.select_for_update(skip_locked=True, of=("self",))
-        .filter(campaign=campaign, grader=grader, status=AssignmentStatus.OPEN)
-        .order_by("position", "pk")
-        .first()
-    )
-    reason = None
-    if assignment is None:
-        assignment = _reclaim_expired(grader, campaign, now)
-    if assignment is None:
-        assignment, reason = _extra(grader, campaign)
-    if assignment is not None:
-        assignment.lease_expires_at = now + LEASE
-        assignment.save(update_fields=["lease_expires_at"])
-    return NextResult(assignment, reason)
+    own = queries.own_open_take(grader_id=grader.pk, campaign_id=campaign.pk, lease_expires_at=now + LEASE)
+    if own is not None:
+        return NextResult(_loaded(grader, campaign, own))
+    assignment, reason = _handed_over_or_extra(grader, campaign, now)
+    return NextResult(assignment, reason, new=assignment is not None)
 
 
 @transaction.atomic
 def assignment_extra(*, grader: AbstractBaseUser, campaign: Campaign) -> Assignment | None:
     """One more unit for a grader who asks for more work: like assignment_next without the grader's
     own open assignments, so that repeated calls hand out a batch. None when nothing is left."""
+    _check_open(campaign)
+    assignment, _ = _handed_over_or_extra(grader, campaign, timezone.now())
+    return assignment  # why none: more_work.no_more_reason says it in words
+
+
+def _check_open(campaign: Campaign) -> None:
     if not campaign.is_open:
         raise CampaignClosed(
             f"campaign {campaign.pk} is {campaign.status}: it takes no judgments.", field="campaign", value=campaign.pk
         )
-    now = timezone.now()
-    assignment = _reclaim_expired(grader, campaign, now)
-    if assignment is None:
-        assignment, _ = _extra(grader, campaign)  # why none: more_work.no_more_reason says it in words
-    if assignment is not None:
-        assignment.lease_expires_at = now + LEASE
-        assignment.save(update_fields=["lease_expires_at"])
-    return assignment
 
 
-def _mine(grader: AbstractBaseUser, campaign: Campaign):
-    return Assignment.objects.filter(campaign=campaign, grader=grader, unit__isnull=False).values("unit_id")
+def _handed_over_or_extra(grader: AbstractBaseUser, campaign: Campaign, now: datetime) -> Served:
+    """A slot another grader let expire, else a new extra assignment; either leased from `now`."""
+    slot = queries.expired_slot_take(
+        grader_id=grader.pk, campaign_id=campaign.pk, now=now, lease_expires_at=now + LEASE
+    )
+    if slot is not None:
+        return _loaded(grader, campaign, slot), None
+    assignment, reason = _extra(grader, campaign, now)
+    return (_loaded(grader, campaign, assignment.pk) if assignment else None), reason
+
+
+def _loaded(grader: AbstractBaseUser, campaign: Campaign, assignment_id: int) -> Assignment:
+    return assignment_list_for_grader(grader=grader, campaign=campaign).get(pk=assignment_id)
 
 
 def _next_position(grader: AbstractBaseUser, campaign: Campaign) -> int:
@@ -106,39 +111,11 @@ def _next_position(grader: AbstractBaseUser, campaign: Campaign) -> int:
     return (top or 0) + 1
 
 
-def _reclaim_expired(grader: AbstractBaseUser, campaign: Campaign, now) -> Assignment | None:
-    """An adaptive slot whose grader let the lease run out without judging: hand it over."""
-    judged = Judgment.objects.filter(grader=OuterRef("grader"), unit=OuterRef("unit"))
-    mine = Assignment.objects.filter(grader=grader, unit=OuterRef("unit"))
-    slot = (
-        Assignment.objects.select_for_update(skip_locked=True, of=("self",))
-        .filter(
-            campaign=campaign,
-            source=AssignmentSource.ADAPTIVE,
-            status=AssignmentStatus.OPEN,
-            lease_expires_at__lt=now,
-            unit__isnull=False,
-            repeat=False,
-        )
-        .exclude(grader=grader)
-        .exclude(Exists(mine))
-        .exclude(Exists(judged))
-        .order_by("lease_expires_at", "pk")
-        .first()
-    )
-    if slot is None:
-        return None
-    slot.grader = grader
-    slot.position = _next_position(grader, campaign)
-    slot.save(update_fields=["grader", "position"])
-    return slot
-
-
-def _extra(grader: AbstractBaseUser, campaign: Campaign) -> tuple[Assignment | None, str | None]:
+def _extra(grader: AbstractBaseUser, campaign: Campaign, now: datetime) -> Served:
     if campaign.policy == Policy.FIXED:
         return None, NOTHING_NEEDED
     if campaign.scheme == Scheme.ORDERING:
-        return _ordering_extra(grader, campaign)
+        return _ordering_extra(grader, campaign, now)
     if campaign.scheme not in VALUE_FIELD:
         return None, NOTHING_NEEDED
     state = allocation_state_get(campaign=campaign)
@@ -159,37 +136,30 @@ def _extra(grader: AbstractBaseUser, campaign: Campaign) -> tuple[Assignment | N
         unit_id=row.unit_id,
         query_id=row.query_id,
         source=AssignmentSource.ADAPTIVE,
-        position=_next_position(grader, campaign),
+        position=row.next_position,
+        lease_expires_at=now + LEASE,
         allocation_reason=row.reason,
     )
     # The unit now has one more assignment, open: busy until it is judged (what units_changed would
     # compute, without reading the unit's rows again).
-    row.n_assigned, row.n_open = row.n_assigned + 1, row.n_open + 1
-    row.needs_more, row.reason, row.priority = False, NeedReason.BUSY, 0.0
-    row.save(update_fields=["n_assigned", "n_open", "needs_more", "reason", "priority", "updated_at"])
+    UnitAllocation.objects.filter(pk=row.unit_id).update(
+        n_assigned=row.n_assigned + 1,
+        n_open=row.n_open + 1,
+        needs_more=False,
+        reason=NeedReason.BUSY,
+        priority=0.0,
+        updated_at=now,
+    )
     return assignment, None
 
 
-def _ordering_extra(grader: AbstractBaseUser, campaign: Campaign) -> tuple[Assignment | None, str | None]:
+def _ordering_extra(grader: AbstractBaseUser, campaign: Campaign, now: datetime) -> Served:
     from grading.services.ordering_allocation import ordering_extra
 
     if campaign.budget is not None and Assignment.objects.filter(campaign=campaign).count() >= campaign.budget:
         return None, BUDGET_SPENT
-    assignment = ordering_extra(grader, campaign, _next_position(grader, campaign))
+    assignment = ordering_extra(grader, campaign, _next_position(grader, campaign), lease_expires_at=now + LEASE)
     return (assignment, None) if assignment is not None else (None, NOTHING_NEEDED)
-
-
-def _wanted(grader: AbstractBaseUser, campaign: Campaign):
-    """The units that need more and that this grader has never had, most wanted first (an index scan)."""
-    mine = Assignment.objects.filter(grader=grader, unit=OuterRef("unit"))
-    rows = (
-        UnitAllocation.objects.filter(campaign=campaign, needs_more=True)
-        .exclude(Exists(mine))
-        .order_by("-priority", "unit_id")
-    )
-    if campaign.policy == Policy.QUERY_DEVIATION:
-        rows = rows.filter(_in_queries(_deviating_queries(campaign)))
-    return rows
 
 
 def _in_queries(query_ids: list[int | None]) -> Q:
@@ -197,14 +167,17 @@ def _in_queries(query_ids: list[int | None]) -> Q:
     return found | Q(query_id__isnull=True) if None in query_ids else found
 
 
-def _pick(grader: AbstractBaseUser, campaign: Campaign, state: CampaignAllocation) -> UnitAllocation | None:
+def _pick(grader: AbstractBaseUser, campaign: Campaign, state: CampaignAllocation) -> queries.Wanted | None:
     """Lock and return the unit this grader should get next."""
-    rows = _wanted(grader, campaign).select_for_update(skip_locked=True, of=("self",))
-    if campaign.policy != Policy.UNCERTAINTY:
-        return rows.first()
-    shortlist = list(rows[:UNCERTAINTY_SHORTLIST])
-    if not shortlist:
-        return None
+    uncertainty = campaign.policy == Policy.UNCERTAINTY
+    shortlist = queries.wanted_take(
+        grader_id=grader.pk,
+        campaign_id=campaign.pk,
+        limit=UNCERTAINTY_SHORTLIST if uncertainty else 1,
+        query_ids=_deviating_queries(campaign) if campaign.policy == Policy.QUERY_DEVIATION else None,
+    )
+    if not uncertainty or not shortlist:
+        return shortlist[0] if shortlist else None
     judged = _judged_by_unit([r.unit_id for r in shortlist], campaign)
     categories = categories_of(campaign)
     # Largest expected entropy drop by this grader; ties: fewer judgments, then lower unit id.

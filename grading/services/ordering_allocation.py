@@ -10,6 +10,7 @@ agreement is computed when asked for.
 from __future__ import annotations
 
 from collections import defaultdict
+from datetime import datetime
 from itertools import combinations
 
 from django.contrib.auth.models import AbstractBaseUser
@@ -64,7 +65,9 @@ def queries_wanting_more(campaign: Campaign, *, exclude_grader: AbstractBaseUser
     return [q for ac, q in sorted(scored) if ac < threshold]
 
 
-def ordering_extra(grader: AbstractBaseUser, campaign: Campaign, position: int) -> Assignment | None:
+def ordering_extra(
+    grader: AbstractBaseUser, campaign: Campaign, position: int, lease_expires_at: datetime | None = None
+) -> Assignment | None:
     """A new assignment to order the least agreeing query the grader has not had, or None."""
     for query_id in queries_wanting_more(campaign, exclude_grader=grader):
         query = Query.objects.select_for_update(skip_locked=True, of=("self",)).filter(pk=query_id).first()
@@ -79,6 +82,7 @@ def ordering_extra(grader: AbstractBaseUser, campaign: Campaign, position: int) 
             query=query,
             source=AssignmentSource.ADAPTIVE,
             position=position,
+            lease_expires_at=lease_expires_at,
             allocation_reason=NeedReason.ORDERINGS_DISAGREE,
         )
     return None
