@@ -18,6 +18,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from django.db import transaction
+from django.db.models import QuerySet
 
 from grading.models import Assignment, Campaign, Judgment, Unit
 from grading.models.allocation import CampaignAllocation, NeedReason, UnitAllocation
@@ -52,22 +53,17 @@ class _Tally:
 def units_changed(*, unit_ids: Iterable[int | None]) -> None:
     """Recompute the allocation state of these units (call inside the writing transaction).
 
-    Campaigns whose state has not been built yet are left alone: it is built, complete, when
-    allocation is first asked for.
+    A unit without a state row gets one. Every writer of a unit's state goes through its row: a
+    concurrent writer (another judgment, an extra assignment, a whole-campaign build) has either
+    committed before we count, or waits for us.
     """
     ids = sorted({u for u in unit_ids if u is not None})
     if not ids:
         return
-    # Lock the rows first (in a fixed order), so that a concurrent extra assignment on one of these
-    # units is either committed before we count, or waits for us.
-    rows = list(
-        UnitAllocation.objects.select_for_update(of=("self",))
-        .filter(unit_id__in=ids)
-        .order_by("unit_id")
-        .select_related("campaign", "campaign__allocation")
-    )
-    if not rows:
-        return
+    rows = _locked(ids)
+    if len(rows) < len(ids):
+        _rows_ensure(Unit.objects.filter(pk__in=ids))
+        rows = _locked(ids)
     by_campaign: dict[int, list[UnitAllocation]] = defaultdict(list)
     for row in rows:
         by_campaign[row.campaign_id].append(row)
@@ -87,12 +83,16 @@ def allocation_state_build(*, campaign: Campaign, only_if_missing: bool = False)
 
     The units' state rows are locked first (in unit order, as `units_changed` and the next-unit
     request lock them), then the campaign's row, so a rebuild never deadlocks with them and never
-    overwrites a newer count with an older one.
+    overwrites a newer count with an older one. Units without a row get one, and those rows are
+    locked too, before anything is counted: a judgment being recorded meanwhile has either
+    committed by then (and is counted) or waits for the rebuild (and then recounts its unit).
     """
     list(UnitAllocation.objects.select_for_update().filter(campaign=campaign).order_by("unit_id").values_list("pk"))
     state, created = CampaignAllocation.objects.select_for_update().get_or_create(campaign=campaign)
     if only_if_missing and not created:
         return state  # another request built it meanwhile
+    if _rows_ensure(Unit.objects.filter(campaign=campaign)):
+        list(UnitAllocation.objects.select_for_update().filter(campaign=campaign).order_by("unit_id").values_list("pk"))
     units = list(Unit.objects.filter(campaign=campaign).values_list("pk", "query_id"))
     tallies = _tallies([u for u, _ in units], campaign, whole_campaign=True)
     rows = []
@@ -107,6 +107,25 @@ def allocation_state_build(*, campaign: Campaign, only_if_missing: bool = False)
     state.settings_key = settings_key(campaign)
     state.save(update_fields=["n_assignments", "settings_key"])
     return state
+
+
+def _locked(unit_ids: list[int]) -> list[UnitAllocation]:
+    """The units' state rows, locked in unit order, with their campaigns."""
+    return list(
+        UnitAllocation.objects.select_for_update(of=("self",))
+        .filter(unit_id__in=unit_ids)
+        .order_by("unit_id")
+        .select_related("campaign", "campaign__allocation")
+    )
+
+
+def _rows_ensure(units: QuerySet[Unit]) -> bool:
+    """Give the units that have none an empty state row, in unit order; True if any was made. A row
+    another transaction is making at the same moment is waited for, never made twice."""
+    missing = units.filter(allocation__isnull=True).order_by("pk").values_list("pk", "campaign_id", "query_id")
+    rows = [UnitAllocation(unit_id=u, campaign_id=c, query_id=q) for u, c, q in missing]
+    UnitAllocation.objects.bulk_create(rows, batch_size=2000, ignore_conflicts=True)
+    return bool(rows)
 
 
 def settings_key(campaign: Campaign) -> str:

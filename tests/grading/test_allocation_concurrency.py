@@ -4,14 +4,17 @@ graders racing for the last adaptive slot."""
 import json
 import random
 import threading
+import time
 from uuid import uuid4
 
 import pytest
-from django.db import connection
+from django.db import connection, transaction
 
 from grading.models import Assignment, GradingEvent
+from grading.models.allocation import CampaignAllocation, UnitAllocation
 from grading.models.choices import Policy
 from grading.services.allocation import assignment_next
+from grading.services.allocation_state import allocation_state_build
 from tests.factories import make_campaign, make_user, record
 from tests.grading.api_helpers import client_for, event, fast_passwords, graders_of, my_units  # noqa: F401
 
@@ -142,3 +145,43 @@ def test_concurrent_graders_never_exceed_overlap_or_budget_and_the_state_stays_e
         for r in UnitAllocation.objects.filter(campaign=campaign)
     }
     assert len(live) == 12 and live == rebuilt
+
+
+def test_a_judgment_recorded_during_the_first_state_build_is_counted():
+    """The build finds a judgment whose transaction has not committed yet: it waits for it, so the
+    unit's state counts it (without the wait, neither the build nor the judgment would)."""
+    campaign = make_campaign(graders=2, n_queries=1, n_candidates=3, overlap=2)
+    campaign.policy = Policy.CONSENSUS
+    campaign.save()
+    # A campaign whose allocation state was never built: the first request for more work builds it.
+    UnitAllocation.objects.filter(campaign=campaign).delete()
+    CampaignAllocation.objects.filter(campaign=campaign).delete()
+    grader = graders_of(campaign)[0]
+    unit = Assignment.objects.filter(campaign=campaign, grader=grader).order_by("pk").first().unit
+    recorded, build_started = threading.Event(), threading.Event()
+    built_at = []
+
+    def judge() -> None:
+        with transaction.atomic():
+            record(grader, campaign, "broad_set", {"value": "VS"}, unit=unit)
+            recorded.set()
+            assert build_started.wait(timeout=30)
+            time.sleep(0.5)  # the build is now waiting for this transaction, or has missed it
+        built_at.append(("judgment committed", time.monotonic()))
+
+    def build() -> None:
+        assert recorded.wait(timeout=30)
+        build_started.set()
+        allocation_state_build(campaign=campaign, only_if_missing=True)
+        built_at.append(("build done", time.monotonic()))
+
+    errors = run_threads(lambda i: [judge, build][i](), 2)
+    assert not errors, errors
+    assert [name for name, _ in sorted(built_at, key=lambda x: x[1])] == ["judgment committed", "build done"]
+    row = UnitAllocation.objects.get(unit=unit)
+    assert (row.n_judgments, row.values) == (1, {"VS": 1})
+    before = {r.unit_id: (r.n_judgments, r.n_open, r.reason) for r in UnitAllocation.objects.filter(campaign=campaign)}
+    allocation_state_build(campaign=campaign)
+    assert before == {
+        r.unit_id: (r.n_judgments, r.n_open, r.reason) for r in UnitAllocation.objects.filter(campaign=campaign)
+    }
