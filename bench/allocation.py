@@ -2,6 +2,7 @@
 
     .venv/bin/python bench/allocation.py                         # 10^3, 10^4, 10^5 units × 5 graders
     .venv/bin/python bench/allocation.py --sizes 1000,10000 --requests 200 --policy uncertainty
+    .venv/bin/python bench/allocation.py --policy query_deviation
 
 For each size it builds a categorical campaign in a scratch database with bulk inserts (every unit
 judged by two of the five graders, a third of them in disagreement, so adaptive allocation has work
@@ -37,7 +38,7 @@ def parse_args() -> argparse.Namespace:
     p = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     p.add_argument("--sizes", default="1000,10000,100000", help="campaign sizes in units (default 1000,10000,100000)")
     p.add_argument("--requests", type=int, default=400, help="timed requests per size (default 400)")
-    p.add_argument("--policy", choices=["consensus", "uncertainty"], default="consensus")
+    p.add_argument("--policy", choices=["consensus", "uncertainty", "query_deviation"], default="consensus")
     p.add_argument(
         "--database-url", default=os.environ.get("BENCH_DATABASE_URL", "postgres://postgres@127.0.0.1:5432/postgres")
     )
@@ -100,7 +101,9 @@ def build(n_units: int, policy: str, seed: int) -> tuple[object, list]:
         guidelines="bench",
     )
     campaign.policy = policy
-    campaign.save(update_fields=["policy"])
+    if policy == "query_deviation":  # the units have no query: they deviate together from a rate of 0
+        campaign.policy_params = {"expected_rate": 0.0, "tolerance": 0.1}
+    campaign.save(update_fields=["policy", "policy_params"])
     graders = [
         get_user_model().objects.create_user(username=f"b{n_units}-{policy}-{g}", password=None)
         for g in range(N_GRADERS)

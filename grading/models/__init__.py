@@ -4,6 +4,7 @@ from grading.models.allocation import (
     Adjudication,
     CampaignAllocation,
     GoldAnswer,
+    QueryAllocation,
     RepeatAnswer,
     UnitAllocation,
 )
@@ -25,6 +26,7 @@ __all__ = [
     "Judgment",
     "Ordering",
     "Query",
+    "QueryAllocation",
     "RepeatAnswer",
     "System",
     "SystemOutput",

@@ -6,7 +6,7 @@ from __future__ import annotations
 
 from django.conf import settings
 from django.db import models
-from django.db.models import Q
+from django.db.models import F, Q
 
 from grading.models.campaigns import Campaign
 from grading.models.items import Unit
@@ -59,6 +59,28 @@ class UnitAllocation(models.Model):
 
     def __str__(self) -> str:
         return f"allocation of {self.unit_id}: {self.reason}"
+
+
+class QueryAllocation(models.Model):
+    """Per query, for the `query_deviation` policy: how many of its units have two judgments or more
+    and how many of those disagree. Kept current with the units' state, so that the deviating queries
+    are read from one row per query rather than counted over every unit."""
+
+    NO_QUERY = 0  # `query_key` of the campaign's units that have no query
+
+    campaign = models.ForeignKey(Campaign, on_delete=models.CASCADE, related_name="query_allocations")
+    query_key = models.IntegerField()  # the query's id, or NO_QUERY
+    n_rated = models.PositiveIntegerField(default=0)
+    n_disagree = models.PositiveIntegerField(default=0)
+
+    class Meta:
+        constraints = [
+            models.UniqueConstraint(fields=["campaign", "query_key"], name="query_alloc_unique"),
+            models.CheckConstraint(condition=Q(n_disagree__lte=F("n_rated")), name="query_alloc_disagree_le_rated"),
+        ]
+
+    def __str__(self) -> str:
+        return f"allocation of query {self.query_key}: {self.n_disagree}/{self.n_rated} disagree"
 
 
 class CampaignAllocation(models.Model):

@@ -18,7 +18,7 @@ from datetime import datetime, timedelta
 
 from django.contrib.auth.models import AbstractBaseUser
 from django.db import transaction
-from django.db.models import Count, F, Max, Q
+from django.db.models import F, Max, Q
 from django.utils import timezone
 
 from grading.errors import CampaignClosed
@@ -30,6 +30,7 @@ from grading.services import allocation_queries as queries
 from grading.services.allocation_state import allocation_state_get, categories_of
 from grading.services.grader_model import expected_entropy_drop
 from grading.services.payloads import VALUE_FIELD
+from grading.services.query_deviation import deviating_queries
 
 LEASE = timedelta(minutes=30)
 # `uncertainty`: the grader-specific expected entropy drop is computed for this many of the most
@@ -174,7 +175,7 @@ def _pick(grader: AbstractBaseUser, campaign: Campaign, state: CampaignAllocatio
         grader_id=grader.pk,
         campaign_id=campaign.pk,
         limit=UNCERTAINTY_SHORTLIST if uncertainty else 1,
-        query_ids=_deviating_queries(campaign) if campaign.policy == Policy.QUERY_DEVIATION else None,
+        query_ids=deviating_queries(campaign) if campaign.policy == Policy.QUERY_DEVIATION else None,
     )
     if not uncertainty or not shortlist:
         return shortlist[0] if shortlist else None
@@ -206,24 +207,6 @@ def _why_none(campaign: Campaign) -> str:
     return MAX_OVERLAP_REACHED if capped.exists() else NOTHING_NEEDED
 
 
-def _deviating_queries(campaign: Campaign) -> list[int | None]:
-    """Queries whose disagreement rate deviates from the campaign's (or policy_params.expected_rate)
-    by more than policy_params.tolerance (default 0.2). One aggregate over the state table: its
-    cost grows with the campaign, which only this policy pays."""
-    params = campaign.policy_params or {}
-    tolerance = float(params.get("tolerance", 0.2))
-    per_query = list(
-        UnitAllocation.objects.filter(campaign=campaign, n_judgments__gte=2)
-        .values("query_id")
-        .annotate(n=Count("pk"), bad=Count("pk", filter=Q(disagree=True)))
-    )
-    total = sum(q["n"] for q in per_query)
-    if not total:
-        return []
-    expected = float(params.get("expected_rate", sum(q["bad"] for q in per_query) / total))
-    return [q["query_id"] for q in per_query if abs(q["bad"] / q["n"] - expected) > tolerance]
-
-
 def units_wanting_more(campaign: Campaign) -> list[int]:
     """Unit ids that the campaign's policy would give one more grader, most wanted first.
 
@@ -239,7 +222,7 @@ def units_wanting_more(campaign: Campaign) -> list[int]:
     allocation_state_get(campaign=campaign)
     rows = UnitAllocation.objects.filter(campaign=campaign, needs_more=True).order_by("-priority", "unit_id")
     if campaign.policy == Policy.QUERY_DEVIATION:
-        rows = rows.filter(_in_queries(_deviating_queries(campaign)))
+        rows = rows.filter(_in_queries(deviating_queries(campaign)))
     return list(rows.values_list("unit_id", flat=True))
 
 

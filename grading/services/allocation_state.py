@@ -25,6 +25,7 @@ from grading.models.allocation import CampaignAllocation, NeedReason, UnitAlloca
 from grading.models.choices import AssignmentStatus, Policy, Scheme
 from grading.services.grader_model import posterior_entropy
 from grading.services.payloads import VALUE_FIELD
+from grading.services.query_deviation import counted, query_counts_apply, query_counts_rebuild
 
 STATE_FIELDS = [
     "campaign",
@@ -64,6 +65,7 @@ def units_changed(*, unit_ids: Iterable[int | None]) -> None:
     if len(rows) < len(ids):
         _rows_ensure(Unit.objects.filter(pk__in=ids))
         rows = _locked(ids)
+    before = {row.unit_id: counted(row) for row in rows}
     by_campaign: dict[int, list[UnitAllocation]] = defaultdict(list)
     for row in rows:
         by_campaign[row.campaign_id].append(row)
@@ -75,6 +77,7 @@ def units_changed(*, unit_ids: Iterable[int | None]) -> None:
         rows[0].save(update_fields=STATE_FIELDS[1:])
     else:
         UnitAllocation.objects.bulk_update(rows, STATE_FIELDS[1:])
+    query_counts_apply(before=before, rows=rows)
 
 
 @transaction.atomic
@@ -103,6 +106,7 @@ def allocation_state_build(*, campaign: Campaign, only_if_missing: bool = False)
     UnitAllocation.objects.bulk_create(
         rows, batch_size=2000, update_conflicts=True, unique_fields=["unit"], update_fields=STATE_FIELDS
     )
+    query_counts_rebuild(campaign=campaign, rows=rows)
     state.n_assignments = Assignment.objects.filter(campaign=campaign).count()
     state.settings_key = settings_key(campaign)
     state.save(update_fields=["n_assignments", "settings_key"])
@@ -128,9 +132,15 @@ def _rows_ensure(units: QuerySet[Unit]) -> bool:
     return bool(rows)
 
 
+# Raised when what the state holds changes, so that every campaign's state is rebuilt on first use
+# (2: the per-query counts of `query_deviation`).
+STATE_VERSION = 2
+
+
 def settings_key(campaign: Campaign) -> str:
     """A digest of the settings that decide whether a unit needs more judgments."""
     settings = [
+        STATE_VERSION,
         campaign.scheme,
         campaign.policy,
         campaign.initial_overlap,
