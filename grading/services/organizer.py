@@ -12,7 +12,7 @@ from django.db.models import Max
 from grading import schemes
 from grading.errors import EventConflict, InvalidValue, NotAllowed, NotFound
 from grading.models import Assignment, Campaign, CampaignRole, GradingEvent, Unit
-from grading.models.choices import AssignmentSource, CampaignStatus, Policy, Role
+from grading.models.choices import ORGANIZER_EVENTS, AssignmentSource, CampaignStatus, Policy, Role
 from grading.services import allocation_state
 from grading.services.campaigns import (
     assignments_create_initial,
@@ -48,7 +48,9 @@ def campaign_update(*, campaign: Campaign, **fields: Any) -> Campaign:
     """Change a campaign. New guidelines text makes a new guidelines version."""
     campaign = Campaign.objects.select_for_update().get(pk=campaign.pk)
     if "scheme_params" in fields:
-        if GradingEvent.objects.filter(campaign=campaign).exists():
+        # An organizer's gold answers and adjudications are not grading: setting gold units up in a
+        # draft must not freeze the scale they are then checked on.
+        if GradingEvent.objects.filter(campaign=campaign).exclude(type__in=ORGANIZER_EVENTS).exists():
             raise InvalidValue(
                 "scheme_params cannot change once grading has started.", field="scheme_params", value="(changed)"
             )
