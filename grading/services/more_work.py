@@ -13,6 +13,7 @@ from grading.models.choices import Policy
 from grading.selectors import UNITS_PER_PAGE
 from grading.services import allocation
 from grading.services.payloads import VALUE_FIELD
+from grading.services.policy_params import policy_param
 
 # Why a request for more work added nothing, in the grader's words.
 NO_MORE = {
@@ -35,8 +36,7 @@ class MoreWork:
 
 def batch_size(campaign: Campaign) -> int:
     """Units handed out per request: policy_params.batch_size, by default one page."""
-    size = (campaign.policy_params or {}).get("batch_size", UNITS_PER_PAGE)
-    return size if isinstance(size, int) and not isinstance(size, bool) and size >= 1 else UNITS_PER_PAGE
+    return policy_param(campaign=campaign, name="batch_size", default=UNITS_PER_PAGE)
 
 
 def more_work_request(*, grader: AbstractBaseUser, campaign: Campaign) -> MoreWork:

@@ -21,6 +21,7 @@ from grading.services.campaigns import (
     campaign_set_status,
     role_grant,
 )
+from grading.services.policy_params import policy_params_clean
 
 
 def can_create_campaigns(user: AbstractBaseUser) -> bool:
@@ -55,7 +56,9 @@ def campaign_update(*, campaign: Campaign, **fields: Any) -> Campaign:
                 "scheme_params cannot change once grading has started.", field="scheme_params", value="(changed)"
             )
         campaign.scheme_params = schemes.normalise_params(campaign.scheme, fields["scheme_params"])
-    for name in ("name", "description", "budget", "policy_params"):
+    if "policy_params" in fields:
+        campaign.policy_params = policy_params_clean(params=fields["policy_params"])
+    for name in ("name", "description", "budget"):
         if name in fields:
             setattr(campaign, name, fields[name])
     if "policy" in fields:
