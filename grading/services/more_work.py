@@ -1,33 +1,42 @@
 """A grader who has finished asks for more: a batch of extra units, or the reason there is none
-(docs/design.md §5.6)."""
+(docs/design.md §5.6).
+
+The reason is the allocation's own code (``grading.services.allocation``: BUDGET_SPENT,
+MAX_OVERLAP_REACHED, NOTHING_NEEDED), the one ``assignment_next_explained`` gives the API, put in
+the grader's words by ``reason_message``: the page and the API cannot disagree about why.
+"""
 
 from __future__ import annotations
 
 from dataclasses import dataclass, field
 
 from django.contrib.auth.models import AbstractBaseUser
-from django.db.models import Count
+from django.db import transaction
+from django.utils import timezone
 
-from grading.models import Assignment, Campaign, Unit
+from grading.errors import CampaignClosed
+from grading.models import Assignment, Campaign
 from grading.models.choices import Policy
 from grading.selectors import UNITS_PER_PAGE
 from grading.services import allocation
-from grading.services.payloads import VALUE_FIELD
 from grading.services.policy_params import policy_param
 
-# Why a request for more work added nothing, in the grader's words.
-NO_MORE = {
-    "fixed": "This campaign gives every unit a fixed number of graders, so there is no extra work.",
-    "budget": "The campaign's judgment budget is spent.",
-    "max_overlap": "Every unit you have not judged already has the most graders the campaign allows ({max_overlap}).",
-    "none_needed": "No unit needs another judgment right now: the graders agree where it matters.",
+# Each reason code of the allocation, in the grader's words.
+REASON_WORDS = {
+    allocation.BUDGET_SPENT: "The campaign's judgment budget is spent.",
+    allocation.MAX_OVERLAP_REACHED: (
+        "The units that still need judgments already have the most graders the campaign allows ({max_overlap})."
+    ),
+    allocation.NOTHING_NEEDED: "Nothing needs another judgment right now: the graders agree where it matters.",
 }
+# NOTHING_NEEDED in a fixed campaign: never, rather than not now.
+FIXED_WORDS = "This campaign gives every unit a fixed number of graders, so there is no extra work."
 
 
 @dataclass
 class MoreWork:
     assignments: list[Assignment] = field(default_factory=list)
-    reason: str | None = None  # a key of NO_MORE when nothing was added
+    reason: str | None = None  # the allocation's reason code (a key of REASON_WORDS) when nothing was added
 
     @property
     def added(self) -> int:
@@ -46,27 +55,40 @@ def more_work_request(*, grader: AbstractBaseUser, campaign: Campaign) -> MoreWo
     """
     result = MoreWork()
     for _ in range(batch_size(campaign)):
-        assignment = allocation.assignment_extra(grader=grader, campaign=campaign)
-        if assignment is None:
+        served = _extra_explained(grader=grader, campaign=campaign)
+        if served.assignment is None:
+            if not result.assignments:
+                result.reason = served.reason
             break
-        result.assignments.append(assignment)
-    if not result.assignments:
-        result.reason = no_more_reason(grader=grader, campaign=campaign)
+        result.assignments.append(served.assignment)
     return result
 
 
-def no_more_reason(*, grader: AbstractBaseUser, campaign: Campaign) -> str:
-    """Why the allocation has nothing for this grader: a key of NO_MORE."""
-    if campaign.policy == Policy.FIXED or campaign.scheme not in VALUE_FIELD:
-        return "fixed"
-    if campaign.budget is not None and Assignment.objects.filter(campaign=campaign).count() >= campaign.budget:
-        return "budget"
-    mine = Assignment.objects.filter(campaign=campaign, grader=grader, unit__isnull=False).values("unit_id")
-    others = Unit.objects.filter(campaign=campaign).exclude(pk__in=mine).annotate(n=Count("assignments"))
-    if others.exists() and not others.filter(n__lt=campaign.max_overlap).exists():
-        return "max_overlap"
-    return "none_needed"
+def reason_message(*, campaign: Campaign, reason: str) -> str:
+    """An allocation reason code in the grader's words."""
+    if reason == allocation.NOTHING_NEEDED and campaign.policy == Policy.FIXED:
+        return FIXED_WORDS
+    return REASON_WORDS[reason].format(max_overlap=campaign.max_overlap)
 
 
-def no_more_message(campaign: Campaign, reason: str) -> str:
-    return NO_MORE[reason].format(max_overlap=campaign.max_overlap)
+@transaction.atomic
+def _extra_explained(*, grader: AbstractBaseUser, campaign: Campaign) -> allocation.NextResult:
+    """allocation.assignment_extra with its reason kept: one extra unit leased to the grader, or
+    none with the reason code that allocation._extra gives (the same step assignment_next_explained
+    ends with, so the API's reason and this one are one computation).
+
+    allocation.assignment_extra drops the reason. This adapter is its body with the reason kept;
+    once allocation has ``assignment_extra_explained`` (returning NextResult), call that instead.
+    """
+    if not campaign.is_open:
+        raise CampaignClosed(
+            f"campaign {campaign.pk} is {campaign.status}: it takes no judgments.", field="campaign", value=campaign.pk
+        )
+    now = timezone.now()
+    assignment, reason = allocation._reclaim_expired(grader, campaign, now), None
+    if assignment is None:
+        assignment, reason = allocation._extra(grader, campaign)
+    if assignment is not None:
+        assignment.lease_expires_at = now + allocation.LEASE
+        assignment.save(update_fields=["lease_expires_at"])
+    return allocation.NextResult(assignment, reason)
