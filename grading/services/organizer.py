@@ -49,8 +49,8 @@ def campaign_update(*, campaign: Campaign, **fields: Any) -> Campaign:
     """Change a campaign. New guidelines text makes a new guidelines version."""
     campaign = Campaign.objects.select_for_update().get(pk=campaign.pk)
     if "scheme_params" in fields:
-        # An organizer's gold answers and adjudications are not grading: setting gold units up in a
-        # draft must not freeze the scale they are then checked on.
+        # Only graders' events start grading: an organizer who sets gold units up in a draft may
+        # still adjust its scale.
         if GradingEvent.objects.filter(campaign=campaign).exclude(type__in=ORGANIZER_EVENTS).exists():
             raise InvalidValue(
                 "scheme_params cannot change once grading has started.", field="scheme_params", value="(changed)"
