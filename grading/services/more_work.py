@@ -2,8 +2,9 @@
 (docs/design.md §5.6).
 
 The reason is the allocation's own code (``grading.services.allocation``: BUDGET_SPENT,
-MAX_OVERLAP_REACHED, NOTHING_NEEDED), the one ``assignment_next_explained`` gives the API, put in
-the grader's words by ``reason_message``: the page and the API cannot disagree about why.
+MAX_OVERLAP_REACHED, NOTHING_NEEDED), given by ``assignment_next_explained``, the function the next
+API serves from, and put in the grader's words by ``reason_message``: the page and the API cannot
+disagree about why.
 """
 
 from __future__ import annotations
@@ -11,23 +12,23 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 
 from django.contrib.auth.models import AbstractBaseUser
-from django.db import transaction
-from django.utils import timezone
 
-from grading.errors import CampaignClosed
 from grading.models import Assignment, Campaign
-from grading.models.choices import Policy
+from grading.models.choices import AssignmentStatus, Policy
 from grading.selectors import UNITS_PER_PAGE
 from grading.services import allocation
 from grading.services.policy_params import policy_param
 
-# Each reason code of the allocation, in the grader's words.
+# The grader still has open assignments of their own: the next API would serve those.
+OWN_WORK_OPEN = "own_work_open"
+# Each reason code of the allocation (and OWN_WORK_OPEN), in the grader's words.
 REASON_WORDS = {
     allocation.BUDGET_SPENT: "The campaign's judgment budget is spent.",
     allocation.MAX_OVERLAP_REACHED: (
         "The units that still need judgments already have the most graders the campaign allows ({max_overlap})."
     ),
     allocation.NOTHING_NEEDED: "Nothing needs another judgment right now: the graders agree where it matters.",
+    OWN_WORK_OPEN: "You still have units of your own to judge: finish them, then ask again.",
 }
 # NOTHING_NEEDED in a fixed campaign: never, rather than not now.
 FIXED_WORDS = "This campaign gives every unit a fixed number of graders, so there is no extra work."
@@ -71,24 +72,16 @@ def reason_message(*, campaign: Campaign, reason: str) -> str:
     return REASON_WORDS[reason].format(max_overlap=campaign.max_overlap)
 
 
-@transaction.atomic
 def _extra_explained(*, grader: AbstractBaseUser, campaign: Campaign) -> allocation.NextResult:
-    """allocation.assignment_extra with its reason kept: one extra unit leased to the grader, or
-    none with the reason code that allocation._extra gives (the same step assignment_next_explained
-    ends with, so the API's reason and this one are one computation).
+    """One extra unit leased to the grader, or none and why.
 
-    allocation.assignment_extra drops the reason. This adapter is its body with the reason kept;
-    once allocation has ``assignment_extra_explained`` (returning NextResult), call that instead.
+    allocation.assignment_extra keeps its reason to itself. While the grader has no open assignment
+    of their own, assignment_next_explained (what the next API serves) takes the very same steps and
+    gives the reason, so that is what is asked. With open work of their own (a stale page, a repeat
+    just added), the next API would serve that work: when nothing extra is left, that is the reason.
     """
-    if not campaign.is_open:
-        raise CampaignClosed(
-            f"campaign {campaign.pk} is {campaign.status}: it takes no judgments.", field="campaign", value=campaign.pk
-        )
-    now = timezone.now()
-    assignment, reason = allocation._reclaim_expired(grader, campaign, now), None
-    if assignment is None:
-        assignment, reason = allocation._extra(grader, campaign)
-    if assignment is not None:
-        assignment.lease_expires_at = now + allocation.LEASE
-        assignment.save(update_fields=["lease_expires_at"])
-    return allocation.NextResult(assignment, reason)
+    mine = Assignment.objects.filter(campaign=campaign, grader=grader, status=AssignmentStatus.OPEN)
+    if not mine.exists():
+        return allocation.assignment_next_explained(grader=grader, campaign=campaign)
+    assignment = allocation.assignment_extra(grader=grader, campaign=campaign)
+    return allocation.NextResult(assignment, None if assignment is not None else OWN_WORK_OPEN)

@@ -14,7 +14,7 @@ from grading.services.allocation import (
     units_wanting_more,
 )
 from grading.services.campaigns import role_grant
-from grading.services.more_work import more_work_request, reason_message
+from grading.services.more_work import OWN_WORK_OPEN, more_work_request, reason_message
 from tests.factories import make_campaign, make_user, record
 
 pytestmark = pytest.mark.django_db
@@ -83,7 +83,8 @@ def test_the_default_batch_is_one_page_or_all_there_is(client, wide_disagreement
     assert wanted >= 2 and result.added == min(wanted, UNITS_PER_PAGE)
     client.force_login(third)
     page = client.post(reverse("grading:more", args=[campaign.pk]), follow=True).content.decode()
-    assert "No more units for you" in page and "graders agree" in page  # nothing left: the reason is given
+    # nothing more to add while the batch is open, and the grader is told so (the next API serves the batch)
+    assert "No more units for you" in page and "You still have units of your own to judge" in page
 
 
 @pytest.mark.parametrize(
@@ -170,3 +171,18 @@ def test_it_takes_only_post(client, disagreement):
     campaign, _, third = disagreement
     client.force_login(third)
     assert client.get(reverse("grading:more", args=[campaign.pk])).status_code == 405
+
+
+def test_with_open_work_of_their_own_the_grader_is_told_to_finish_it_which_the_next_api_serves(client):
+    campaign = make_campaign(n_queries=0, n_candidates=4, graders=2, overlap=2)
+    campaign.policy = Policy.CONSENSUS
+    campaign.save()
+    grader = Assignment.objects.filter(campaign=campaign).first().grader
+    result = more_work_request(grader=grader, campaign=campaign)
+    assert (result.added, result.reason) == (0, OWN_WORK_OPEN)
+    client.force_login(grader)
+    page = client.post(reverse("grading:more", args=[campaign.pk]), follow=True).content.decode()
+    assert "You still have units of your own to judge" in page
+    served = client.get("/api/assignments/next/", {"campaign": campaign.pk})
+    mine = Assignment.objects.filter(grader=grader, status="open", source=AssignmentSource.INITIAL)
+    assert served.status_code == 200 and served.json()["id"] in set(mine.values_list("pk", flat=True))
