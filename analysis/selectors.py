@@ -33,7 +33,7 @@ from grading.models import (
     SystemOutput,
     Unit,
 )
-from grading.models.choices import AssignmentStatus, EventType, Role, Scheme
+from grading.models.choices import ORGANIZER_EVENTS, AssignmentStatus, EventType, Role, Scheme
 
 CHUNK = 50_000
 VALUE_EVENTS = (EventType.BROAD_SET, EventType.FINE_SET, EventType.SCORE_SET, EventType.LABEL_SET)
@@ -91,7 +91,7 @@ def unit_events_frame(*, campaign_id: int) -> pd.DataFrame:
     """
     qs = (
         GradingEvent.objects.filter(campaign_id=campaign_id, unit__isnull=False)
-        .exclude(type=EventType.ADJUDICATED)  # an organizer's verdict, not a grader's work
+        .exclude(type__in=ORGANIZER_EVENTS)  # an organizer's verdict or gold answer, not a grader's work
         .exclude(Exists(_repeat_since))  # a hidden repeat's answer is no change of the judgment (§5.6)
         .order_by()
         .values_list(

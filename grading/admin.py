@@ -24,6 +24,7 @@ from grading.models import (
 )
 from grading.services import lifecycle, members
 from grading.services.campaigns import campaign_create, role_grant
+from grading.services.policy_params import policy_params_clean
 
 # The admin is no back door: changes go through the same services, and respect the same locks,
 # as the organizer pages (grading.services.lifecycle, members, campaigns).
@@ -82,6 +83,8 @@ class CampaignAdminForm(forms.ModelForm):
         try:
             if "scheme_params" in data and data.get("scheme"):
                 data["scheme_params"] = schemes.normalise_params(data["scheme"], data["scheme_params"])
+            if "policy_params" in data:
+                data["policy_params"] = policy_params_clean(params=data["policy_params"])
             if campaign.pk:
                 for name in lifecycle.LOCKED_FIELDS:
                     if name in self.changed_data:
@@ -90,7 +93,9 @@ class CampaignAdminForm(forms.ModelForm):
                 if "status" in self.changed_data and data.get("status") not in lifecycle.TRANSITIONS.get(old, ()):
                     raise GradingError(f"a {old} campaign cannot become {data.get('status')}.", field="status")
         except GradingError as exc:
-            raise ValidationError({exc.field if exc.field in self.fields else None: exc.message}) from None
+            # "policy_params.repeat_share" is shown next to the policy_params field
+            name = (exc.field or "").split(".")[0]
+            raise ValidationError({name if name in self.fields else None: exc.message}) from None
         return data
 
 

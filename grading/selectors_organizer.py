@@ -16,7 +16,7 @@ from django.utils import timezone
 
 from grading import hooks
 from grading.models import Assignment, Campaign, CampaignRole, GradingEvent, Unit
-from grading.models.choices import AssignmentStatus, EventType, Role, Scheme
+from grading.models.choices import ORGANIZER_EVENTS, AssignmentStatus, EventType, Role, Scheme
 
 # A grader with open work and no event for this long is "idle" on the home page.
 IDLE_AFTER = timedelta(days=2)
@@ -173,6 +173,7 @@ def _per_grader(campaign: Campaign, assignments: Any) -> list[dict[str, Any]]:
     last: dict[int, datetime] = {}
     events = (
         GradingEvent.objects.filter(campaign=campaign)
+        .exclude(type__in=ORGANIZER_EVENTS)  # an organizer who also grades: gold and adjudication are no grading
         .order_by()
         .values("grader_id", "unit_id", "query_id")
         .annotate(first=Min("client_ts"), last=Max("client_ts"), seen=Max("server_ts"))

@@ -70,6 +70,14 @@ class EventType(models.TextChoices):
     SKIP_UNDONE = "skip_undone"
     PAGE_FOCUS = "page_focus"
     ADJUDICATED = "adjudicated"  # an organizer settles a unit's value (never a grader judgment)
+    GOLD_SET = "gold_set"  # an organizer makes a unit gold, or changes its answer
+    GOLD_REMOVED = "gold_removed"  # an organizer makes a gold unit ordinary again
+
+
+# Events an organizer records about a unit (docs/design.md §5.6, "Hidden units", "Adjudication").
+# Graders cannot send them, and they are no grader's work: the statistics of graders' behaviour
+# (stability, engagement, time on unit) leave them out, and they never start grading.
+ORGANIZER_EVENTS = frozenset({EventType.ADJUDICATED, EventType.GOLD_SET, EventType.GOLD_REMOVED})
 
 
 class PairwiseVerdict(models.TextChoices):

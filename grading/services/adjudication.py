@@ -53,6 +53,24 @@ def unit_value_checked(*, unit: Unit, value: Any, purpose: str) -> Any:
         raise InvalidValue(exc.message.replace("payload.value", "value"), field="value", value=value) from None
 
 
+def organizer_event_record(
+    *, organizer: AbstractBaseUser, unit: Unit, kind: str, payload: dict[str, Any], event_id: UUID | None = None
+) -> GradingEvent:
+    """Append an organizer's event about a unit (one of ORGANIZER_EVENTS). The caller holds the
+    transaction that also writes what the event records, so neither is stored without the other."""
+    return GradingEvent.objects.create(
+        id=event_id or uuid4(),
+        campaign=unit.campaign,
+        grader=organizer,
+        unit=unit,
+        query_id=unit.query_id,
+        type=kind,
+        payload=payload,
+        client_ts=datetime.now(UTC),
+        guidelines_version=unit.campaign.guidelines_version,
+    )
+
+
 @transaction.atomic
 def adjudication_record(
     *, organizer: AbstractBaseUser, unit: Unit, value: Any, note: str = "", event_id: UUID | None = None
@@ -67,16 +85,12 @@ def adjudication_record(
     note = (note or "").strip()
     if len(note) > MAX_NOTE:
         raise InvalidValue(f"note is longer than {MAX_NOTE} characters.", field="note", value=len(note))
-    event = GradingEvent.objects.create(
-        id=event_id or uuid4(),
-        campaign=campaign,
-        grader=organizer,
+    event = organizer_event_record(
+        organizer=organizer,
         unit=unit,
-        query_id=unit.query_id,
-        type=EventType.ADJUDICATED,
+        kind=EventType.ADJUDICATED,
         payload={"value": parsed, "note": note},
-        client_ts=datetime.now(UTC),
-        guidelines_version=campaign.guidelines_version,
+        event_id=event_id,
     )
     adjudication, _ = Adjudication.objects.update_or_create(
         unit=unit,

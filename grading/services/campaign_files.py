@@ -25,6 +25,7 @@ from grading.errors import InvalidValue
 from grading.jsontext import has_surrogate, json_problem
 from grading.models.choices import CampaignStatus, MediaKind, Policy, Scheme
 from grading.services.campaign_file_errors import CampaignFileError, CampaignFileErrors, Collector
+from grading.services.policy_params import policy_params_problems
 
 __all__ = [
     "CampaignFileError",
@@ -392,9 +393,8 @@ def _campaign(c: dict[str, Any]) -> dict[str, Any]:
         raise CampaignFileError(where, "max_overlap", out["max_overlap"], "must be at least initial_overlap")
     out["budget"] = _int(c, "budget", where, None, minimum=1)
     out["policy_params"] = _json_object(c, "policy_params", where)
-    share = out["policy_params"].get("repeat_share", 0)  # hidden repeats (§5.6)
-    if isinstance(share, bool) or not isinstance(share, int | float) or not 0 <= share <= 0.5:
-        raise CampaignFileError(where, "policy_params.repeat_share", share, "must be a number from 0 to 0.5")
+    for field, value, problem in policy_params_problems(params=out["policy_params"]):
+        raise CampaignFileError(where, field, value, problem)  # the first, as for the other settings
     return out
 
 

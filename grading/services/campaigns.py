@@ -17,6 +17,7 @@ from grading.errors import InvalidValue
 from grading.models import Assignment, Campaign, CampaignRole, GuidelinesVersion, Query, Unit
 from grading.models.choices import AssignmentSource, CampaignStatus, Policy, Role, Scheme
 from grading.services import allocation_state
+from grading.services.policy_params import policy_params_clean
 
 PSEUDONYM = re.compile(r"G\d+")
 ROLE_GRANT_ATTEMPTS = 20  # a join loses at most once to each rival joining at the same moment
@@ -52,6 +53,7 @@ def campaign_create(
             field="max_overlap",
             value=max_overlap,
         )
+    policy_params = policy_params_clean(params=policy_params)
     campaign = Campaign.objects.create(
         name=name,
         slug=slug,
@@ -63,7 +65,7 @@ def campaign_create(
         max_overlap=max_overlap,
         budget=budget,
         policy=policy,
-        policy_params=policy_params or {},
+        policy_params=policy_params,
         created_by=created_by,
     )
     if guidelines:

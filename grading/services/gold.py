@@ -1,6 +1,10 @@
 """Gold units (docs/design.md §5.6, "Hidden units"): units whose answer the organizer sets. Graders
 are served them like any other unit and never told; their judgments of them measure each grader's
-accuracy (or absolute error) and are left out of ground truth and agreement."""
+accuracy (or absolute error) and are left out of ground truth and agreement.
+
+Setting and removing a gold answer are events of their own types by the organizer (``gold_set``,
+``gold_removed``), appended in the transaction that changes the answer, and kept apart from grader
+judgments as adjudications are."""
 
 from __future__ import annotations
 
@@ -11,7 +15,8 @@ from django.db import transaction
 
 from grading.errors import NotAllowed, NotFound
 from grading.models import Campaign, GoldAnswer, Unit
-from grading.services.adjudication import can_adjudicate, unit_value_checked
+from grading.models.choices import EventType
+from grading.services.adjudication import can_adjudicate, organizer_event_record, unit_value_checked
 
 
 def _unit_of(campaign: Campaign, external_id: str) -> Unit:
@@ -36,6 +41,7 @@ def gold_set(*, organizer: AbstractBaseUser, campaign: Campaign, unit_external_i
     _check_organizer(organizer, campaign)
     unit = _unit_of(campaign, unit_external_id)
     parsed = unit_value_checked(unit=unit, value=value, purpose="set as gold")
+    organizer_event_record(organizer=organizer, unit=unit, kind=EventType.GOLD_SET, payload={"value": parsed})
     gold, _ = GoldAnswer.objects.update_or_create(
         unit=unit, defaults={"campaign": campaign, "value": str(parsed), "organizer": organizer}
     )
@@ -47,4 +53,10 @@ def gold_remove(*, organizer: AbstractBaseUser, campaign: Campaign, unit_externa
     """Make a gold unit ordinary again: its judgments count toward ground truth and agreement."""
     _check_organizer(organizer, campaign)
     unit = _unit_of(campaign, unit_external_id)
-    GoldAnswer.objects.filter(unit=unit).delete()
+    gold = GoldAnswer.objects.select_for_update().filter(unit=unit).first()
+    if gold is None:  # already ordinary (a form sent twice): nothing changes, so nothing is logged
+        return
+    organizer_event_record(
+        organizer=organizer, unit=unit, kind=EventType.GOLD_REMOVED, payload={"previous": gold.value}
+    )
+    gold.delete()

@@ -1,32 +1,43 @@
 """A grader who has finished asks for more: a batch of extra units, or the reason there is none
-(docs/design.md §5.6)."""
+(docs/design.md §5.6).
+
+The reason is the allocation's own code (``grading.services.allocation``: BUDGET_SPENT,
+MAX_OVERLAP_REACHED, NOTHING_NEEDED), given by ``assignment_next_explained``, the function the next
+API serves from, and put in the grader's words by ``reason_message``: the page and the API cannot
+disagree about why.
+"""
 
 from __future__ import annotations
 
 from dataclasses import dataclass, field
 
 from django.contrib.auth.models import AbstractBaseUser
-from django.db.models import Count
 
-from grading.models import Assignment, Campaign, Unit
-from grading.models.choices import Policy
+from grading.models import Assignment, Campaign
+from grading.models.choices import AssignmentStatus, Policy
 from grading.selectors import UNITS_PER_PAGE
 from grading.services import allocation
-from grading.services.payloads import VALUE_FIELD
+from grading.services.policy_params import policy_param
 
-# Why a request for more work added nothing, in the grader's words.
-NO_MORE = {
-    "fixed": "This campaign gives every unit a fixed number of graders, so there is no extra work.",
-    "budget": "The campaign's judgment budget is spent.",
-    "max_overlap": "Every unit you have not judged already has the most graders the campaign allows ({max_overlap}).",
-    "none_needed": "No unit needs another judgment right now: the graders agree where it matters.",
+# The grader still has open assignments of their own: the next API would serve those.
+OWN_WORK_OPEN = "own_work_open"
+# Each reason code of the allocation (and OWN_WORK_OPEN), in the grader's words.
+REASON_WORDS = {
+    allocation.BUDGET_SPENT: "The campaign's judgment budget is spent.",
+    allocation.MAX_OVERLAP_REACHED: (
+        "The units that still need judgments already have the most graders the campaign allows ({max_overlap})."
+    ),
+    allocation.NOTHING_NEEDED: "Nothing needs another judgment right now: the graders agree where it matters.",
+    OWN_WORK_OPEN: "You still have units of your own to judge: finish them, then ask again.",
 }
+# NOTHING_NEEDED in a fixed campaign: never, rather than not now.
+FIXED_WORDS = "This campaign gives every unit a fixed number of graders, so there is no extra work."
 
 
 @dataclass
 class MoreWork:
     assignments: list[Assignment] = field(default_factory=list)
-    reason: str | None = None  # a key of NO_MORE when nothing was added
+    reason: str | None = None  # the allocation's reason code (a key of REASON_WORDS) when nothing was added
 
     @property
     def added(self) -> int:
@@ -35,8 +46,7 @@ class MoreWork:
 
 def batch_size(campaign: Campaign) -> int:
     """Units handed out per request: policy_params.batch_size, by default one page."""
-    size = (campaign.policy_params or {}).get("batch_size", UNITS_PER_PAGE)
-    return size if isinstance(size, int) and not isinstance(size, bool) and size >= 1 else UNITS_PER_PAGE
+    return policy_param(campaign=campaign, name="batch_size", default=UNITS_PER_PAGE)
 
 
 def more_work_request(*, grader: AbstractBaseUser, campaign: Campaign) -> MoreWork:
@@ -46,27 +56,32 @@ def more_work_request(*, grader: AbstractBaseUser, campaign: Campaign) -> MoreWo
     """
     result = MoreWork()
     for _ in range(batch_size(campaign)):
-        assignment = allocation.assignment_extra(grader=grader, campaign=campaign)
-        if assignment is None:
+        served = _extra_explained(grader=grader, campaign=campaign)
+        if served.assignment is None:
+            if not result.assignments:
+                result.reason = served.reason
             break
-        result.assignments.append(assignment)
-    if not result.assignments:
-        result.reason = no_more_reason(grader=grader, campaign=campaign)
+        result.assignments.append(served.assignment)
     return result
 
 
-def no_more_reason(*, grader: AbstractBaseUser, campaign: Campaign) -> str:
-    """Why the allocation has nothing for this grader: a key of NO_MORE."""
-    if campaign.policy == Policy.FIXED or campaign.scheme not in VALUE_FIELD:
-        return "fixed"
-    if campaign.budget is not None and Assignment.objects.filter(campaign=campaign).count() >= campaign.budget:
-        return "budget"
-    mine = Assignment.objects.filter(campaign=campaign, grader=grader, unit__isnull=False).values("unit_id")
-    others = Unit.objects.filter(campaign=campaign).exclude(pk__in=mine).annotate(n=Count("assignments"))
-    if others.exists() and not others.filter(n__lt=campaign.max_overlap).exists():
-        return "max_overlap"
-    return "none_needed"
+def reason_message(*, campaign: Campaign, reason: str) -> str:
+    """An allocation reason code in the grader's words."""
+    if reason == allocation.NOTHING_NEEDED and campaign.policy == Policy.FIXED:
+        return FIXED_WORDS
+    return REASON_WORDS[reason].format(max_overlap=campaign.max_overlap)
 
 
-def no_more_message(campaign: Campaign, reason: str) -> str:
-    return NO_MORE[reason].format(max_overlap=campaign.max_overlap)
+def _extra_explained(*, grader: AbstractBaseUser, campaign: Campaign) -> allocation.NextResult:
+    """One extra unit leased to the grader, or none and why.
+
+    allocation.assignment_extra keeps its reason to itself. While the grader has no open assignment
+    of their own, assignment_next_explained (what the next API serves) takes the very same steps and
+    gives the reason, so that is what is asked. With open work of their own (a stale page, a repeat
+    just added), the next API would serve that work: when nothing extra is left, that is the reason.
+    """
+    mine = Assignment.objects.filter(campaign=campaign, grader=grader, status=AssignmentStatus.OPEN)
+    if not mine.exists():
+        return allocation.assignment_next_explained(grader=grader, campaign=campaign)
+    assignment = allocation.assignment_extra(grader=grader, campaign=campaign)
+    return allocation.NextResult(assignment, None if assignment is not None else OWN_WORK_OPEN)

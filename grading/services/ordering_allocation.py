@@ -19,6 +19,7 @@ from django.db.models import Count, Q
 from grading.models import Assignment, Campaign, Ordering, Query
 from grading.models.allocation import NeedReason
 from grading.models.choices import AssignmentSource, AssignmentStatus
+from grading.services.policy_params import policy_param
 
 AC_THRESHOLD = 0.6
 
@@ -43,7 +44,7 @@ def query_agreement(orderings: list[list]) -> float:
 def queries_wanting_more(campaign: Campaign, *, exclude_grader: AbstractBaseUser | None = None) -> list[int]:
     """Query ids whose orderings agree least, least first (ties: lower id); only queries with at
     least two orderings, no open assignment and fewer than max_overlap assignments."""
-    threshold = float((campaign.policy_params or {}).get("ac_threshold", AC_THRESHOLD))
+    threshold = float(policy_param(campaign=campaign, name="ac_threshold", default=AC_THRESHOLD))
     load = (
         Assignment.objects.filter(campaign=campaign, unit__isnull=True)
         .values("query_id")

@@ -12,7 +12,7 @@ from django.db.models import Max
 from grading import schemes
 from grading.errors import EventConflict, InvalidValue, NotAllowed, NotFound
 from grading.models import Assignment, Campaign, CampaignRole, GradingEvent, Unit
-from grading.models.choices import AssignmentSource, CampaignStatus, Policy, Role
+from grading.models.choices import ORGANIZER_EVENTS, AssignmentSource, CampaignStatus, Policy, Role
 from grading.services import allocation_state
 from grading.services.campaigns import (
     assignments_create_initial,
@@ -21,6 +21,7 @@ from grading.services.campaigns import (
     campaign_set_status,
     role_grant,
 )
+from grading.services.policy_params import policy_params_clean
 
 
 def can_create_campaigns(user: AbstractBaseUser) -> bool:
@@ -48,12 +49,16 @@ def campaign_update(*, campaign: Campaign, **fields: Any) -> Campaign:
     """Change a campaign. New guidelines text makes a new guidelines version."""
     campaign = Campaign.objects.select_for_update().get(pk=campaign.pk)
     if "scheme_params" in fields:
-        if GradingEvent.objects.filter(campaign=campaign).exists():
+        # Only graders' events start grading: an organizer who sets gold units up in a draft may
+        # still adjust its scale.
+        if GradingEvent.objects.filter(campaign=campaign).exclude(type__in=ORGANIZER_EVENTS).exists():
             raise InvalidValue(
                 "scheme_params cannot change once grading has started.", field="scheme_params", value="(changed)"
             )
         campaign.scheme_params = schemes.normalise_params(campaign.scheme, fields["scheme_params"])
-    for name in ("name", "description", "budget", "policy_params"):
+    if "policy_params" in fields:
+        campaign.policy_params = policy_params_clean(params=fields["policy_params"])
+    for name in ("name", "description", "budget"):
         if name in fields:
             setattr(campaign, name, fields[name])
     if "policy" in fields:

@@ -8,7 +8,7 @@ from typing import Any
 from grading import schemes
 from grading.errors import InvalidValue
 from grading.models import Campaign, Candidate, Judgment, Query
-from grading.models.choices import Broad, EventType, Scheme
+from grading.models.choices import ORGANIZER_EVENTS, Broad, EventType, Scheme
 
 # Event type -> the Judgment field it sets.
 JUDGMENT_FIELD = {
@@ -43,9 +43,9 @@ MAX_COMMENT = 5000
 
 
 def check_type_fits_scheme(campaign: Campaign, kind: str) -> None:
-    if kind == EventType.ADJUDICATED:  # organizers only, through grading.services.adjudication
+    if kind in ORGANIZER_EVENTS:  # organizers only, through grading.services.adjudication and .gold
         raise InvalidValue(
-            "adjudicated events are recorded by the campaign's organizers, not by graders.", field="type", value=kind
+            f"{kind} events are recorded by the campaign's organizers, not by graders.", field="type", value=kind
         )
     wanted = SCHEME_OF.get(kind)
     if wanted is not None and wanted != campaign.scheme:

@@ -28,7 +28,7 @@ from grading.models.choices import (
 )
 from grading.services.events import EventInput, event_record
 from grading.services.lifecycle import guidelines_changes
-from grading.services.more_work import batch_size, more_work_request, no_more_message
+from grading.services.more_work import batch_size, more_work_request, reason_message
 from grading.services.organizer import can_create_campaigns
 
 TEMPLATES = {
@@ -93,7 +93,8 @@ def more_work(request: HttpRequest, campaign_id: int) -> HttpResponse:
         messages.info(request, exc.message)
         return redirect("grading:home")
     if not result.added:
-        messages.info(request, f"No more units for you in {campaign.name}. {no_more_message(campaign, result.reason)}")
+        words = reason_message(campaign=campaign, reason=result.reason)
+        messages.info(request, f"No more units for you in {campaign.name}. {words}")
         return redirect("grading:continue", campaign_id=campaign.pk)
     first = result.assignments[0].pk
     pages = selectors.grading_pages(grader=request.user, campaign=campaign)

@@ -17,6 +17,7 @@ from analysis.models import AnalysisRun
 from analysis.services import runs
 from analysis.services.execute import run_execute
 from grading.models import GradingEvent, Judgment
+from grading.services.gold import gold_remove, gold_set
 from tests.factories import make_user
 
 pytestmark = pytest.mark.django_db
@@ -118,6 +119,19 @@ def test_the_event_log_streams_every_event(admin_client, judged_campaign, fmt):
         assert len(lines) == n and {e["id"] for e in lines} == {
             str(i) for i in GradingEvent.objects.filter(campaign=judged_campaign).values_list("id", flat=True)
         }
+
+
+def test_the_event_log_carries_the_organizers_gold_events(admin_client, judged_campaign, organizer):
+    unit = judged_campaign.units.order_by("pk").first()
+    gold_set(organizer=organizer, campaign=judged_campaign, unit_external_id=unit.external_id, value="NS")
+    gold_remove(organizer=organizer, campaign=judged_campaign, unit_external_id=unit.external_id)
+    response = admin_client.get(f"/api/campaigns/{judged_campaign.pk}/events/?format=jsonl")
+    lines = [json.loads(line) for line in b"".join(response.streaming_content).decode().splitlines()]
+    gold = [(e["type"], e["grader"], e["unit"], e["payload"]) for e in lines if e["type"].startswith("gold_")]
+    assert gold == [
+        ("gold_set", organizer.pk, unit.pk, {"value": "NS"}),
+        ("gold_removed", organizer.pk, unit.pk, {"previous": "NS"}),
+    ]
 
 
 def test_the_cli_exports_ground_truth_in_each_format(judged_campaign, tmp_path, capsys):

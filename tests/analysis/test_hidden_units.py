@@ -12,8 +12,10 @@ from analysis.services import runs
 from analysis.services.execute import run_execute
 from analysis.services.hidden_units import gold_scores, repeat_scores
 from analysis.services.tables import report_tables
-from grading.models import Judgment, Unit
-from grading.services.gold import gold_set
+from grading.models import GradingEvent, Judgment, Unit
+from grading.models.choices import Role
+from grading.services.campaigns import role_grant
+from grading.services.gold import gold_remove, gold_set
 
 
 def test_gold_scores_on_a_hand_made_case():
@@ -89,3 +91,17 @@ def test_the_report_page_shows_gold_and_repeat_figures(client, organizer):
     assert "Same answer again" in html and "Mean absolute difference" in html and "Accuracy" in html
     csv_text = client.get(f"/reports/campaigns/{campaign.pk}/tables/repeats.csv").content.decode()
     assert csv_text.splitlines()[0] == "who,n,identical,mean_abs_diff" and len(csv_text.splitlines()) == 2
+
+
+@pytest.mark.django_db
+def test_gold_events_stay_out_of_the_graders_event_statistics(judged_campaign, organizer):
+    # The organizer also grades here, so their gold events carry the id of someone with judgments.
+    role_grant(campaign=judged_campaign, user=organizer, role=Role.GRADER)
+    before = selectors.unit_events_frame(campaign_id=judged_campaign.pk)
+    unit = Unit.objects.filter(campaign=judged_campaign).order_by("pk").first()
+    gold_set(organizer=organizer, campaign=judged_campaign, unit_external_id=unit.external_id, value="VS")
+    gold_remove(organizer=organizer, campaign=judged_campaign, unit_external_id=unit.external_id)
+    assert GradingEvent.objects.filter(campaign=judged_campaign, grader=organizer).count() == 2
+    after = selectors.unit_events_frame(campaign_id=judged_campaign.pk)
+    assert len(before) > 0 and len(after) == len(before)
+    assert not set(after["type"]) & {"gold_set", "gold_removed"}

@@ -142,6 +142,9 @@ def test_an_empty_batch_is_fine_and_an_oversized_one_is_refused(api):
         ({"payload": ["VS"]}, "payload", '["VS"]'),
         ({"type": "score_set", "payload": {"value": 3}}, "type", "score_set"),
         ({"type": "made_up"}, "type", "made_up"),
+        ({"type": "adjudicated"}, "type", "adjudicated"),  # organizers' events: not a grader's to send
+        ({"type": "gold_set"}, "type", "gold_set"),
+        ({"type": "gold_removed"}, "type", "gold_removed"),
         ({"id": "not-a-uuid"}, "id", "not-a-uuid"),
         ({"id": None}, "id", None),
         ({"client_ts": "yesterday"}, "client_ts", "yesterday"),

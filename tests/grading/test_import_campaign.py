@@ -80,6 +80,8 @@ def break_it(definition: dict, case: str) -> dict:
         d["campaign"]["initial_overlap"] = "two"
     elif case == "repeat share too large":
         d["campaign"]["policy_params"] = {"repeat_share": 0.9}
+    elif case == "threshold not a number":
+        d["campaign"]["policy_params"] = {"threshold": "high"}
     elif case == "unknown system":
         d["candidates"][2]["provenance"][0]["system"] = "system-z"
     return d
@@ -97,6 +99,10 @@ def break_it(definition: dict, case: str) -> dict:
         (
             "repeat share too large",
             "campaign, field 'policy_params.repeat_share', value 0.9: must be a number from 0 to 0.5",
+        ),
+        (
+            "threshold not a number",
+            "campaign, field 'policy_params.threshold', value 'high': must be a number of at least 0",
         ),
     ],
 )

@@ -6,9 +6,15 @@ from django.urls import reverse
 from grading.models import Assignment
 from grading.models.choices import AssignmentSource, Policy, Role
 from grading.selectors import UNITS_PER_PAGE
-from grading.services.allocation import units_wanting_more
+from grading.services.allocation import (
+    BUDGET_SPENT,
+    MAX_OVERLAP_REACHED,
+    NOTHING_NEEDED,
+    assignment_next_explained,
+    units_wanting_more,
+)
 from grading.services.campaigns import role_grant
-from grading.services.more_work import more_work_request
+from grading.services.more_work import OWN_WORK_OPEN, more_work_request, reason_message
 from tests.factories import make_campaign, make_user, record
 
 pytestmark = pytest.mark.django_db
@@ -77,15 +83,16 @@ def test_the_default_batch_is_one_page_or_all_there_is(client, wide_disagreement
     assert wanted >= 2 and result.added == min(wanted, UNITS_PER_PAGE)
     client.force_login(third)
     page = client.post(reverse("grading:more", args=[campaign.pk]), follow=True).content.decode()
-    assert "No more units for you" in page and "graders agree" in page  # nothing left: the reason is given
+    # nothing more to add while the batch is open, and the grader is told so (the next API serves the batch)
+    assert "No more units for you" in page and "You still have units of your own to judge" in page
 
 
 @pytest.mark.parametrize(
     ("change", "reason", "words"),
     [
-        ({"policy": Policy.FIXED}, "fixed", "fixed number of graders"),
-        ({"budget": 1}, "budget", "budget is spent"),
-        ({"max_overlap": 2}, "max_overlap", "most graders the campaign allows (2)"),
+        ({"policy": Policy.FIXED}, NOTHING_NEEDED, "fixed number of graders"),
+        ({"budget": 1}, BUDGET_SPENT, "budget is spent"),
+        ({"max_overlap": 2}, MAX_OVERLAP_REACHED, "most graders the campaign allows (2)"),
     ],
 )
 def test_when_nothing_is_added_the_grader_is_told_why(client, wide_disagreement, change, reason, words):
@@ -98,6 +105,56 @@ def test_when_nothing_is_added_the_grader_is_told_why(client, wide_disagreement,
     client.force_login(third)
     page = client.post(reverse("grading:more", args=[campaign.pk]), follow=True).content.decode()
     assert words in page
+
+
+def agreeing_at_the_maximum():
+    """Every unit has its maximum overlap and its graders agree: a newcomer has nothing to do, and no
+    unit is held back by the maximum."""
+    campaign = make_campaign(n_queries=0, n_candidates=4, graders=2, overlap=2)
+    campaign.policy, campaign.max_overlap = Policy.CONSENSUS, 2
+    campaign.save()
+    for a in Assignment.objects.filter(campaign=campaign):
+        record(a.grader, campaign, "broad_set", {"value": "VS"}, unit=a.unit)
+        record(a.grader, campaign, "fine_set", {"value": 8.0}, unit=a.unit)
+    return campaign
+
+
+def spent_budget():
+    campaign = make_campaign(n_queries=0, n_candidates=4, graders=2, overlap=2)
+    campaign.policy, campaign.budget = Policy.CONSENSUS, 8
+    campaign.save()
+    disagree_on(campaign, list(campaign.units.all()))
+    return campaign
+
+
+def capped_disagreement():
+    campaign = make_campaign(n_queries=0, n_candidates=4, graders=2, overlap=2)
+    campaign.policy, campaign.max_overlap = Policy.CONSENSUS, 2
+    campaign.save()
+    disagree_on(campaign, list(campaign.units.all()))
+    return campaign
+
+
+def fixed_overlap():
+    campaign = make_campaign(n_queries=0, n_candidates=4, graders=2, overlap=2)
+    disagree_on(campaign, list(campaign.units.all()))
+    return campaign
+
+
+@pytest.mark.parametrize("situation", [agreeing_at_the_maximum, spent_budget, capped_disagreement, fixed_overlap])
+def test_the_page_gives_the_reason_the_next_api_gives(client, situation):
+    campaign = situation()
+    newcomer, other = make_user(), make_user()
+    for user in (newcomer, other):
+        role_grant(campaign=campaign, user=user, role=Role.GRADER)
+    result = more_work_request(grader=newcomer, campaign=campaign)
+    client.force_login(other)
+    api = client.get("/api/assignments/next/", {"campaign": campaign.pk})
+    explained = assignment_next_explained(grader=other, campaign=campaign)
+    assert api.status_code == 204 and explained.assignment is None
+    assert result.added == 0 and result.reason == explained.reason
+    page = client.post(reverse("grading:more", args=[campaign.pk]), follow=True).content.decode()
+    assert reason_message(campaign=campaign, reason=explained.reason).replace("'", "&#x27;") in page
 
 
 def test_when_no_unit_needs_them_the_grader_is_thanked(client, disagreement):
@@ -114,3 +171,18 @@ def test_it_takes_only_post(client, disagreement):
     campaign, _, third = disagreement
     client.force_login(third)
     assert client.get(reverse("grading:more", args=[campaign.pk])).status_code == 405
+
+
+def test_with_open_work_of_their_own_the_grader_is_told_to_finish_it_which_the_next_api_serves(client):
+    campaign = make_campaign(n_queries=0, n_candidates=4, graders=2, overlap=2)
+    campaign.policy = Policy.CONSENSUS
+    campaign.save()
+    grader = Assignment.objects.filter(campaign=campaign).first().grader
+    result = more_work_request(grader=grader, campaign=campaign)
+    assert (result.added, result.reason) == (0, OWN_WORK_OPEN)
+    client.force_login(grader)
+    page = client.post(reverse("grading:more", args=[campaign.pk]), follow=True).content.decode()
+    assert "You still have units of your own to judge" in page
+    served = client.get("/api/assignments/next/", {"campaign": campaign.pk})
+    mine = Assignment.objects.filter(grader=grader, status="open", source=AssignmentSource.INITIAL)
+    assert served.status_code == 200 and served.json()["id"] in set(mine.values_list("pk", flat=True))
