@@ -7,7 +7,7 @@ from django.db import migrations, models
 class Migration(migrations.Migration):
 
     dependencies = [
-        ('grading', '0010_repeat_units'),
+        ('grading', '0011_query_allocation'),
         migrations.swappable_dependency(settings.AUTH_USER_MODEL),
     ]
 
