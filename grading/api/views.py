@@ -161,17 +161,29 @@ class AssignmentListView(GradingAPIView, GenericAPIView):
         )
 
 
-class NextAssignmentView(GradingAPIView):
-    """The assignment to work on next, leased to me; 204 when there is nothing left."""
+NO_MORE_REASON = OpenApiParameter(
+    "Evalutron-Reason",
+    OpenApiTypes.STR,
+    location=OpenApiParameter.HEADER,
+    response=[204],
+    enum=[allocation.BUDGET_SPENT, allocation.MAX_OVERLAP_REACHED, allocation.NOTHING_NEEDED],
+    description="Why nothing is left: the budget is spent, the units that still disagree have the most graders "
+    "allowed, or no unit needs another judgment.",
+)
 
-    @extend_schema(parameters=[CAMPAIGN_PARAM], responses={200: s.AssignmentOut, 204: None, **ERRORS})
+
+class NextAssignmentView(GradingAPIView):
+    """The assignment to work on next, leased to me; 204 when there is nothing left, with the reason
+    in the `Evalutron-Reason` header."""
+
+    @extend_schema(parameters=[CAMPAIGN_PARAM, NO_MORE_REASON], responses={200: s.AssignmentOut, 204: None, **ERRORS})
     def get(self, request: Request) -> Response:
         campaign = selectors.campaign_get_for_grader(
             grader=request.user, campaign_id=request.query_params.get("campaign")
         )
         served = allocation.assignment_next_explained(grader=request.user, campaign=campaign)
         if served.assignment is None:
-            return Response(status=status.HTTP_204_NO_CONTENT)
+            return Response(status=status.HTTP_204_NO_CONTENT, headers={"Evalutron-Reason": served.reason})
         assignment, judgments = served.assignment, {}  # comes with its unit; a new one is not judged yet
         if not served.new:
             judgments = selectors.judgments_by_unit(

@@ -76,13 +76,19 @@ def assignment_next_explained(*, grader: AbstractBaseUser, campaign: Campaign) -
     return NextResult(assignment, reason, new=assignment is not None)
 
 
-@transaction.atomic
 def assignment_extra(*, grader: AbstractBaseUser, campaign: Campaign) -> Assignment | None:
     """One more unit for a grader who asks for more work: like assignment_next without the grader's
     own open assignments, so that repeated calls hand out a batch. None when nothing is left."""
+    return assignment_extra_explained(grader=grader, campaign=campaign).assignment
+
+
+@transaction.atomic
+def assignment_extra_explained(*, grader: AbstractBaseUser, campaign: Campaign) -> NextResult:
+    """Like `assignment_extra`, and when nothing can be given, why (the codes of
+    `assignment_next_explained`)."""
     _check_open(campaign)
-    assignment, _ = _handed_over_or_extra(grader, campaign, timezone.now())
-    return assignment  # why none: more_work.no_more_reason says it in words
+    assignment, reason = _handed_over_or_extra(grader, campaign, timezone.now())
+    return NextResult(assignment, reason, new=assignment is not None)
 
 
 def _check_open(campaign: Campaign) -> None:
@@ -234,6 +240,7 @@ __all__ = [
     "NeedReason",
     "NextResult",
     "assignment_extra",
+    "assignment_extra_explained",
     "assignment_next",
     "assignment_next_explained",
     "units_wanting_more",

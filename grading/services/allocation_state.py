@@ -25,6 +25,7 @@ from grading.models.allocation import CampaignAllocation, NeedReason, UnitAlloca
 from grading.models.choices import AssignmentStatus, Policy, Scheme
 from grading.services.grader_model import posterior_entropy
 from grading.services.payloads import VALUE_FIELD
+from grading.services.policy_params import policy_param
 from grading.services.query_deviation import counted, query_counts_apply, query_counts_rebuild
 
 STATE_FIELDS = [
@@ -224,7 +225,7 @@ def _decide(row: UnitAllocation, campaign: Campaign, tally: _Tally, model: dict 
     row.n_judgments, row.n_assigned, row.n_open = len(values), tally.n_assigned, tally.n_open
     row.values = dict(Counter(str(v) for v in values))
     row.spread = spread(values, numeric=numeric) if len(values) >= 2 else 0.0
-    threshold = float((campaign.policy_params or {}).get("threshold", 0))
+    threshold = float(policy_param(campaign=campaign, name="threshold", default=0))
     row.disagree = len(values) >= 2 and row.spread > threshold
     row.needs_more, row.priority = False, 0.0
     if tally.n_open:
@@ -250,7 +251,7 @@ def _apply_policy(row: UnitAllocation, campaign: Campaign, tally: _Tally, model:
         if model is None:
             model = getattr(getattr(campaign, "allocation", None), "model", None) or {}
         entropy = posterior_entropy(model, tally.judged, categories=categories_of(campaign))
-        if entropy > float((campaign.policy_params or {}).get("min_entropy", 0.05)):
+        if entropy > float(policy_param(campaign=campaign, name="min_entropy", default=0.05)):
             row.needs_more, row.reason, row.priority = True, NeedReason.UNCERTAIN, entropy
 
 

@@ -2,9 +2,9 @@
 (docs/design.md §5.6).
 
 The reason is the allocation's own code (``grading.services.allocation``: BUDGET_SPENT,
-MAX_OVERLAP_REACHED, NOTHING_NEEDED), given by ``assignment_next_explained``, the function the next
-API serves from, and put in the grader's words by ``reason_message``: the page and the API cannot
-disagree about why.
+MAX_OVERLAP_REACHED, NOTHING_NEEDED), given by ``assignment_extra_explained``, which takes the same
+steps as the next API once the grader's own work is done, and put in the grader's words by
+``reason_message``: the page and the API cannot disagree about why.
 """
 
 from __future__ import annotations
@@ -73,15 +73,13 @@ def reason_message(*, campaign: Campaign, reason: str) -> str:
 
 
 def _extra_explained(*, grader: AbstractBaseUser, campaign: Campaign) -> allocation.NextResult:
-    """One extra unit leased to the grader, or none and why.
-
-    allocation.assignment_extra keeps its reason to itself. While the grader has no open assignment
-    of their own, assignment_next_explained (what the next API serves) takes the very same steps and
-    gives the reason, so that is what is asked. With open work of their own (a stale page, a repeat
-    just added), the next API would serve that work: when nothing extra is left, that is the reason.
-    """
-    mine = Assignment.objects.filter(campaign=campaign, grader=grader, status=AssignmentStatus.OPEN)
-    if not mine.exists():
-        return allocation.assignment_next_explained(grader=grader, campaign=campaign)
-    assignment = allocation.assignment_extra(grader=grader, campaign=campaign)
-    return allocation.NextResult(assignment, None if assignment is not None else OWN_WORK_OPEN)
+    """One extra unit leased to the grader, or none and why. With open work of their own (a stale
+    page, a repeat just added) the next API would serve that work: when nothing extra is left, that
+    is the reason."""
+    served = allocation.assignment_extra_explained(grader=grader, campaign=campaign)
+    if (
+        served.assignment is None
+        and Assignment.objects.filter(campaign=campaign, grader=grader, status=AssignmentStatus.OPEN).exists()
+    ):
+        return allocation.NextResult(None, OWN_WORK_OPEN)
+    return served

@@ -16,6 +16,7 @@ from django.db.models import F
 from grading.models import Campaign
 from grading.models.allocation import QueryAllocation, UnitAllocation
 from grading.models.choices import Policy
+from grading.services.policy_params import policy_param
 
 Key = tuple[int, int]  # (campaign id, query key)
 
@@ -71,8 +72,7 @@ def query_counts_apply(*, before: dict[int, tuple[int, int]], rows: Iterable[Uni
 def deviating_queries(campaign: Campaign) -> list[int | None]:
     """The queries (None for units without one) whose disagreement rate deviates from the expected
     rate by more than the tolerance. Reads one row per query."""
-    params = campaign.policy_params or {}
-    tolerance = float(params.get("tolerance", 0.2))
+    tolerance = float(policy_param(campaign=campaign, name="tolerance", default=0.2))
     counts = [
         (key, n, bad)
         for key, n, bad in QueryAllocation.objects.filter(campaign=campaign).values_list(
@@ -83,6 +83,7 @@ def deviating_queries(campaign: Campaign) -> list[int | None]:
     total = sum(n for _, n, _ in counts)
     if not total:
         return []
-    expected = float(params.get("expected_rate", sum(bad for _, _, bad in counts) / total))
+    campaign_rate = sum(bad for _, _, bad in counts) / total
+    expected = float(policy_param(campaign=campaign, name="expected_rate", default=campaign_rate))
     deviating = [key for key, n, bad in counts if abs(bad / n - expected) > tolerance]
     return [None if key == QueryAllocation.NO_QUERY else key for key in deviating]

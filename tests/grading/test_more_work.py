@@ -152,6 +152,7 @@ def test_the_page_gives_the_reason_the_next_api_gives(client, situation):
     api = client.get("/api/assignments/next/", {"campaign": campaign.pk})
     explained = assignment_next_explained(grader=other, campaign=campaign)
     assert api.status_code == 204 and explained.assignment is None
+    assert api.headers["Evalutron-Reason"] == explained.reason
     assert result.added == 0 and result.reason == explained.reason
     page = client.post(reverse("grading:more", args=[campaign.pk]), follow=True).content.decode()
     assert reason_message(campaign=campaign, reason=explained.reason).replace("'", "&#x27;") in page
