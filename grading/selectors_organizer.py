@@ -60,6 +60,7 @@ def campaign_summaries(*, campaigns: list[Campaign], now: datetime | None = None
     last_seen: dict[tuple[int, int], datetime] = {
         (c, g): ts
         for c, g, ts in GradingEvent.objects.filter(campaign_id__in=ids)
+        .exclude(type__in=ORGANIZER_EVENTS)  # grading activity: an organizer's gold answer or verdict is none
         .order_by()
         .values("campaign_id", "grader_id")
         .annotate(last=Max("server_ts"))

@@ -10,6 +10,7 @@ from analysis.services.execute import run_execute
 from analysis.services.runs import run_create
 from grading.models import Assignment
 from grading.models.choices import AssignmentStatus
+from grading.services.gold import gold_set
 from tests.analysis.conftest import judge_broad_fine
 from tests.factories import make_campaign, make_user
 
@@ -84,3 +85,13 @@ def test_the_dashboard_names_graders_and_counts_what_is_left(client):
     assert data["n_waiting"] == 1 and data["waiting"][0]["unit"] == first.unit.external_id
     assert sorted((q["units"], q["covered"]) for q in data["queries"]) == [(3, 2), (3, 3)]
     assert data["estimate"]["seconds"] is not None and data["estimate"]["seconds"] > 0
+
+
+def test_an_organizers_gold_answer_is_no_grading_activity(client):
+    organizer = make_user("boss")
+    campaign = make_campaign(n_queries=1, n_candidates=2, graders=2, organizer=organizer)
+    unit = campaign.units.order_by("pk").first()
+    gold_set(organizer=organizer, campaign=campaign, unit_external_id=unit.external_id, value="VS")
+    client.force_login(organizer)
+    html = client.get("/").content.decode()
+    assert "last grading activity none yet" in " ".join(html.split())
