@@ -166,9 +166,11 @@ NO_MORE_REASON = OpenApiParameter(
     OpenApiTypes.STR,
     location=OpenApiParameter.HEADER,
     response=[204],
-    enum=[allocation.BUDGET_SPENT, allocation.MAX_OVERLAP_REACHED, allocation.NOTHING_NEEDED],
-    description="Why nothing is left: the budget is spent, the units that still disagree have the most graders "
-    "allowed, or no unit needs another judgment.",
+    enum=list(allocation.REASONS),
+    description="Why nothing is left: the budget is spent (budget_spent); the units that need another judgment "
+    "have all had mine (already_judged); none needs one until other graders' open work is in (others_judging); "
+    "the units that still disagree have the most graders allowed (max_overlap_reached); or no unit needs "
+    "another judgment (nothing_needed).",
 )
 
 

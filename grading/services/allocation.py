@@ -39,8 +39,11 @@ UNCERTAINTY_SHORTLIST = 40
 
 # Why no unit can be given (reason codes for callers that explain it).
 BUDGET_SPENT = "budget_spent"
+ALREADY_JUDGED = "already_judged"  # the units that need more have all had this grader already
+OTHERS_JUDGING = "others_judging"  # none needs more yet, but units are still being judged by others
 MAX_OVERLAP_REACHED = "max_overlap_reached"
 NOTHING_NEEDED = "nothing_needed"
+REASONS = (BUDGET_SPENT, ALREADY_JUDGED, OTHERS_JUDGING, MAX_OVERLAP_REACHED, NOTHING_NEEDED)
 
 Served = tuple[Assignment | None, str | None]  # an assignment, or None and the reason
 
@@ -62,8 +65,10 @@ def assignment_next(*, grader: AbstractBaseUser, campaign: Campaign) -> Assignme
 
 @transaction.atomic
 def assignment_next_explained(*, grader: AbstractBaseUser, campaign: Campaign) -> NextResult:
-    """Like `assignment_next`, and when nothing can be given, why: BUDGET_SPENT, MAX_OVERLAP_REACHED
-    (units still disagree but have all the graders they may have) or NOTHING_NEEDED.
+    """Like `assignment_next`, and when nothing can be given, why: BUDGET_SPENT, ALREADY_JUDGED (the
+    units that need more have all had this grader), OTHERS_JUDGING (none needs more until other
+    graders' open work is in), MAX_OVERLAP_REACHED (units still disagree but have all the graders
+    they may have) or NOTHING_NEEDED.
 
     The assignment comes with its unit, candidates and query, as the grader's assignment list reads
     them, so that serving it needs no further read."""
@@ -128,9 +133,10 @@ def _extra(grader: AbstractBaseUser, campaign: Campaign, now: datetime) -> Serve
     state = allocation_state_get(campaign=campaign)
     if campaign.budget is not None and state.n_assignments >= campaign.budget:
         return None, BUDGET_SPENT
-    row = _pick(grader, campaign, state)
+    query_ids = deviating_queries(campaign) if campaign.policy == Policy.QUERY_DEVIATION else None
+    row = _pick(grader, campaign, state, query_ids)
     if row is None:
-        return None, _why_none(campaign)
+        return None, _why_none(campaign, query_ids)
     # Take one unit of the budget atomically: two graders racing for the last one cannot both win.
     taken = CampaignAllocation.objects.filter(campaign=campaign)
     if campaign.budget is not None:
@@ -174,14 +180,16 @@ def _in_queries(query_ids: list[int | None]) -> Q:
     return found | Q(query_id__isnull=True) if None in query_ids else found
 
 
-def _pick(grader: AbstractBaseUser, campaign: Campaign, state: CampaignAllocation) -> queries.Wanted | None:
+def _pick(
+    grader: AbstractBaseUser, campaign: Campaign, state: CampaignAllocation, query_ids: list[int | None] | None
+) -> queries.Wanted | None:
     """Lock and return the unit this grader should get next."""
     uncertainty = campaign.policy == Policy.UNCERTAINTY
     shortlist = queries.wanted_take(
         grader_id=grader.pk,
         campaign_id=campaign.pk,
         limit=UNCERTAINTY_SHORTLIST if uncertainty else 1,
-        query_ids=deviating_queries(campaign) if campaign.policy == Policy.QUERY_DEVIATION else None,
+        query_ids=query_ids,
     )
     if not uncertainty or not shortlist:
         return shortlist[0] if shortlist else None
@@ -208,8 +216,17 @@ def _judged_by_unit(unit_ids: list[int], campaign: Campaign) -> dict[int, list[t
     return judged
 
 
-def _why_none(campaign: Campaign) -> str:
-    capped = UnitAllocation.objects.filter(campaign=campaign, disagree=True, n_assigned__gte=campaign.max_overlap)
+def _why_none(campaign: Campaign, query_ids: list[int | None] | None) -> str:
+    """Why no unit could be given to this grader (only asked when none could: a few indexed reads)."""
+    units = UnitAllocation.objects.filter(campaign=campaign)
+    wanted = units.filter(needs_more=True)
+    if query_ids is not None:
+        wanted = wanted.filter(_in_queries(query_ids))
+    if wanted.exists():
+        return ALREADY_JUDGED
+    if units.filter(n_open__gt=0).exists():
+        return OTHERS_JUDGING
+    capped = units.filter(disagree=True, n_assigned__gte=campaign.max_overlap)
     return MAX_OVERLAP_REACHED if capped.exists() else NOTHING_NEEDED
 
 
@@ -233,10 +250,13 @@ def units_wanting_more(campaign: Campaign) -> list[int]:
 
 
 __all__ = [
+    "ALREADY_JUDGED",
     "BUDGET_SPENT",
     "LEASE",
     "MAX_OVERLAP_REACHED",
     "NOTHING_NEEDED",
+    "OTHERS_JUDGING",
+    "REASONS",
     "NeedReason",
     "NextResult",
     "assignment_extra",

@@ -1,10 +1,10 @@
 """A grader who has finished asks for more: a batch of extra units, or the reason there is none
 (docs/design.md §5.6).
 
-The reason is the allocation's own code (``grading.services.allocation``: BUDGET_SPENT,
-MAX_OVERLAP_REACHED, NOTHING_NEEDED), given by ``assignment_extra_explained``, which takes the same
-steps as the next API once the grader's own work is done, and put in the grader's words by
-``reason_message``: the page and the API cannot disagree about why.
+The reason is the allocation's own code (``grading.services.allocation.REASONS``), given by
+``assignment_extra_explained``, which takes the same steps as the next API once the grader's own
+work is done, and put in the grader's words by ``reason_message``: the page and the API cannot
+disagree about why.
 """
 
 from __future__ import annotations
@@ -24,6 +24,10 @@ OWN_WORK_OPEN = "own_work_open"
 # Each reason code of the allocation (and OWN_WORK_OPEN), in the grader's words.
 REASON_WORDS = {
     allocation.BUDGET_SPENT: "The campaign's judgment budget is spent.",
+    allocation.ALREADY_JUDGED: "The units that still need another judgment have all had yours already.",
+    allocation.OTHERS_JUDGING: (
+        "Other graders are still judging units that may need one more judgment: ask again a little later."
+    ),
     allocation.MAX_OVERLAP_REACHED: (
         "The units that still need judgments already have the most graders the campaign allows ({max_overlap})."
     ),

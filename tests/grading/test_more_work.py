@@ -7,9 +7,11 @@ from grading.models import Assignment
 from grading.models.choices import AssignmentSource, Policy, Role
 from grading.selectors import UNITS_PER_PAGE
 from grading.services.allocation import (
+    ALREADY_JUDGED,
     BUDGET_SPENT,
     MAX_OVERLAP_REACHED,
     NOTHING_NEEDED,
+    OTHERS_JUDGING,
     assignment_next_explained,
     units_wanting_more,
 )
@@ -187,3 +189,35 @@ def test_with_open_work_of_their_own_the_grader_is_told_to_finish_it_which_the_n
     served = client.get("/api/assignments/next/", {"campaign": campaign.pk})
     mine = Assignment.objects.filter(grader=grader, status="open", source=AssignmentSource.INITIAL)
     assert served.status_code == 200 and served.json()["id"] in set(mine.values_list("pk", flat=True))
+
+
+def asked_by_all(client, campaign, grader, reason):
+    """More work, the next API and the page all give `reason` to this grader."""
+    result = more_work_request(grader=grader, campaign=campaign)
+    assert (result.added, result.reason) == (0, reason)
+    client.force_login(grader)
+    api = client.get("/api/assignments/next/", {"campaign": campaign.pk})
+    assert (api.status_code, api.headers["Evalutron-Reason"]) == (204, reason)
+    page = client.post(reverse("grading:more", args=[campaign.pk]), follow=True).content.decode()
+    assert reason_message(campaign=campaign, reason=reason).replace("'", "&#x27;") in page
+
+
+def test_graders_who_judged_every_unit_that_needs_more_are_told_so(client):
+    campaign = make_campaign(n_queries=0, n_candidates=3, graders=2, overlap=2)
+    campaign.policy, campaign.max_overlap = Policy.CONSENSUS, 3
+    campaign.save()
+    disagree_on(campaign, list(campaign.units.all()))  # every unit wants a third grader, not these two
+    asked_by_all(client, campaign, Assignment.objects.filter(campaign=campaign).first().grader, ALREADY_JUDGED)
+
+
+def test_while_other_graders_are_still_judging_a_newcomer_is_asked_to_come_back(client):
+    campaign = make_campaign(n_queries=0, n_candidates=3, graders=2, overlap=2)
+    campaign.policy, campaign.max_overlap = Policy.CONSENSUS, 3
+    campaign.save()
+    first = Assignment.objects.filter(campaign=campaign).first().grader
+    for a in Assignment.objects.filter(campaign=campaign, grader=first):  # the other grader has not started
+        record(first, campaign, "broad_set", {"value": "VS"}, unit=a.unit)
+        record(first, campaign, "fine_set", {"value": 8.0}, unit=a.unit)
+    newcomer = make_user()
+    role_grant(campaign=campaign, user=newcomer, role=Role.GRADER)
+    asked_by_all(client, campaign, newcomer, OTHERS_JUDGING)
