@@ -92,6 +92,11 @@ def assignment_list_for_grader(*, grader: AbstractBaseUser, campaign: Campaign) 
     )
 
 
+def unit_with_items(*, unit_id: int) -> Unit:
+    """A unit with its candidates and query, as a grader's assignment shows them."""
+    return Unit.objects.select_related("candidate", "candidate_b", "query").get(pk=unit_id)
+
+
 def judgment_list_for_grader(*, grader: AbstractBaseUser, campaign: Campaign) -> QuerySet[Judgment]:
     return Judgment.objects.filter(grader=grader, campaign=campaign).order_by("unit_id")
 

@@ -25,7 +25,7 @@ from grading.errors import CampaignClosed
 from grading.models import Assignment, Campaign, Judgment
 from grading.models.allocation import CampaignAllocation, NeedReason, UnitAllocation
 from grading.models.choices import AssignmentSource, Policy, Scheme
-from grading.selectors import assignment_list_for_grader
+from grading.selectors import assignment_list_for_grader, unit_with_items
 from grading.services import allocation_queries as queries
 from grading.services.allocation_state import allocation_state_get, categories_of
 from grading.services.grader_model import expected_entropy_drop
@@ -110,8 +110,7 @@ def _handed_over_or_extra(grader: AbstractBaseUser, campaign: Campaign, now: dat
     )
     if slot is not None:
         return _loaded(grader, campaign, slot), None
-    assignment, reason = _extra(grader, campaign, now)
-    return (_loaded(grader, campaign, assignment.pk) if assignment else None), reason
+    return _extra(grader, campaign, now)
 
 
 def _loaded(grader: AbstractBaseUser, campaign: Campaign, assignment_id: int) -> Assignment:
@@ -153,6 +152,9 @@ def _extra(grader: AbstractBaseUser, campaign: Campaign, now: datetime) -> Serve
         lease_expires_at=now + LEASE,
         allocation_reason=row.reason,
     )
+    # Served with its unit's content: one read of the unit (the new row itself is known).
+    assignment.unit = unit_with_items(unit_id=row.unit_id)
+    assignment.query = assignment.unit.query
     # The unit now has one more assignment, open: busy until it is judged (what units_changed would
     # compute, without reading the unit's rows again).
     UnitAllocation.objects.filter(pk=row.unit_id).update(

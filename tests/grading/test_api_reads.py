@@ -3,10 +3,14 @@
 import json
 
 import pytest
+from django.db import connection
+from django.test.utils import CaptureQueriesContext
 from rest_framework.test import APIClient
 
 from grading.models import Assignment, GradingEvent
-from grading.models.choices import CampaignStatus, Scheme
+from grading.models.choices import CampaignStatus, Policy, Role, Scheme
+from grading.services.allocation_state import allocation_state_get
+from grading.services.campaigns import role_grant
 from tests.factories import make_campaign, make_user, record
 from tests.grading.api_helpers import client_for, fast_passwords, graders_of, my_units  # noqa: F401
 
@@ -183,3 +187,32 @@ def test_an_ordering_of_another_graders_query_is_a_403():
     )
     assert response.status_code == 403
     assert GradingEvent.objects.count() == 0
+
+
+@pytest.mark.parametrize("n_candidates", [2, 6])
+def test_an_extra_unit_from_next_is_served_whole_in_the_same_number_of_queries(n_candidates):
+    campaign = make_campaign(n_queries=2, n_candidates=n_candidates, graders=2, overlap=2)
+    campaign.policy, campaign.max_overlap = Policy.CONSENSUS, 3
+    campaign.save()
+    for a in Assignment.objects.filter(campaign=campaign).select_related("grader", "unit"):
+        record(
+            a.grader,
+            campaign,
+            "broad_set",
+            {"value": "VS" if a.grader == graders_of(campaign)[0] else "NS"},
+            unit=a.unit,
+        )
+        record(a.grader, campaign, "fine_set", {"value": 5.0}, unit=a.unit)
+    newcomer = make_user()
+    role_grant(campaign=campaign, user=newcomer, role=Role.GRADER)
+    api = client_for(newcomer)
+    allocation_state_get(campaign=campaign)  # the policy changed: the state is rebuilt once, here
+    with CaptureQueriesContext(connection) as queries:
+        served = api.get(f"/api/assignments/next/?campaign={campaign.pk}")
+    statements = [q["sql"] for q in queries.captured_queries]  # the next request clears the log
+    assert served.status_code == 200 and served.json()["unit"]["candidate"]["id"]
+    listed = api.get(f"/api/assignments/?campaign={campaign.pk}").json()["results"]
+    assert [served.json()] == listed  # the same assignment, every field as the list shows it
+    # Campaign, BEGIN, own work, expired slot, state, pick, budget, insert, unit with its items, unit
+    # state, COMMIT: no lazy read of a relation, whatever the campaign's size.
+    assert len(statements) == 11, [sql[:80] for sql in statements]
