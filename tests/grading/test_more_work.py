@@ -109,12 +109,19 @@ def test_when_nothing_is_added_the_grader_is_told_why(client, wide_disagreement,
     assert words in page
 
 
+def two_graders(n_units=4, **settings):
+    """Units judged by two graders each, under the settings given (policy, max_overlap, budget)."""
+    campaign = make_campaign(n_queries=0, n_candidates=n_units, graders=2, overlap=2)
+    for key, value in settings.items():
+        setattr(campaign, key, value)
+    campaign.save()
+    return campaign
+
+
 def agreeing_at_the_maximum():
     """Every unit has its maximum overlap and its graders agree: a newcomer has nothing to do, and no
     unit is held back by the maximum."""
-    campaign = make_campaign(n_queries=0, n_candidates=4, graders=2, overlap=2)
-    campaign.policy, campaign.max_overlap = Policy.CONSENSUS, 2
-    campaign.save()
+    campaign = two_graders(policy=Policy.CONSENSUS, max_overlap=2)
     for a in Assignment.objects.filter(campaign=campaign):
         record(a.grader, campaign, "broad_set", {"value": "VS"}, unit=a.unit)
         record(a.grader, campaign, "fine_set", {"value": 8.0}, unit=a.unit)
@@ -122,23 +129,19 @@ def agreeing_at_the_maximum():
 
 
 def spent_budget():
-    campaign = make_campaign(n_queries=0, n_candidates=4, graders=2, overlap=2)
-    campaign.policy, campaign.budget = Policy.CONSENSUS, 8
-    campaign.save()
+    campaign = two_graders(policy=Policy.CONSENSUS, budget=8)
     disagree_on(campaign, list(campaign.units.all()))
     return campaign
 
 
 def capped_disagreement():
-    campaign = make_campaign(n_queries=0, n_candidates=4, graders=2, overlap=2)
-    campaign.policy, campaign.max_overlap = Policy.CONSENSUS, 2
-    campaign.save()
+    campaign = two_graders(policy=Policy.CONSENSUS, max_overlap=2)
     disagree_on(campaign, list(campaign.units.all()))
     return campaign
 
 
 def fixed_overlap():
-    campaign = make_campaign(n_queries=0, n_candidates=4, graders=2, overlap=2)
+    campaign = two_graders()
     disagree_on(campaign, list(campaign.units.all()))
     return campaign
 
@@ -203,17 +206,13 @@ def asked_by_all(client, campaign, grader, reason):
 
 
 def test_graders_who_judged_every_unit_that_needs_more_are_told_so(client):
-    campaign = make_campaign(n_queries=0, n_candidates=3, graders=2, overlap=2)
-    campaign.policy, campaign.max_overlap = Policy.CONSENSUS, 3
-    campaign.save()
+    campaign = two_graders(3, policy=Policy.CONSENSUS, max_overlap=3)
     disagree_on(campaign, list(campaign.units.all()))  # every unit wants a third grader, not these two
     asked_by_all(client, campaign, Assignment.objects.filter(campaign=campaign).first().grader, ALREADY_JUDGED)
 
 
 def test_while_other_graders_are_still_judging_a_newcomer_is_asked_to_come_back(client):
-    campaign = make_campaign(n_queries=0, n_candidates=3, graders=2, overlap=2)
-    campaign.policy, campaign.max_overlap = Policy.CONSENSUS, 3
-    campaign.save()
+    campaign = two_graders(3, policy=Policy.CONSENSUS, max_overlap=3)
     first = Assignment.objects.filter(campaign=campaign).first().grader
     for a in Assignment.objects.filter(campaign=campaign, grader=first):  # the other grader has not started
         record(first, campaign, "broad_set", {"value": "VS"}, unit=a.unit)
