@@ -167,7 +167,7 @@ def test_a_judgment_recorded_during_the_first_state_build_is_counted():
             recorded.set()
             assert build_started.wait(timeout=30)
             time.sleep(0.5)  # the build is now waiting for this transaction, or has missed it
-        built_at.append(("judgment committed", time.monotonic()))
+            built_at.append(("judgment commits", time.monotonic()))  # the last step before COMMIT
 
     def build() -> None:
         assert recorded.wait(timeout=30)
@@ -177,7 +177,8 @@ def test_a_judgment_recorded_during_the_first_state_build_is_counted():
 
     errors = run_threads(lambda i: [judge, build][i](), 2)
     assert not errors, errors
-    assert [name for name, _ in sorted(built_at, key=lambda x: x[1])] == ["judgment committed", "build done"]
+    # The build could not finish before the judgment's transaction did (it waited for it).
+    assert [name for name, _ in sorted(built_at, key=lambda x: x[1])] == ["judgment commits", "build done"]
     row = UnitAllocation.objects.get(unit=unit)
     assert (row.n_judgments, row.values) == (1, {"VS": 1})
     before = {r.unit_id: (r.n_judgments, r.n_open, r.reason) for r in UnitAllocation.objects.filter(campaign=campaign)}
