@@ -29,8 +29,10 @@
       if (nextUnrated) nextUnrated.addEventListener("click", () => this.nextUnrated());
       this.restorePending();
       this.listenKeys((e) => this.onKey(e));
+      // The first unit still open has the keyboard; below the fold (work added to a page, a page
+      // left half done), it is brought into view so that what the keys act on is what one sees.
       const first = this.cards.find((c) => c.dataset.status === "open") || this.cards[0];
-      if (first) this.activate(first, { scroll: false, focus: true });
+      if (first) this.activate(first, { scroll: first !== this.cards[0], focus: true });
     }
 
     unitOf(card) {

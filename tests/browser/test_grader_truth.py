@@ -251,6 +251,25 @@ def test_asking_for_more_lands_on_a_batch_with_a_message(open_page, width):
         no_sideways_scroll(page)
 
 
+def test_the_first_unit_still_open_is_in_view_and_has_the_keyboard(open_page, width):
+    grader = make_user(password=PASSWORD)
+    campaign = make_campaign(scheme=Scheme.NUMERIC, n_queries=0, n_candidates=10, graders=[grader])
+    units = my_units(grader, campaign)
+    for unit in units[:8]:  # a page left with its last two units open, far below the fold
+        record(grader, campaign, "score_set", {"value": 4}, unit=unit)
+    page = open_page(grader, width)
+    page.goto(f"/campaigns/{campaign.pk}/continue/")
+    first_open = f'.card[data-unit="{units[8].pk}"]'
+    page.wait_for_function(f"() => document.activeElement === document.querySelector('{first_open}')")
+    page.wait_for_function(  # scrolled (smoothly) until the whole card shows
+        f"""() => {{ const r = document.querySelector('{first_open}').getBoundingClientRect();
+                    return r.top >= 0 && r.bottom <= window.innerHeight; }}"""
+    )
+    page.keyboard.press("7")  # the keys act on the unit one sees
+    page.wait_for_function(f"() => document.querySelector('{first_open} .saved').dataset.state === 'saved'")
+    assert Judgment.objects.get(grader=grader, unit=units[8]).score == 7.0
+
+
 SCHEMES = [
     (Scheme.BROAD_FINE, {}, 1),
     (Scheme.NUMERIC, {"min": 1, "max": 5, "step": 1}, 0),
