@@ -6,6 +6,7 @@ from __future__ import annotations
 import json
 import os
 import shutil
+import time
 import wave
 from pathlib import Path
 
@@ -56,10 +57,28 @@ def browser():
         del os.environ["DJANGO_ALLOW_ASYNC_UNSAFE"]
 
 
+# API requests each tracked browser context has in flight, by id(context).
+_IN_FLIGHT: dict[int, set] = {}
+
+
+def track_requests(context) -> None:
+    """Keep count of the context's API requests in flight, for close_quietly to wait for."""
+    in_flight = _IN_FLIGHT.setdefault(id(context), set())
+    context.on("request", lambda r: in_flight.add(r) if "/api/" in r.url else None)
+    context.on("requestfinished", lambda r: in_flight.discard(r))  # Playwright takes Python functions only
+    context.on("requestfailed", lambda r: in_flight.discard(r))
+
+
 def close_quietly(context) -> None:
     """Close a browser context without late requests: a grading page that closes reports that it left
-    view (page_focus), which would otherwise reach the test server while its database is reset."""
+    view (page_focus), which would otherwise reach the test server while its database is reset. API
+    requests already on their way (an event the page sent as the test ended) are waited for: the
+    reset's TRUNCATE deadlocks with a request still writing."""
     context.route("**/api/**", lambda route: route.abort())
+    in_flight = _IN_FLIGHT.pop(id(context), set())
+    deadline = time.monotonic() + 5
+    while in_flight and context.pages and time.monotonic() < deadline:
+        context.pages[0].wait_for_timeout(50)  # lets Playwright deliver the requests' events
     context.close()
 
 
@@ -67,6 +86,7 @@ def close_quietly(context) -> None:
 def page(browser, live_server):
     context = browser.new_context(base_url=live_server.url, viewport={"width": 1200, "height": 900})
     context.set_default_timeout(TIMEOUT)
+    track_requests(context)
     page = context.new_page()
     errors: list[str] = []
     page.on("pageerror", lambda exc: errors.append(str(exc)))

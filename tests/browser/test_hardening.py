@@ -18,6 +18,7 @@ from tests.browser.test_grading import (  # noqa: F401
     card,
     close_quietly,
     log_in,
+    track_requests,
     with_audio,
 )
 from tests.factories import make_campaign, make_user
@@ -31,6 +32,7 @@ def watched(browser, live_server):  # noqa: F811 - the module's browser fixture
     """A page whose console messages and JavaScript errors are collected."""
     context = browser.new_context(base_url=live_server.url, viewport={"width": 1280, "height": 900})
     context.set_default_timeout(TIMEOUT)
+    track_requests(context)
     page = context.new_page()
     console: list[str] = []
     errors: list[str] = []
@@ -112,6 +114,7 @@ def test_password_guessing_on_the_login_page_meets_a_plain_message(browser, live
     page = context.new_page()
     for _ in range(3):  # by keyboard only: type, Tab, type, Enter
         page.goto("/accounts/login/")
+        page.wait_for_function("document.activeElement && document.activeElement.name === 'username'")  # autofocus
         page.keyboard.type(user.username)
         page.keyboard.press("Tab")
         page.keyboard.type("a wrong guess")
