@@ -91,12 +91,12 @@ def allocation_state_build(*, campaign: Campaign, only_if_missing: bool = False)
     locked too, before anything is counted: a judgment being recorded meanwhile has either
     committed by then (and is counted) or waits for the rebuild (and then recounts its unit).
     """
-    list(UnitAllocation.objects.select_for_update().filter(campaign=campaign).order_by("unit_id").values_list("pk"))
+    _lock_campaign_rows(campaign)
     state, created = CampaignAllocation.objects.select_for_update().get_or_create(campaign=campaign)
     if only_if_missing and not created:
         return state  # another request built it meanwhile
     if _rows_ensure(Unit.objects.filter(campaign=campaign)):
-        list(UnitAllocation.objects.select_for_update().filter(campaign=campaign).order_by("unit_id").values_list("pk"))
+        _lock_campaign_rows(campaign)
     units = list(Unit.objects.filter(campaign=campaign).values_list("pk", "query_id"))
     tallies = _tallies([u for u, _ in units], campaign, whole_campaign=True)
     rows = []
@@ -112,6 +112,11 @@ def allocation_state_build(*, campaign: Campaign, only_if_missing: bool = False)
     state.settings_key = settings_key(campaign)
     state.save(update_fields=["n_assignments", "settings_key"])
     return state
+
+
+def _lock_campaign_rows(campaign: Campaign) -> None:
+    """Lock every state row of the campaign, in unit order (the order every writer locks them in)."""
+    list(UnitAllocation.objects.select_for_update().filter(campaign=campaign).order_by("unit_id").values_list("pk"))
 
 
 def _locked(unit_ids: list[int]) -> list[UnitAllocation]:

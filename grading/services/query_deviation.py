@@ -31,6 +31,11 @@ def query_key(query_id: int | None) -> int:
     return QueryAllocation.NO_QUERY if query_id is None else query_id
 
 
+def query_of(key: int) -> int | None:
+    """The query id a `query_key` stands for (None: the units without a query)."""
+    return None if key == QueryAllocation.NO_QUERY else key
+
+
 def query_counts_rebuild(*, campaign: Campaign, rows: Iterable[UnitAllocation]) -> None:
     """Count every unit of a campaign afresh (under `query_deviation`; other policies keep none)."""
     QueryAllocation.objects.filter(campaign=campaign).delete()
@@ -60,8 +65,8 @@ def query_counts_apply(*, before: dict[int, tuple[int, int]], rows: Iterable[Uni
         counts = QueryAllocation.objects.filter(campaign_id=campaign_id, query_key=key)
         if not counts.update(n_rated=F("n_rated") + d_rated, n_disagree=F("n_disagree") + d_disagree):
             # A query the last rebuild did not see (its first units since): count it whole.
-            query_id = None if key == QueryAllocation.NO_QUERY else key
-            totals = [counted(u) for u in UnitAllocation.objects.filter(campaign_id=campaign_id, query_id=query_id)]
+            units = UnitAllocation.objects.filter(campaign_id=campaign_id, query_id=query_of(key))
+            totals = [counted(u) for u in units]
             QueryAllocation.objects.get_or_create(
                 campaign_id=campaign_id,
                 query_key=key,
@@ -85,5 +90,4 @@ def deviating_queries(campaign: Campaign) -> list[int | None]:
         return []
     campaign_rate = sum(bad for _, _, bad in counts) / total
     expected = float(policy_param(campaign=campaign, name="expected_rate", default=campaign_rate))
-    deviating = [key for key, n, bad in counts if abs(bad / n - expected) > tolerance]
-    return [None if key == QueryAllocation.NO_QUERY else key for key in deviating]
+    return [query_of(key) for key, n, bad in counts if abs(bad / n - expected) > tolerance]

@@ -21,16 +21,15 @@ from grading.models import Assignment, Campaign
 from grading.models.choices import AssignmentSource, AssignmentStatus
 from grading.selectors import UNITS_PER_PAGE
 from grading.services.payloads import VALUE_FIELD
-from grading.services.policy_params import MAX_REPEAT_SHARE, policy_param
+from grading.services.policy_params import policy_param
 
 MIN_GAP = 10  # other units judged between a unit and its repeat
-MAX_SHARE = MAX_REPEAT_SHARE
 POOL = 200  # the repeat is drawn from this many of the grader's eligible units, most recent first
 LOOK_AHEAD = 40  # open assignments read to find where the repeat goes
 
 
 def repeat_share(campaign: Campaign) -> float:
-    """policy_params.repeat_share when it is a number in [0, MAX_SHARE], else 0 (repeats off)."""
+    """policy_params.repeat_share when it is a number in [0, policy_params.MAX_REPEAT_SHARE], else 0 (repeats off)."""
     return float(policy_param(campaign=campaign, name="repeat_share", default=0))
 
 
