@@ -7,7 +7,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from django.contrib.auth.models import AbstractBaseUser
-from django.db.models import Count, Q, QuerySet
+from django.db.models import Count, Max, Q, QuerySet
 
 from grading.errors import InvalidValue, NotFound
 from grading.models import (
@@ -90,6 +90,12 @@ def assignment_list_for_grader(*, grader: AbstractBaseUser, campaign: Campaign) 
         .select_related("unit__candidate", "unit__candidate_b", "unit__query", "query")
         .order_by("position", "pk")
     )
+
+
+def assignment_next_position(*, grader: AbstractBaseUser, campaign: Campaign) -> int:
+    """The position after every assignment the grader has in the campaign (1 when there is none):
+    where work added for them goes."""
+    return (Assignment.objects.filter(campaign=campaign, grader=grader).aggregate(m=Max("position"))["m"] or 0) + 1
 
 
 def unit_with_items(*, unit_id: int) -> Unit:

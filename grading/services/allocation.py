@@ -18,14 +18,14 @@ from datetime import datetime, timedelta
 
 from django.contrib.auth.models import AbstractBaseUser
 from django.db import transaction
-from django.db.models import F, Max, Q
+from django.db.models import F, Q
 from django.utils import timezone
 
 from grading.errors import CampaignClosed
 from grading.models import Assignment, Campaign, Judgment
 from grading.models.allocation import CampaignAllocation, NeedReason, UnitAllocation
 from grading.models.choices import AssignmentSource, Policy, Scheme
-from grading.selectors import assignment_list_for_grader, unit_with_items
+from grading.selectors import assignment_list_for_grader, assignment_next_position, unit_with_items
 from grading.services import allocation_queries as queries
 from grading.services.allocation_state import allocation_state_get, categories_of
 from grading.services.grader_model import expected_entropy_drop
@@ -117,11 +117,6 @@ def _loaded(grader: AbstractBaseUser, campaign: Campaign, assignment_id: int) ->
     return assignment_list_for_grader(grader=grader, campaign=campaign).get(pk=assignment_id)
 
 
-def _next_position(grader: AbstractBaseUser, campaign: Campaign) -> int:
-    top = Assignment.objects.filter(campaign=campaign, grader=grader).aggregate(m=Max("position"))["m"]
-    return (top or 0) + 1
-
-
 def _extra(grader: AbstractBaseUser, campaign: Campaign, now: datetime) -> Served:
     if campaign.policy == Policy.FIXED:
         return None, NOTHING_NEEDED
@@ -173,7 +168,8 @@ def _ordering_extra(grader: AbstractBaseUser, campaign: Campaign, now: datetime)
 
     if campaign.budget is not None and Assignment.objects.filter(campaign=campaign).count() >= campaign.budget:
         return None, BUDGET_SPENT
-    assignment = ordering_extra(grader, campaign, _next_position(grader, campaign), lease_expires_at=now + LEASE)
+    position = assignment_next_position(grader=grader, campaign=campaign)
+    assignment = ordering_extra(grader, campaign, position, lease_expires_at=now + LEASE)
     return (assignment, None) if assignment is not None else (None, NOTHING_NEEDED)
 
 

@@ -84,7 +84,8 @@ def wanted_take(
         return [Wanted(*row) for row in cursor.fetchall()]
 
 
-# The position after every assignment the grader has in the campaign (parameters: campaign, grader).
+# The position after every assignment the grader has in the campaign (parameters: campaign, grader):
+# selectors.assignment_next_position, as a subquery that rides along with a take.
 _NEXT_POSITION = f"SELECT COALESCE(MAX(p.position), 0) + 1 FROM {A} p WHERE p.campaign_id = %s AND p.grader_id = %s"
 
 

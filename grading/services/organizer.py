@@ -7,12 +7,12 @@ from typing import Any
 from django.contrib.auth import get_user_model
 from django.contrib.auth.models import AbstractBaseUser
 from django.db import IntegrityError, transaction
-from django.db.models import Max
 
 from grading import schemes
 from grading.errors import EventConflict, InvalidValue, NotAllowed, NotFound
 from grading.models import Assignment, Campaign, CampaignRole, GradingEvent, Unit
 from grading.models.choices import ORGANIZER_EVENTS, AssignmentSource, CampaignStatus, Policy, Role
+from grading.selectors import assignment_next_position
 from grading.services import allocation_state
 from grading.services.campaigns import (
     assignments_create_initial,
@@ -130,7 +130,7 @@ def assignments_assign(
     if missing:
         raise NotFound(f"unit {missing[0]} does not exist in campaign {campaign.pk}.", field="units", value=missing[0])
     have = set(Assignment.objects.filter(grader=user, unit_id__in=list(found)).values_list("unit_id", flat=True))
-    top = Assignment.objects.filter(campaign=campaign, grader=user).aggregate(m=Max("position"))["m"] or 0
+    first = assignment_next_position(grader=user, campaign=campaign)
     new = [
         Assignment(
             campaign=campaign,
@@ -138,7 +138,7 @@ def assignments_assign(
             unit=found[u],
             query_id=found[u].query_id,
             source=AssignmentSource.MANUAL,
-            position=top + i + 1,
+            position=first + i,
         )
         for i, u in enumerate(dict.fromkeys(units or []))
         if u not in have

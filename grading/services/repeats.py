@@ -15,11 +15,11 @@ import math
 
 import numpy as np
 from django.contrib.auth.models import AbstractBaseUser
-from django.db.models import F, Max
+from django.db.models import F
 
 from grading.models import Assignment, Campaign
 from grading.models.choices import AssignmentSource, AssignmentStatus
-from grading.selectors import UNITS_PER_PAGE
+from grading.selectors import UNITS_PER_PAGE, assignment_next_position
 from grading.services.payloads import VALUE_FIELD
 from grading.services.policy_params import policy_param
 
@@ -84,6 +84,6 @@ def _place(grader: AbstractBaseUser, campaign: Campaign) -> int:
     elif len(ahead) > UNITS_PER_PAGE:
         target = ahead[UNITS_PER_PAGE][0]
     if target is None:
-        return (mine.aggregate(m=Max("position"))["m"] or 0) + 1
+        return assignment_next_position(grader=grader, campaign=campaign)
     mine.filter(position__gte=target).update(position=F("position") + 1)
     return target
