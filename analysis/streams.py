@@ -25,22 +25,18 @@ from grading.models import Campaign, CampaignRole, Judgment, Ordering
 from grading.models.choices import Role
 
 CHUNK = 20_000
-JUDGMENT_COLUMNS = [
-    "unit",
-    "query",
-    "candidate",
-    "candidate_b",
-    "grader",
-    "broad",
-    "fine",
-    "score",
-    "label",
-    "verdict",
-    "skipped",
-    "comment",
-    "guidelines_version",
-    "updated_at",
+# The judgments CSV: each column and the field it is read from (the grader becomes a pseudonym).
+JUDGMENT_FIELDS = [
+    ("unit", "unit__external_id"),
+    ("query", "unit__query__external_id"),
+    ("candidate", "unit__candidate__external_id"),
+    ("candidate_b", "unit__candidate_b__external_id"),
+    ("grader", "grader_id"),
+    *((name, name) for name in ["broad", "fine", "score", "label", "verdict", "skipped", "comment"]),
+    ("guidelines_version", "guidelines_version"),
+    ("updated_at", "updated_at"),
 ]
+JUDGMENT_COLUMNS = [column for column, _ in JUDGMENT_FIELDS]
 ORDERING_COLUMNS = ["query", "grader", "kendall_tau", "ordering"]
 
 
@@ -125,22 +121,7 @@ def judgments_csv(campaign: Campaign) -> Iterator[str]:
     rows = (
         Judgment.objects.filter(campaign=campaign)
         .order_by("unit_id", "grader_id")
-        .values_list(
-            "unit__external_id",
-            "unit__query__external_id",
-            "unit__candidate__external_id",
-            "unit__candidate_b__external_id",
-            "grader_id",
-            "broad",
-            "fine",
-            "score",
-            "label",
-            "verdict",
-            "skipped",
-            "comment",
-            "guidelines_version",
-            "updated_at",
-        )
+        .values_list(*(field for _, field in JUDGMENT_FIELDS))
         .iterator(chunk_size=CHUNK)
     )
     while batch := list(islice(rows, CHUNK)):
