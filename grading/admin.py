@@ -3,12 +3,14 @@ from typing import Any
 from django import forms
 from django.contrib import admin
 from django.core.exceptions import ValidationError
+from django.db import models
 from django.http import HttpRequest
 
 from grading import schemes
 from grading.errors import GradingError
 from grading.models import (
     Assignment,
+    AuditEntry,
     Campaign,
     CampaignRole,
     Candidate,
@@ -23,7 +25,6 @@ from grading.models import (
     Unit,
 )
 from grading.services import lifecycle, members
-from grading.services.campaigns import campaign_create, role_grant
 from grading.services.policy_params import policy_params_clean
 
 # The admin is no back door: changes go through the same services, and respect the same locks,
@@ -143,22 +144,16 @@ class CampaignAdmin(admin.ModelAdmin):
                     "policy_params",
                 )
             }
-            created = campaign_create(**fields, guidelines=text, created_by=request.user)
+            created = lifecycle.campaign_admin_create(**fields, guidelines=text, actor=request.user)
             obj.pk = created.pk
             obj._state.adding = False
             obj.refresh_from_db()
             return
-        current = Campaign.objects.get(pk=obj.pk)
+        # `obj` already holds the form's values; the service compares them with the stored campaign.
         changed = {k: data[k] for k in form.changed_data if k in data and k != "new_guidelines"}
-        if "status" in changed:
-            lifecycle.campaign_transition(campaign=current, to=changed.pop("status"))
         if text:
             changed["guidelines"] = text
-        for name in ("slug", "scheme"):
-            if name in changed:
-                setattr(current, name, changed.pop(name))
-                current.save(update_fields=[name, "updated_at"])
-        lifecycle.campaign_settings_update(campaign=current, **changed)
+        lifecycle.campaign_admin_update(campaign=obj, actor=request.user, **changed)
         obj.refresh_from_db()
 
     def save_formset(self, request: HttpRequest, form: Any, formset: Any, change: bool) -> None:
@@ -167,13 +162,23 @@ class CampaignAdmin(admin.ModelAdmin):
         formset.save(commit=False)
         campaign = form.instance
         for role in formset.deleted_objects:
-            members.member_remove(campaign=campaign, user_id=role.user_id, role=role.role)
+            members.member_remove(campaign=campaign, user_id=role.user_id, role=role.role, actor=request.user)
         for role in formset.new_objects:
-            role_grant(campaign=campaign, user=role.user, role=role.role)
+            members.member_grant(campaign=campaign, user=role.user, role=role.role, actor=request.user)
+
+    def delete_model(self, request: HttpRequest, obj: Campaign) -> None:
+        lifecycle.campaign_admin_delete(campaign=obj, actor=request.user)
+
+    def delete_queryset(self, request: HttpRequest, queryset: Any) -> None:
+        for campaign in queryset:
+            lifecycle.campaign_admin_delete(campaign=campaign, actor=request.user)
 
 
 class ItemsLockedAdmin(admin.ModelAdmin):
     """Items of a campaign that has started grading can be looked at, not changed."""
+
+    # A media URL typed without a scheme is taken as https (Django 6's default, chosen now).
+    formfield_overrides = {models.URLField: {"assume_scheme": "https"}}
 
     def _started(self, obj: Any) -> bool:
         campaign = getattr(obj, "campaign", None) or getattr(getattr(obj, "candidate", None), "campaign", None)
@@ -283,6 +288,28 @@ class GradingEventAdmin(admin.ModelAdmin):
     date_hierarchy = "server_ts"
     search_fields = ("id", "session_id")
     show_full_result_count = False
+
+    def has_add_permission(self, request: HttpRequest) -> bool:
+        return False
+
+    def has_change_permission(self, request: HttpRequest, obj: object = None) -> bool:
+        return False
+
+    def has_delete_permission(self, request: HttpRequest, obj: object = None) -> bool:
+        return False
+
+    def get_readonly_fields(self, request: HttpRequest, obj: object = None) -> list[str]:
+        return [f.name for f in self.model._meta.fields]
+
+
+@admin.register(AuditEntry)
+class AuditEntryAdmin(admin.ModelAdmin):
+    """The audit trail is append-only: read here, written only by the services that make the changes."""
+
+    list_display = ("at", "actor_name", "campaign_name", "action", "target")
+    list_filter = ("action",)
+    search_fields = ("actor_name", "campaign_name", "action", "target")
+    date_hierarchy = "at"
 
     def has_add_permission(self, request: HttpRequest) -> bool:
         return False

@@ -1,7 +1,8 @@
-"""The narrow entry points through which grading tells other apps that something happened.
+"""The one way out of grading (docs/design.md §3): after judgments commit, schedule an automatic
+analysis; for the organizer's home page, read the latest analyses' headline.
 
-Grading never imports `analysis` at module level (docs/design.md §3): each hook imports its target
-lazily, so grading works and tests alone, and the dependency stays one-way.
+Each hook imports its target when called, not when grading is imported: importing grading never
+loads `analysis`, and `tests/test_layers.py` checks that no other grading module reaches it.
 """
 
 from __future__ import annotations

@@ -123,8 +123,14 @@ def wording(scheme: str, params: dict[str, Any]) -> dict[str, str]:
     return words
 
 
+# The choices' values as tuples: `Choices.values` builds a new list on every use, and a tuple (unlike
+# a set) takes any value to compare, hashable or not.
+BROAD_VALUES = tuple(Broad.values)
+VERDICT_VALUES = tuple(PairwiseVerdict.values)
+
+
 def parse_broad(value: Any, *, field: str = "payload.value") -> str:
-    if value not in Broad.values:
+    if value not in BROAD_VALUES:
         raise InvalidValue(f"{field} must be one of NS, SS, VS, got {value!r}.", field=field, value=value)
     return value
 
@@ -159,7 +165,7 @@ def parse_label(params: dict[str, Any], value: Any, *, field: str = "payload.val
 
 
 def parse_verdict(value: Any, *, field: str = "payload.value") -> str:
-    if value not in PairwiseVerdict.values:
+    if value not in VERDICT_VALUES:
         raise InvalidValue(f"{field} must be one of A, B, equal, got {value!r}.", field=field, value=value)
     return value
 

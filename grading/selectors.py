@@ -9,11 +9,12 @@ from typing import Any
 from django.contrib.auth.models import AbstractBaseUser
 from django.db.models import Count, Max, Q, QuerySet
 
-from grading.errors import InvalidValue, NotFound
+from grading.errors import InvalidValue, NotFound, NotOrganizer
 from grading.models import (
     Assignment,
     Campaign,
     CampaignRole,
+    Candidate,
     GuidelinesVersion,
     Judgment,
     Ordering,
@@ -51,6 +52,16 @@ def campaign_get_for_grader(*, grader: AbstractBaseUser, campaign_id: Any) -> Ca
         raise NotFound(
             f"campaign {campaign_id} does not exist or you do not grade in it.", field="campaign", value=campaign_id
         ) from None
+
+
+def user_has_role(*, user: AbstractBaseUser, campaign_id: int) -> bool:
+    """Whether the user has any role in the campaign."""
+    return CampaignRole.objects.filter(campaign_id=campaign_id, user=user).exists()
+
+
+def candidate_with_media(*, public_id: str) -> Candidate | None:
+    """The candidate with this public id, if it has a media file."""
+    return Candidate.objects.filter(public_id=public_id).exclude(media_file="").first()
 
 
 def campaign_get_for_member(*, user: AbstractBaseUser, campaign_id: Any) -> Campaign:
@@ -101,6 +112,15 @@ def assignment_next_position(*, grader: AbstractBaseUser, campaign: Campaign) ->
 def unit_with_items(*, unit_id: int) -> Unit:
     """A unit with its candidates and query, as a grader's assignment shows them."""
     return Unit.objects.select_related("candidate", "candidate_b", "query").get(pk=unit_id)
+
+
+def unit_get_in_campaign(*, campaign: Campaign, unit_id: Any) -> Unit:
+    """One of the campaign's units; InvalidValue for an id that is not one, NotFound for another's."""
+    unit_id = parse_id(unit_id, field="unit")
+    unit = Unit.objects.filter(pk=unit_id, campaign=campaign).first()
+    if unit is None:
+        raise NotFound(f"unit {unit_id} is not in campaign {campaign.pk}.", field="unit", value=unit_id)
+    return unit
 
 
 def judgment_list_for_grader(*, grader: AbstractBaseUser, campaign: Campaign) -> QuerySet[Judgment]:
@@ -242,8 +262,6 @@ def campaign_progress(*, campaign: Campaign) -> dict[str, Any]:
 def campaign_get_for_organizer(*, user: AbstractBaseUser, campaign_id: Any) -> Campaign:
     """The campaign, if the user organizes it (or is staff). A member without the organizer role
     gets NotOrganizer (403); anyone else NotFound (404), which says nothing about its existence."""
-    from grading.errors import NotOrganizer
-
     campaign = campaign_get_for_member(user=user, campaign_id=campaign_id)
     if not user.is_staff and Role.ORGANIZER not in roles_of(user=user, campaign=campaign):
         raise NotOrganizer(f"you do not organize campaign {campaign.pk}.", field="campaign", value=campaign.pk)

@@ -11,11 +11,11 @@ from datetime import datetime, timedelta
 from typing import Any
 
 from django.contrib.auth.models import AbstractBaseUser
-from django.db.models import Count, Max, Min, Q
+from django.db.models import Count, Max, Min, Q, QuerySet
 from django.utils import timezone
 
 from grading import hooks
-from grading.models import Assignment, Campaign, CampaignRole, GradingEvent, Unit
+from grading.models import Assignment, AuditEntry, Campaign, CampaignRole, GoldAnswer, GradingEvent, Unit
 from grading.models.choices import ORGANIZER_EVENTS, AssignmentStatus, EventType, Role, Scheme
 
 # A grader with open work and no event for this long is "idle" on the home page.
@@ -252,3 +252,53 @@ def guidelines_changed_for(*, grader: AbstractBaseUser, campaigns: list[Campaign
     """Campaigns whose guidelines changed since the grader last opened them (one query)."""
     read = _last_read(grader, [c.pk for c in campaigns])
     return {c.pk for c in campaigns if 0 < read.get(c.pk, 0) < c.guidelines_version}
+
+
+def campaign_counts(*, campaign: Campaign) -> dict[str, int]:
+    """How many queries, candidates, units, systems and assignments the campaign has."""
+    return {
+        "queries": campaign.queries.count(),
+        "candidates": campaign.candidates.count(),
+        "units": campaign.units.count(),
+        "systems": campaign.systems.count(),
+        "assignments": campaign.assignments.count(),
+    }
+
+
+def gold_answers_of(*, campaign: Campaign) -> QuerySet[GoldAnswer]:
+    """The campaign's gold units by external id, each with `judged`: how many graders answered it."""
+    return (
+        GoldAnswer.objects.filter(campaign=campaign)
+        .select_related("unit")
+        .order_by("unit__external_id")
+        .annotate(judged=Count("unit__judgments", filter=Q(unit__judgments__skipped=False)))
+    )
+
+
+def audit_entries_of(*, campaign: Campaign) -> QuerySet[AuditEntry]:
+    """The campaign's audit trail, newest first (read a page at a time)."""
+    return AuditEntry.objects.filter(campaign=campaign).order_by("-id")
+
+
+def members_of(*, campaign: Campaign) -> list[CampaignRole]:
+    """The campaign's roles with their users, by role then pseudonym, each with `open_work`: how many
+    open assignments the member has (two queries)."""
+    roles = list(
+        CampaignRole.objects.filter(campaign=campaign)
+        .select_related("user")
+        .order_by("role", "pseudonym", "user__username")
+    )
+    open_work = dict(
+        campaign.assignments.order_by()
+        .values("grader_id")
+        .annotate(n=Count("pk", filter=_OPEN))
+        .values_list("grader_id", "n")
+    )
+    for role in roles:
+        role.open_work = open_work.get(role.user_id, 0)
+    return roles
+
+
+def member_get(*, campaign: Campaign, user_id: int, role: str) -> CampaignRole | None:
+    """One member's role in the campaign, with the user, or None."""
+    return CampaignRole.objects.filter(campaign=campaign, user_id=user_id, role=role).select_related("user").first()

@@ -1,6 +1,7 @@
 from django.urls import path
 
 from grading.views import adjudication, grader
+from grading.views.organizer import activity as org_activity
 from grading.views.organizer import campaign as org_campaign
 from grading.views.organizer import create as org_create
 from grading.views.organizer import gold as org_gold
@@ -33,4 +34,5 @@ urlpatterns = [
     path("organize/campaigns/<int:campaign_id>/progress.json", org_progress.progress_json, name="progress-json"),
     path("campaigns/<int:campaign_id>/adjudicate/", adjudication.adjudicate, name="adjudicate"),
     path("organize/campaigns/<int:campaign_id>/gold/", org_gold.gold, name="gold"),
+    path("organize/campaigns/<int:campaign_id>/activity/", org_activity.activity, name="activity"),
 ]

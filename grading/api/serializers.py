@@ -8,6 +8,7 @@ from typing import Any
 from drf_spectacular.utils import extend_schema_field
 from rest_framework import serializers
 
+from grading.activity import activity_line
 from grading.jsontext import json_problem
 from grading.models import Assignment, Campaign, Candidate, Judgment, Query
 from grading.models.choices import CampaignStatus, EventType, Policy, Role, Scheme
@@ -103,6 +104,10 @@ class OrderingIn(serializers.Serializer):
     client_ts = serializers.DateTimeField(required=False)
     seq = serializers.IntegerField(min_value=0, max_value=MAX_SEQ, required=False, default=0)
     session_id = serializers.CharField(max_length=64, required=False, allow_blank=True, default="")
+
+
+class NextIn(serializers.Serializer):
+    campaign = id_field(help_text="The campaign to take work in.")
 
 
 # --- what a grader may see -------------------------------------------------------------------------
@@ -270,6 +275,42 @@ class AssignIn(serializers.Serializer):
 
 class AssignOut(serializers.Serializer):
     created = serializers.IntegerField()
+
+
+class ChangeOut(serializers.Serializer):
+    field = serializers.CharField()
+    label = serializers.CharField(help_text="The field in words.")
+    before = serializers.CharField(help_text="The value before, in words ('—': there was none).")
+    after = serializers.CharField(help_text="The value after, in words ('—': there is none).")
+
+
+class AuditEntryOut(serializers.Serializer):
+    """One entry of a campaign's audit trail: who did what when, the values before and after as
+    stored, and the same in words."""
+
+    id = serializers.IntegerField()
+    at = serializers.DateTimeField()
+    actor = serializers.CharField(allow_null=True, help_text="The user name at the time; null: no user (a command).")
+    action = serializers.CharField(help_text="What was done, e.g. campaign.status, member.added, export.downloaded.")
+    target = serializers.CharField(help_text="What it was done to (a user, a unit, a file), empty for the campaign.")
+    before = serializers.JSONField(allow_null=True)
+    after = serializers.JSONField(allow_null=True)
+    summary = serializers.CharField(help_text="The actor and the action in a sentence.")
+    changes = ChangeOut(many=True)
+
+    def to_representation(self, entry: Any) -> dict[str, Any]:
+        line = activity_line(entry)
+        return {
+            "id": entry.pk,
+            "at": serializers.DateTimeField().to_representation(entry.at),
+            "actor": entry.actor_name or None,
+            "action": entry.action,
+            "target": entry.target,
+            "before": entry.before,
+            "after": entry.after,
+            "summary": f"{line.who} {line.what}",
+            "changes": [vars(change) for change in line.changes],
+        }
 
 
 class ProgressRow(serializers.Serializer):

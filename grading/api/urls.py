@@ -10,6 +10,7 @@ urlpatterns = [
     path("campaigns/<int:pk>/", views.CampaignDetailView.as_view(), name="campaign"),
     path("campaigns/<int:pk>/progress/", views.CampaignProgressView.as_view(), name="campaign-progress"),
     path("campaigns/<int:pk>/members/", views.CampaignMembersView.as_view(), name="campaign-members"),
+    path("campaigns/<int:pk>/activity/", views.CampaignActivityView.as_view(), name="campaign-activity"),
     path("campaigns/<int:pk>/assignments/", views.CampaignAssignView.as_view(), name="campaign-assign"),
     path("assignments/", views.AssignmentListView.as_view(), name="assignments"),
     path("assignments/next/", views.NextAssignmentView.as_view(), name="assignments-next"),

@@ -10,19 +10,19 @@ from uuid import uuid4
 from django.contrib.auth import authenticate
 from drf_spectacular.types import OpenApiTypes
 from drf_spectacular.utils import OpenApiParameter, OpenApiResponse, extend_schema
-from rest_framework import status
+from rest_framework import exceptions, status
 from rest_framework.generics import GenericAPIView
 from rest_framework.permissions import AllowAny
 from rest_framework.request import Request
 from rest_framework.response import Response
 
 from evalutron.limits import TokenThrottle
-from grading import selectors
+from grading import selectors, selectors_organizer
 from grading.api import serializers as s
+from grading.api.base import GradingAPIView, error_body, validated
 from grading.api.fast_events import event_input_fast
-from grading.api.permissions import GradingAPIView, error_body, validated
 from grading.errors import GradingError, InvalidValue
-from grading.models import Campaign, CampaignRole
+from grading.models import Campaign
 from grading.models.choices import EventType
 from grading.services import allocation, lifecycle, organizer
 from grading.services.event_input import EventInput
@@ -57,13 +57,6 @@ class TokenView(GradingAPIView):
 
 
 # --- campaigns ---------------------------------------------------------------------------------------
-def _roles_by_campaign(user: Any) -> dict[int, set[str]]:
-    out: dict[int, set[str]] = {}
-    for campaign_id, role in CampaignRole.objects.filter(user=user).values_list("campaign_id", "role"):
-        out.setdefault(campaign_id, set()).add(role)
-    return out
-
-
 class CampaignListView(GradingAPIView, GenericAPIView):
     """`GET`: the campaigns I have a role in, with my progress. `POST`: create one (I organize it)."""
 
@@ -73,7 +66,7 @@ class CampaignListView(GradingAPIView, GenericAPIView):
     @extend_schema(responses={200: s.CampaignOut(many=True)})
     def get(self, request: Request) -> Response:
         page = self.paginate_queryset(selectors.campaign_list_for_user(user=request.user))
-        out = s.CampaignOut(page, many=True, context={"roles": _roles_by_campaign(request.user)})
+        out = s.CampaignOut(page, many=True, context={"roles": selectors_organizer.user_roles(user=request.user)})
         return self.get_paginated_response(out.data)
 
     @extend_schema(request=s.CampaignIn, responses={201: s.CampaignOut, **ERRORS})
@@ -85,7 +78,7 @@ class CampaignListView(GradingAPIView, GenericAPIView):
 
 def _campaign_out(request: Request, campaign_id: int) -> dict[str, Any]:
     campaign = selectors.campaign_list_for_user(user=request.user).get(pk=campaign_id)
-    return s.CampaignOut(campaign, context={"roles": _roles_by_campaign(request.user)}).data
+    return s.CampaignOut(campaign, context={"roles": selectors_organizer.user_roles(user=request.user)}).data
 
 
 class CampaignDetailView(GradingAPIView):
@@ -100,13 +93,13 @@ class CampaignDetailView(GradingAPIView):
     def patch(self, request: Request, pk: int) -> Response:
         campaign = selectors.campaign_get_for_organizer(user=request.user, campaign_id=pk)
         data = validated(s.CampaignPatchIn, request.data)
-        lifecycle.campaign_settings_update(campaign=campaign, **data)  # the page's steps and locks
+        lifecycle.campaign_settings_update(campaign=campaign, actor=request.user, **data)  # the page's steps and locks
         return Response(_campaign_out(request, campaign.pk))
 
     @extend_schema(responses={204: None, **ERRORS, 409: s.ErrorOut})
     def delete(self, request: Request, pk: int) -> Response:
         campaign = selectors.campaign_get_for_organizer(user=request.user, campaign_id=pk)
-        organizer.campaign_delete(campaign=campaign)
+        organizer.campaign_delete(campaign=campaign, actor=request.user)
         return Response(status=status.HTTP_204_NO_CONTENT)
 
 
@@ -119,6 +112,19 @@ class CampaignProgressView(GradingAPIView):
         return Response(selectors.campaign_progress(campaign=campaign))
 
 
+class CampaignActivityView(GradingAPIView, GenericAPIView):
+    """Organizers: the campaign's audit trail, newest first (who did what, when, before and after)."""
+
+    serializer_class = s.AuditEntryOut
+    queryset = Campaign.objects.none()
+
+    @extend_schema(responses={200: s.AuditEntryOut(many=True), **ERRORS})
+    def get(self, request: Request, pk: int) -> Response:
+        campaign = selectors.campaign_get_for_organizer(user=request.user, campaign_id=pk)
+        page = self.paginate_queryset(selectors_organizer.audit_entries_of(campaign=campaign))
+        return self.get_paginated_response(s.AuditEntryOut(page, many=True).data)
+
+
 class CampaignMembersView(GradingAPIView):
     """Organizers: give a user a role (grader or organizer) in the campaign."""
 
@@ -126,7 +132,7 @@ class CampaignMembersView(GradingAPIView):
     def post(self, request: Request, pk: int) -> Response:
         campaign = selectors.campaign_get_for_organizer(user=request.user, campaign_id=pk)
         data = validated(s.MemberIn, request.data)
-        role = organizer.member_add(campaign=campaign, **data)
+        role = organizer.member_add(campaign=campaign, actor=request.user, **data)
         return Response({"role": role.role, "pseudonym": role.pseudonym}, status=status.HTTP_201_CREATED)
 
 
@@ -137,7 +143,7 @@ class CampaignAssignView(GradingAPIView):
     def post(self, request: Request, pk: int) -> Response:
         campaign = selectors.campaign_get_for_organizer(user=request.user, campaign_id=pk)
         data = validated(s.AssignIn, request.data)
-        created = organizer.assignments_assign(campaign=campaign, **data)
+        created = organizer.assignments_assign(campaign=campaign, actor=request.user, **data)
         return Response({"created": created}, status=status.HTTP_201_CREATED)
 
 
@@ -175,14 +181,13 @@ NO_MORE_REASON = OpenApiParameter(
 
 
 class NextAssignmentView(GradingAPIView):
-    """The assignment to work on next, leased to me; 204 when there is nothing left, with the reason
-    in the `Evalutron-Reason` header."""
+    """Take the assignment to work on next, leased to me; 204 when there is nothing left, with the
+    reason in the `Evalutron-Reason` header. A POST: taking work leases or creates an assignment."""
 
-    @extend_schema(parameters=[CAMPAIGN_PARAM, NO_MORE_REASON], responses={200: s.AssignmentOut, 204: None, **ERRORS})
-    def get(self, request: Request) -> Response:
-        campaign = selectors.campaign_get_for_grader(
-            grader=request.user, campaign_id=request.query_params.get("campaign")
-        )
+    @extend_schema(request=s.NextIn, responses={200: s.AssignmentOut, 204: None, **ERRORS}, parameters=[NO_MORE_REASON])
+    def post(self, request: Request) -> Response:
+        data = validated(s.NextIn, request.data)
+        campaign = selectors.campaign_get_for_grader(grader=request.user, campaign_id=data["campaign"])
         served = allocation.assignment_next_explained(grader=request.user, campaign=campaign)
         if served.assignment is None:
             return Response(status=status.HTTP_204_NO_CONTENT, headers={"Evalutron-Reason": served.reason})
@@ -193,6 +198,15 @@ class NextAssignmentView(GradingAPIView):
             )
         repeats = selectors.repeat_answers_of(assignments=[assignment])
         return Response(s.AssignmentOut(assignment, context={"judgments": judgments, "repeats": repeats}).data)
+
+    def http_method_not_allowed(self, request: Request, *args: Any, **kwargs: Any) -> Response:
+        if request.method == "GET":  # the endpoint was a GET once: say what replaced it
+            raise exceptions.MethodNotAllowed(
+                "GET",
+                detail="Taking work leases or creates an assignment, so it is a POST: "
+                'POST /api/assignments/next/ with {"campaign": <id>}.',
+            )
+        return super().http_method_not_allowed(request, *args, **kwargs)
 
 
 class JudgmentListView(GradingAPIView, GenericAPIView):

@@ -8,6 +8,7 @@ from grading.models.allocation import (
     RepeatAnswer,
     UnitAllocation,
 )
+from grading.models.audit import AuditEntry
 from grading.models.campaigns import Campaign, CampaignRole, GuidelinesVersion
 from grading.models.items import Candidate, CandidateProvenance, Query, System, SystemOutput, Unit
 from grading.models.judgments import Assignment, GradingEvent, Judgment, Ordering
@@ -15,6 +16,7 @@ from grading.models.judgments import Assignment, GradingEvent, Judgment, Orderin
 __all__ = [
     "Adjudication",
     "Assignment",
+    "AuditEntry",
     "Campaign",
     "CampaignAllocation",
     "CampaignRole",

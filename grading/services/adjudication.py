@@ -15,6 +15,7 @@ from grading.errors import InvalidValue, NotAllowed
 from grading.models import Adjudication, CampaignRole, GradingEvent, Unit
 from grading.models.choices import EventType, Role, Scheme
 from grading.services import payloads
+from grading.services.audit import audit_record
 
 # The event whose value check an adjudicated value of each scheme passes.
 VALUE_KIND = {
@@ -85,6 +86,7 @@ def adjudication_record(
     note = (note or "").strip()
     if len(note) > MAX_NOTE:
         raise InvalidValue(f"note is longer than {MAX_NOTE} characters.", field="note", value=len(note))
+    previous = Adjudication.objects.select_for_update().filter(unit=unit).values("value", "note").first()
     event = organizer_event_record(
         organizer=organizer,
         unit=unit,
@@ -95,5 +97,13 @@ def adjudication_record(
     adjudication, _ = Adjudication.objects.update_or_create(
         unit=unit,
         defaults={"campaign": campaign, "value": str(parsed), "note": note, "organizer": organizer, "event": event},
+    )
+    audit_record(
+        actor=organizer,
+        campaign=campaign,
+        action="unit.adjudicated",
+        target=unit.external_id,
+        before=previous,
+        after={"value": adjudication.value, "note": note},
     )
     return adjudication

@@ -27,8 +27,9 @@ from grading.models.allocation import CampaignAllocation, NeedReason, UnitAlloca
 from grading.models.choices import AssignmentSource, Policy, Scheme
 from grading.selectors import assignment_list_for_grader, assignment_next_position, unit_with_items
 from grading.services import allocation_queries as queries
-from grading.services.allocation_state import allocation_state_get, categories_of
+from grading.services.allocation_state import allocation_state_ensure, categories_of
 from grading.services.grader_model import expected_entropy_drop
+from grading.services.ordering_allocation import ordering_extra
 from grading.services.payloads import VALUE_FIELD
 from grading.services.query_deviation import deviating_queries
 
@@ -124,7 +125,7 @@ def _extra(grader: AbstractBaseUser, campaign: Campaign, now: datetime) -> Serve
         return _ordering_extra(grader, campaign, now)
     if campaign.scheme not in VALUE_FIELD:
         return None, NOTHING_NEEDED
-    state = allocation_state_get(campaign=campaign)
+    state = allocation_state_ensure(campaign=campaign)
     if campaign.budget is not None and state.n_assignments >= campaign.budget:
         return None, BUDGET_SPENT
     query_ids = deviating_queries(campaign) if campaign.policy == Policy.QUERY_DEVIATION else None
@@ -164,8 +165,6 @@ def _extra(grader: AbstractBaseUser, campaign: Campaign, now: datetime) -> Serve
 
 
 def _ordering_extra(grader: AbstractBaseUser, campaign: Campaign, now: datetime) -> Served:
-    from grading.services.ordering_allocation import ordering_extra
-
     if campaign.budget is not None and Assignment.objects.filter(campaign=campaign).count() >= campaign.budget:
         return None, BUDGET_SPENT
     position = assignment_next_position(grader=grader, campaign=campaign)
@@ -240,7 +239,7 @@ def units_wanting_more(campaign: Campaign) -> list[int]:
     """
     if campaign.policy == Policy.FIXED:
         return []
-    allocation_state_get(campaign=campaign)
+    allocation_state_ensure(campaign=campaign)
     rows = UnitAllocation.objects.filter(campaign=campaign, needs_more=True).order_by("-priority", "unit_id")
     if campaign.policy == Policy.QUERY_DEVIATION:
         rows = rows.filter(_in_queries(deviating_queries(campaign)))

@@ -22,11 +22,12 @@ from django.db.models import QuerySet
 
 from grading.models import Assignment, Campaign, Judgment, Unit
 from grading.models.allocation import CampaignAllocation, NeedReason, UnitAllocation
-from grading.models.choices import AssignmentStatus, Policy, Scheme
+from grading.models.choices import AssignmentStatus, Broad, PairwiseVerdict, Policy, Scheme
 from grading.services.grader_model import posterior_entropy
 from grading.services.payloads import VALUE_FIELD
 from grading.services.policy_params import policy_param
 from grading.services.query_deviation import counted, query_counts_apply, query_counts_rebuild
+from grading.services.sql_rows import connection_for, update_sql
 
 STATE_FIELDS = [
     "campaign",
@@ -41,6 +42,7 @@ STATE_FIELDS = [
     "reason",
     "priority",
 ]
+STATE_COLUMNS = [*STATE_FIELDS[1:], "updated_at"]  # what a unit's change rewrites
 
 
 @dataclass
@@ -57,7 +59,8 @@ def units_changed(*, unit_ids: Iterable[int | None]) -> None:
 
     A unit without a state row gets one. Every writer of a unit's state goes through its row: a
     concurrent writer (another judgment, an extra assignment, a whole-campaign build) has either
-    committed before we count, or waits for us.
+    committed before we count, or waits for us. (Recording events takes a faster road to the same
+    result for units that have a row: `unit_states_decide` on rows it locked with the assignments.)
     """
     ids = sorted({u for u in unit_ids if u is not None})
     if not ids:
@@ -74,11 +77,30 @@ def units_changed(*, unit_ids: Iterable[int | None]) -> None:
         tallies = _tallies([r.unit_id for r in group], group[0].campaign)
         for row in group:
             _decide(row, row.campaign, tallies[row.unit_id])
-    if len(rows) == 1:
-        rows[0].save(update_fields=STATE_FIELDS[1:])
-    else:
-        UnitAllocation.objects.bulk_update(rows, STATE_FIELDS[1:])
+    unit_states_write(rows=rows)
     query_counts_apply(before=before, rows=rows)
+
+
+Tallies = dict[int, tuple[list[tuple[int, Any]], list[str]]]  # unit -> ((grader, value), statuses)
+
+
+def unit_states_decide(*, rows: list[UnitAllocation], tallies: Tallies) -> None:
+    """Decide each locked state row (with its campaign) from its unit's judgments, as (grader, value)
+    in grader order, and the statuses of its non-repeat assignments; written by the caller."""
+    for row in rows:
+        judged, statuses = tallies[row.unit_id]
+        tally = _Tally(judged=judged, n_assigned=len(statuses))
+        tally.n_open = sum(status == AssignmentStatus.OPEN for status in statuses)
+        _decide(row, row.campaign, tally)
+
+
+def unit_states_write(*, rows: list[UnitAllocation]) -> None:
+    """Write decided state rows: one UPDATE ... FROM (VALUES ...) for all of them."""
+    if rows:
+        connection = connection_for(UnitAllocation)
+        sql, params = update_sql(UnitAllocation, rows, STATE_COLUMNS, connection)
+        with connection.cursor() as cursor:
+            cursor.execute(sql, params)
 
 
 @transaction.atomic
@@ -156,10 +178,11 @@ def settings_key(campaign: Campaign) -> str:
     return hashlib.sha256(json.dumps(settings, sort_keys=True, default=str).encode()).hexdigest()
 
 
-def allocation_state_get(*, campaign: Campaign) -> CampaignAllocation:
-    """The campaign's allocation state. It is built when assignments are created; a campaign from
-    before allocation state existed has it built here, on first use, and a campaign whose organizer
-    changed its policy, overlaps or parameters has it rebuilt here."""
+def allocation_state_ensure(*, campaign: Campaign) -> CampaignAllocation:
+    """The campaign's allocation state, built or rebuilt first when it is not current: it is built
+    when assignments are created; a campaign from before allocation state existed has it built here,
+    on first use, and a campaign whose organizer changed its policy, overlaps or parameters has it
+    rebuilt here. A write: call it from requests that take work, never from a page view."""
     state = CampaignAllocation.objects.filter(campaign=campaign).first()
     if state is None:
         return allocation_state_build(campaign=campaign, only_if_missing=True)
@@ -177,8 +200,10 @@ def assignments_added(*, campaign: Campaign) -> None:
 def allocation_model_set(
     *, campaign_id: int, categories: list[str], priors: list[float], confusion_by_grader: dict[int, list[list[float]]]
 ) -> None:
-    """Store a fitted Dawid–Skene grader model for the `uncertainty` policy (the analysis run fits it)
-    and, under that policy, recompute every unit's posterior entropy with it."""
+    """Store a fitted Dawid–Skene grader model for the `uncertainty` policy (an analysis run fits it
+    and hands it over once its result is stored). One row's write: under that policy every unit's
+    posterior entropy depends on the model, so the state is marked for a rebuild, which
+    `allocation_state_ensure` makes where work is next taken, never here."""
     campaign = Campaign.objects.filter(pk=campaign_id).first()
     if (
         campaign is None
@@ -191,13 +216,13 @@ def allocation_model_set(
         "priors": list(priors),
         "theta": {str(g): m for g, m in confusion_by_grader.items()},
     }
+    changes: dict[str, Any] = {"model": model}
+    if campaign.policy == Policy.UNCERTAINTY:
+        changes["settings_key"] = ""  # decided under the old model: rebuilt before the next unit is chosen
     with transaction.atomic():
-        # One row's update; the whole state is recomputed only where the model decides allocation.
-        if not CampaignAllocation.objects.filter(campaign=campaign).update(model=model):
-            CampaignAllocation.objects.get_or_create(campaign=campaign, defaults={"model": model})
-            allocation_state_build(campaign=campaign)
-        elif campaign.policy == Policy.UNCERTAINTY:
-            allocation_state_build(campaign=campaign)
+        if not CampaignAllocation.objects.filter(campaign=campaign).update(**changes):
+            # No state yet: it is built (with this model) where work is first taken.
+            CampaignAllocation.objects.get_or_create(campaign=campaign, defaults={"model": model, "settings_key": ""})
 
 
 def _tallies(unit_ids: list[int], campaign: Campaign, *, whole_campaign: bool = False) -> dict[int, _Tally]:
@@ -261,8 +286,6 @@ def _apply_policy(row: UnitAllocation, campaign: Campaign, tally: _Tally, model:
 
 
 def categories_of(campaign: Campaign) -> list[str]:
-    from grading.models.choices import Broad, PairwiseVerdict
-
     if campaign.scheme == Scheme.CATEGORICAL:
         return list((campaign.scheme_params or {}).get("labels", []))
     return list(Broad.values if campaign.scheme == Scheme.BROAD_FINE else PairwiseVerdict.values)
@@ -279,9 +302,11 @@ def spread(values: list[Any], *, numeric: bool) -> float:
 __all__ = [
     "allocation_model_set",
     "allocation_state_build",
-    "allocation_state_get",
+    "allocation_state_ensure",
     "assignments_added",
     "categories_of",
     "spread",
+    "unit_states_decide",
+    "unit_states_write",
     "units_changed",
 ]

@@ -24,6 +24,7 @@ from django.db import transaction
 from grading.errors import InvalidValue, NotAllowed
 from grading.models import Campaign
 from grading.models.choices import Role
+from grading.services.audit import audit_record, campaign_summary
 from grading.services.campaign_files import (
     CampaignFileError,
     definition_check,
@@ -31,7 +32,7 @@ from grading.services.campaign_files import (
     definition_from_json,
 )
 from grading.services.campaign_io import campaign_import
-from grading.services.campaigns import role_grant
+from grading.services.members import member_grant
 from grading.services.organizer import can_create_campaigns
 
 # The same ceilings whichever way a campaign arrives: a definition file, and a zip of media.
@@ -191,7 +192,8 @@ def campaign_upload_confirm(*, user: AbstractBaseUser, token: str) -> Campaign:
     definition = json.loads((folder / "definition.json").read_text(encoding="utf-8"))
     with transaction.atomic():
         campaign = campaign_import(definition=definition, media_dir=folder / "media", created_by=user)
-        role_grant(campaign=campaign, user=user, role=Role.ORGANIZER)
+        audit_record(actor=user, campaign=campaign, action="campaign.created", after=campaign_summary(campaign))
+        member_grant(campaign=campaign, user=user, role=Role.ORGANIZER, actor=user)
     shutil.rmtree(folder, ignore_errors=True)
     return campaign
 

@@ -16,19 +16,23 @@ from functools import partial
 from typing import Any
 
 from django.contrib.auth.models import AbstractBaseUser
-from django.db import IntegrityError, connections, router, transaction
-from django.db.models import Model
+from django.db import IntegrityError, transaction
 from django.utils import timezone
 
 from grading.errors import EventConflict, GradingError, InvalidValue
 from grading.hooks import judgments_changed
 from grading.models import Assignment, Campaign, GradingEvent, Judgment, Ordering, RepeatAnswer
+from grading.models.allocation import UnitAllocation
 from grading.models.choices import AssignmentStatus, EventType
 from grading.services import allocation_state, payloads, repeats
 from grading.services.event_context import EventContext
 from grading.services.event_input import EventInput, client_ts_checked
+from grading.services.event_queries import Writes, batch_write
+from grading.services.query_deviation import counted, query_counts_apply
+from grading.services.sql_rows import new_instance
 
 MAX_PAYLOAD_BYTES = 8192
+EVENT_TYPES = tuple(EventType.values)  # (EventType.values builds its list on every call)
 
 
 @dataclass
@@ -142,11 +146,16 @@ def _record_batch(
             results.append(outcome)
         except GradingError as exc:
             results.append(exc)
-    batch.write()
-    # Adaptive allocation's per-unit state follows the judgments in this same transaction (§5.6).
-    allocation_state.units_changed(
-        unit_ids=[*batch.new_judgments, *batch.changed_judgments, *(a.unit_id for a in batch.assignments.values())]
-    )
+    # Adaptive allocation's per-unit state follows the judgments in this same transaction (§5.6):
+    # units whose state row is locked in the context are decided here and written with the batch.
+    changed = {*batch.new_judgments, *batch.changed_judgments, *(a.unit_id for a in batch.assignments.values())}
+    changed.discard(None)
+    states = [context.states[u] for u in sorted(changed) if u in context.states]
+    before = {row.unit_id: counted(row) for row in states}
+    allocation_state.unit_states_decide(rows=states, tallies=context.tallies(row.unit_id for row in states))
+    batch.write(states)
+    allocation_state.units_changed(unit_ids=[u for u in changed if u not in context.states])
+    query_counts_apply(before=before, rows=states)
     for campaign_id in batch.campaigns:
         repeats.repeat_add_due(grader=grader, campaign=context.campaigns[campaign_id])  # hidden repeats (§5.6)
         transaction.on_commit(partial(judgments_changed, campaign_id))  # reports read events too (stability)
@@ -157,7 +166,7 @@ def _accept(context: EventContext, batch: _Batch, data: EventInput) -> EventOutc
     """Check one event against the context and apply it in memory (written by batch.write())."""
     campaign = context.campaign(data.campaign_id)
     client_ts = client_ts_checked(data.client_ts, now=batch.now)
-    if data.type not in EventType.values:
+    if data.type not in EVENT_TYPES:
         raise InvalidValue(
             f"type {data.type!r} is not one of {', '.join(EventType.values)}.", field="type", value=data.type
         )
@@ -165,11 +174,12 @@ def _accept(context: EventContext, batch: _Batch, data: EventInput) -> EventOutc
     unit, query = context.target(campaign, data)
     assignment = context.assignment(campaign, unit, query)
     value = payloads.parse(campaign, data.type, _payload(data.payload), query=query)
-    event = GradingEvent(
+    event = new_instance(  # by ids: the related objects are at hand, and never read through the event
+        GradingEvent,
         id=data.id,
-        campaign=campaign,
-        grader=context.grader,
-        unit=unit,
+        campaign_id=campaign.pk,
+        grader_id=context.grader.pk,
+        unit_id=unit.pk if unit is not None else None,
         type=data.type,
         query_id=unit.query_id if unit is not None else getattr(query, "pk", None),
         payload=data.payload,
@@ -204,13 +214,22 @@ class _Batch:
         self.campaigns: set[int] = set()
         self.repeat_answers: dict[int, RepeatAnswer] = {}  # by assignment id (hidden repeats, §5.6)
 
-    def write(self) -> None:
-        GradingEvent.objects.bulk_create(self.events)
+    def write(self, states: list[UnitAllocation]) -> None:
+        """Events, judgments, assignments and the units' decided state rows in one statement
+        (event_queries.batch_write); hidden repeats' answers and orderings, rarer, by the ORM."""
+        batch_write(
+            Writes(
+                events=self.events,
+                judgments_new=list(self.new_judgments.values()),
+                judgments_changed=list(self.changed_judgments.values()),
+                judgment_columns=JUDGMENT_COLUMNS,
+                assignments=list(self.assignments.values()),
+                assignment_columns=["status", "completed_at"],
+                states=states,
+            )
+        )
         for answer in self.repeat_answers.values():  # few: a small share of a grader's work
             answer.save()
-        Judgment.objects.bulk_create(list(self.new_judgments.values()))
-        _update(Judgment, list(self.changed_judgments.values()), JUDGMENT_COLUMNS)
-        _update(Assignment, list(self.assignments.values()), ["status", "completed_at"])
         for outcome, campaign, items in self.orderings:
             event = outcome.event
             outcome.ordering, _ = Ordering.objects.update_or_create(
@@ -223,32 +242,6 @@ class _Batch:
                     "last_event": event,
                 },
             )
-
-
-def _update(model: type[Model], rows: list[Model], columns: list[str]) -> None:
-    """Write changed rows. On PostgreSQL several rows go in one UPDATE ... FROM (VALUES ...);
-    otherwise a plain UPDATE per row. (Django's bulk_update builds a CASE expression per row and
-    column, which costs far more than the round trips it saves.)"""
-    connection = connections[router.db_for_write(model)]
-    if connection.vendor != "postgresql" or len(rows) < 2:
-        for row in rows:
-            row.save(update_fields=columns)
-        return
-    meta = model._meta
-    fields = [meta.pk] + [meta.get_field(c) for c in columns]
-    names = ", ".join(connection.ops.quote_name(f.column) for f in fields)
-    row_sql = "(" + ", ".join(f"%s::{f.db_type(connection)}" for f in fields) + ")"
-    assignments = ", ".join(
-        f"{connection.ops.quote_name(f.column)} = v.{connection.ops.quote_name(f.column)}" for f in fields[1:]
-    )
-    pk = connection.ops.quote_name(meta.pk.column)
-    sql = (
-        f"UPDATE {connection.ops.quote_name(meta.db_table)} AS t SET {assignments} "
-        f"FROM (VALUES {', '.join([row_sql] * len(rows))}) AS v({names}) WHERE t.{pk} = v.{pk}"
-    )
-    params = [f.get_db_prep_save(getattr(row, f.attname), connection) for row in rows for f in fields]
-    with connection.cursor() as cursor:
-        cursor.execute(sql, params)
 
 
 JUDGMENT_COLUMNS = [
@@ -344,7 +337,7 @@ def _apply_judgment(
     else:
         judgment = context.judgments.get(event.unit_id)
         if judgment is None:
-            judgment = Judgment(campaign=campaign, grader_id=event.grader_id, unit_id=event.unit_id, applied={})
+            judgment = Judgment(campaign_id=campaign.pk, grader_id=event.grader_id, unit_id=event.unit_id, applied={})
             context.judgments[event.unit_id] = judgment
             batch.new_judgments[event.unit_id] = judgment
         elif event.unit_id not in batch.new_judgments:
@@ -357,7 +350,7 @@ def _apply_judgment(
         if field_name != "skipped" and kind != EventType.COMMENT:
             judgment.skipped = False
     judgment.guidelines_version = campaign.guidelines_version
-    judgment.last_event = event
+    judgment.last_event_id = event.pk
     judgment.updated_at = batch.now
     if payloads.judgment_complete(campaign, judgment):
         status = AssignmentStatus.DONE

@@ -17,6 +17,7 @@ from grading.errors import NotAllowed, NotFound
 from grading.models import Campaign, GoldAnswer, Unit
 from grading.models.choices import EventType
 from grading.services.adjudication import can_adjudicate, organizer_event_record, unit_value_checked
+from grading.services.audit import audit_record
 
 
 def _unit_of(campaign: Campaign, external_id: str) -> Unit:
@@ -41,9 +42,18 @@ def gold_set(*, organizer: AbstractBaseUser, campaign: Campaign, unit_external_i
     _check_organizer(organizer, campaign)
     unit = _unit_of(campaign, unit_external_id)
     parsed = unit_value_checked(unit=unit, value=value, purpose="set as gold")
+    previous = GoldAnswer.objects.select_for_update().filter(unit=unit).values_list("value", flat=True).first()
     organizer_event_record(organizer=organizer, unit=unit, kind=EventType.GOLD_SET, payload={"value": parsed})
     gold, _ = GoldAnswer.objects.update_or_create(
         unit=unit, defaults={"campaign": campaign, "value": str(parsed), "organizer": organizer}
+    )
+    audit_record(
+        actor=organizer,
+        campaign=campaign,
+        action="gold.set",
+        target=unit.external_id,
+        before=None if previous is None else {"value": previous},
+        after={"value": gold.value},
     )
     return gold
 
@@ -58,5 +68,8 @@ def gold_remove(*, organizer: AbstractBaseUser, campaign: Campaign, unit_externa
         return
     organizer_event_record(
         organizer=organizer, unit=unit, kind=EventType.GOLD_REMOVED, payload={"previous": gold.value}
+    )
+    audit_record(
+        actor=organizer, campaign=campaign, action="gold.removed", target=unit.external_id, before={"value": gold.value}
     )
     gold.delete()

@@ -3,18 +3,20 @@ a sibling rating campaign over the same units (reproducibility) and a pairwise c
 
 from __future__ import annotations
 
+from django.contrib.auth.models import AbstractBaseUser
 from django.db import transaction
 
 from grading.errors import InvalidValue
 from grading.models import Campaign
 from grading.models.choices import Scheme
+from grading.services.audit import audit_record
 
 RATING_SCHEMES = (Scheme.BROAD_FINE, Scheme.NUMERIC)
 
 
 @transaction.atomic
 def campaign_set_instrument_links(
-    *, campaign: Campaign, sibling: Campaign | None, pairwise: Campaign | None
+    *, campaign: Campaign, sibling: Campaign | None, pairwise: Campaign | None, actor: AbstractBaseUser | None
 ) -> Campaign:
     """Set (or clear, with None) the sibling and pairwise campaigns of a rating campaign.
 
@@ -37,6 +39,17 @@ def campaign_set_instrument_links(
         raise InvalidValue(
             "the resolution campaign must be a pairwise campaign", field="pairwise_campaign", value=pairwise.slug
         )
+    before = {
+        "sibling_campaign": _slug(campaign.sibling_campaign),
+        "pairwise_campaign": _slug(campaign.pairwise_campaign),
+    }
     campaign.sibling_campaign, campaign.pairwise_campaign = sibling, pairwise
     campaign.save(update_fields=["sibling_campaign", "pairwise_campaign", "updated_at"])
+    after = {"sibling_campaign": _slug(sibling), "pairwise_campaign": _slug(pairwise)}
+    if after != before:
+        audit_record(actor=actor, campaign=campaign, action="campaign.instrument_links", before=before, after=after)
     return campaign
+
+
+def _slug(campaign: Campaign | None) -> str | None:
+    return campaign.slug if campaign is not None else None

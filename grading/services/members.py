@@ -24,6 +24,7 @@ from django.utils.http import urlsafe_base64_encode
 from grading.errors import InvalidValue, NotFound
 from grading.models import Assignment, Campaign, CampaignRole
 from grading.models.choices import AssignmentStatus, Role
+from grading.services.audit import audit_record
 from grading.services.campaigns import role_grant
 
 MAX_ENTRIES = 500
@@ -69,8 +70,35 @@ def set_password_path(user: AbstractBaseUser) -> str:
 
 
 @transaction.atomic
-def members_add(*, campaign: Campaign, people: str, role: str, absolute_url: Callable[[str], str]) -> list[MemberAdded]:
-    """Give everyone listed the role in the campaign, creating missing accounts. All or nothing."""
+def member_grant(
+    *, campaign: Campaign, user: AbstractBaseUser, role: str, actor: AbstractBaseUser | None
+) -> CampaignRole:
+    """Give `user` the role (see `role_grant`); a new role is recorded in the audit trail as `actor`'s."""
+    already = CampaignRole.objects.filter(campaign=campaign, user=user, role=role).exists()
+    granted = role_grant(campaign=campaign, user=user, role=role)
+    if not already:
+        audit_record(
+            actor=actor,
+            campaign=campaign,
+            action="member.added",
+            target=user.get_username(),
+            after={"user": user.get_username(), "role": role, "pseudonym": granted.pseudonym},
+        )
+    return granted
+
+
+@transaction.atomic
+def members_add(
+    *,
+    campaign: Campaign,
+    people: str,
+    role: str,
+    absolute_url: Callable[[str], str],
+    actor: AbstractBaseUser | None,
+) -> list[MemberAdded]:
+    """Give everyone listed the role in the campaign, creating missing accounts. All or nothing.
+    Each new role, and each one-time link made for an account without a password (an invitation),
+    is recorded in the audit trail as `actor`'s (the link itself is not: it is a password)."""
     if role not in Role.values:
         raise InvalidValue(f"role {role!r} is not one of {', '.join(Role.values)}.", field="role", value=role)
     users = get_user_model().objects
@@ -87,7 +115,7 @@ def members_add(*, campaign: Campaign, people: str, role: str, absolute_url: Cal
         elif not user.is_active:
             raise InvalidValue(f"the account {user.username!r} is deactivated.", field="people", value=entry)
         already = CampaignRole.objects.filter(campaign=campaign, user=user, role=role).exists()
-        role_grant(campaign=campaign, user=user, role=role)
+        member_grant(campaign=campaign, user=user, role=role, actor=actor)
         member = MemberAdded(user=user, entry=entry, created=created, already=already)
         if not user.has_usable_password():
             member.link = absolute_url(set_password_path(user))
@@ -96,6 +124,14 @@ def members_add(*, campaign: Campaign, people: str, role: str, absolute_url: Cal
         if member.link and member.user.email and settings.EMAIL_ENABLED:
             transaction.on_commit(lambda m=member: _send_invitation(campaign, m))
             member.emailed = True
+        if member.link:
+            audit_record(
+                actor=actor,
+                campaign=campaign,
+                action="invitation.created",
+                target=member.user.get_username(),
+                after={"account": "new" if member.created else "existing", "emailed": member.emailed},
+            )
     return added
 
 
@@ -125,10 +161,11 @@ def _send_invitation(campaign: Campaign, member: MemberAdded) -> None:
 
 
 @transaction.atomic
-def member_remove(*, campaign: Campaign, user_id: int, role: str) -> int:
+def member_remove(*, campaign: Campaign, user_id: int, role: str, actor: AbstractBaseUser | None) -> int:
     """Take a role away. A removed grader's judgments stay; their open assignments return to the
-    pool (deleted, so the allocation gives the units to someone else). Returns how many returned."""
-    member = CampaignRole.objects.filter(campaign=campaign, user_id=user_id, role=role).first()
+    pool (deleted, so the allocation gives the units to someone else). Returns how many returned.
+    Recorded in the audit trail as `actor`'s."""
+    member = CampaignRole.objects.filter(campaign=campaign, user_id=user_id, role=role).select_related("user").first()
     if member is None:
         raise NotFound(f"user {user_id} is not a {role} of campaign {campaign.pk}.", field="user", value=user_id)
     if (
@@ -141,5 +178,13 @@ def member_remove(*, campaign: Campaign, user_id: int, role: str) -> int:
         returned, _ = Assignment.objects.filter(
             campaign=campaign, grader_id=user_id, status=AssignmentStatus.OPEN
         ).delete()
+    audit_record(
+        actor=actor,
+        campaign=campaign,
+        action="member.removed",
+        target=member.user.get_username(),
+        before={"user": member.user.get_username(), "role": role, "pseudonym": member.pseudonym},
+        after={"open_assignments_returned": returned},
+    )
     member.delete()
     return returned

@@ -14,13 +14,13 @@ from grading.models import Assignment, Campaign, CampaignRole, GradingEvent, Uni
 from grading.models.choices import ORGANIZER_EVENTS, AssignmentSource, CampaignStatus, Policy, Role
 from grading.selectors import assignment_next_position
 from grading.services import allocation_state
+from grading.services.audit import audit_record, campaign_summary
 from grading.services.campaigns import (
     assignments_create_initial,
     campaign_create,
     campaign_set_guidelines,
-    campaign_set_status,
-    role_grant,
 )
+from grading.services.members import member_grant
 from grading.services.policy_params import policy_params_clean
 
 
@@ -30,24 +30,37 @@ def can_create_campaigns(user: AbstractBaseUser) -> bool:
 
 @transaction.atomic
 def campaign_create_for(*, user: AbstractBaseUser, **fields: Any) -> Campaign:
-    """Create a campaign; its creator becomes its organizer."""
+    """Create a campaign; its creator becomes its organizer (both recorded in the audit trail)."""
     if not can_create_campaigns(user):
         raise NotAllowed("you may not create campaigns (staff or the grading.add_campaign permission is needed).")
     if Campaign.objects.filter(slug=fields.get("slug")).exists():
         raise InvalidValue(f"slug {fields.get('slug')!r} is already taken.", field="slug", value=fields.get("slug"))
     campaign = campaign_create(created_by=user, **fields)
-    role_grant(campaign=campaign, user=user, role=Role.ORGANIZER)
+    audit_record(actor=user, campaign=campaign, action="campaign.created", after=campaign_summary(campaign))
+    member_grant(campaign=campaign, user=user, role=Role.ORGANIZER, actor=user)
     return campaign
 
 
-# Fields that define the instrument: changing them once judgments exist would mix two instruments.
-_FROZEN_ONCE_JUDGED = ("scheme_params",)
+# The settings an organizer changes, as the audit trail records them (before and after).
+SETTINGS = (
+    "name",
+    "description",
+    "scheme_params",
+    "initial_overlap",
+    "max_overlap",
+    "budget",
+    "policy",
+    "policy_params",
+)
 
 
 @transaction.atomic
-def campaign_update(*, campaign: Campaign, **fields: Any) -> Campaign:
-    """Change a campaign. New guidelines text makes a new guidelines version."""
+def campaign_update(*, campaign: Campaign, actor: AbstractBaseUser | None, **fields: Any) -> Campaign:
+    """Change a campaign. New guidelines text makes a new guidelines version. What changed is
+    recorded in the audit trail as done by `actor` (settings, and guidelines as their versions)."""
     campaign = Campaign.objects.select_for_update().get(pk=campaign.pk)
+    before = {name: getattr(campaign, name) for name in SETTINGS}
+    version = campaign.guidelines_version
     if "scheme_params" in fields:
         # Only graders' events start grading: an organizer who sets gold units up in a draft may
         # still adjust its scale.
@@ -77,30 +90,49 @@ def campaign_update(*, campaign: Campaign, **fields: Any) -> Campaign:
         )
     campaign.initial_overlap, campaign.max_overlap = lo, hi
     campaign.save()
+    changed = [name for name in SETTINGS if getattr(campaign, name) != before[name]]
+    if changed:
+        audit_record(
+            actor=actor,
+            campaign=campaign,
+            action="campaign.settings",
+            before={name: before[name] for name in changed},
+            after={name: getattr(campaign, name) for name in changed},
+        )
     if "guidelines" in fields:
         campaign_set_guidelines(campaign=campaign, text=fields["guidelines"])
-    if "status" in fields:
-        campaign_set_status(campaign=campaign, status=fields["status"])
+        if campaign.guidelines_version != version:
+            audit_record(
+                actor=actor,
+                campaign=campaign,
+                action="campaign.guidelines",
+                before={"version": version},
+                after={"version": campaign.guidelines_version},
+            )
     campaign.refresh_from_db()
     return campaign
 
 
-def campaign_delete(*, campaign: Campaign) -> None:
-    """Delete a campaign nobody has graded yet; a graded one can only be closed (events are kept)."""
+@transaction.atomic
+def campaign_delete(*, campaign: Campaign, actor: AbstractBaseUser | None) -> None:
+    """Delete a campaign nobody has graded yet; a graded one can only be closed (events are kept).
+    The audit trail keeps an entry naming the campaign."""
     if GradingEvent.objects.filter(campaign=campaign).exists():
         raise EventConflict(
             f"campaign {campaign.pk} has grading events, which are never deleted: close it instead.",
             field="campaign",
             value=campaign.pk,
         )
+    audit_record(actor=actor, campaign=campaign, action="campaign.deleted", before=campaign_summary(campaign))
     campaign.delete()
 
 
-def member_add(*, campaign: Campaign, username: str, role: str) -> CampaignRole:
+@transaction.atomic
+def member_add(*, campaign: Campaign, username: str, role: str, actor: AbstractBaseUser | None) -> CampaignRole:
     user = get_user_model().objects.filter(username=username, is_active=True).first()
     if user is None:
         raise NotFound(f"user {username!r} does not exist.", field="username", value=username)
-    return role_grant(campaign=campaign, user=user, role=role)
+    return member_grant(campaign=campaign, user=user, role=role, actor=actor)
 
 
 def grader_by_pseudonym(*, campaign: Campaign, pseudonym: str) -> AbstractBaseUser:
@@ -115,15 +147,36 @@ def grader_by_pseudonym(*, campaign: Campaign, pseudonym: str) -> AbstractBaseUs
 
 
 @transaction.atomic
+def assignments_initial(*, campaign: Campaign, actor: AbstractBaseUser | None, seed: int = 0) -> int:
+    """Give every unit the initial overlap (see `assignments_create_initial`); the assignments
+    made, if any, are recorded in the audit trail as `actor`'s."""
+    made = assignments_create_initial(campaign=campaign, seed=seed)
+    if made:
+        audit_record(
+            actor=actor,
+            campaign=campaign,
+            action="assignments.created",
+            target="initial overlap",
+            after={"created": made, "initial_overlap": campaign.initial_overlap},
+        )
+    return made
+
+
+@transaction.atomic
 def assignments_assign(
-    *, campaign: Campaign, grader: str | None = None, units: list[int] | None = None, seed: int = 0
+    *,
+    campaign: Campaign,
+    actor: AbstractBaseUser | None,
+    grader: str | None = None,
+    units: list[int] | None = None,
+    seed: int = 0,
 ) -> int:
     """Assign graders: the initial overlap for the whole campaign (no grader given), or the given
     units to one grader (named by pseudonym). Returns the number of assignments created."""
     if campaign.status == CampaignStatus.CLOSED:
         raise InvalidValue(f"campaign {campaign.pk} is closed.", field="campaign", value=campaign.pk)
     if grader is None:
-        return assignments_create_initial(campaign=campaign, seed=seed)
+        return assignments_initial(campaign=campaign, actor=actor, seed=seed)
     user = grader_by_pseudonym(campaign=campaign, pseudonym=grader)
     found = {u.pk: u for u in Unit.objects.filter(campaign=campaign, pk__in=units or [])}
     missing = [u for u in units or [] if u not in found]
@@ -148,4 +201,12 @@ def assignments_assign(
     except IntegrityError:
         raise InvalidValue("some units were assigned concurrently; try again.", field="units", value=None) from None
     allocation_state.assignments_added(campaign=campaign)
+    if new:
+        audit_record(
+            actor=actor,
+            campaign=campaign,
+            action="assignments.created",
+            target=grader,
+            after={"created": len(new), "grader": grader},
+        )
     return len(new)

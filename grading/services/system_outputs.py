@@ -16,11 +16,13 @@ from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
+from django.contrib.auth.models import AbstractBaseUser
 from django.db import transaction
 
 from grading.errors import InvalidValue
 from grading.models import Campaign, System, SystemOutput, Unit
 from grading.models.choices import Scheme
+from grading.services.audit import audit_record
 
 COLUMNS = ("query", "system", "rank", "item")
 NAME_MAX = System._meta.get_field("name").max_length
@@ -235,7 +237,11 @@ def systems_get_or_create(*, campaign: Campaign, names: Sequence[str]) -> tuple[
 
 
 def system_orderings_import(
-    *, campaign: Campaign, rows: Sequence[Mapping[str, Any]], where: Callable[[int], str] = csv_line
+    *,
+    campaign: Campaign,
+    rows: Sequence[Mapping[str, Any]],
+    where: Callable[[int], str] = csv_line,
+    actor: AbstractBaseUser | None = None,
 ) -> SystemOrderingsSummary:
     """Store systems' orderings of the campaign's queries; all or nothing.
 
@@ -246,7 +252,8 @@ def system_orderings_import(
     where : names row ``i`` in error messages (``csv_line``: "line i+2"; ``json_row``: "rows[i]").
 
     Each system named in the rows gets exactly the orderings given (its earlier orderings, of any
-    query, are replaced); a System row is created for a new name.
+    query, are replaced); a System row is created for a new name. Recorded in the audit trail as
+    `actor`'s (None: a command).
     """
     orderings = system_orderings_check(campaign=campaign, rows=rows, where=where)
     query_pks = dict(campaign.queries.values_list("external_id", "pk"))
@@ -260,10 +267,18 @@ def system_orderings_import(
                 for (system, query_ext), items in sorted(orderings.items())
             ]
         )
-    return SystemOrderingsSummary(
-        systems=names,
-        queries=len({q for _, q in orderings}),
-        orderings=len(orderings),
-        replaced=replaced,
-        created_systems=created,
-    )
+        summary = SystemOrderingsSummary(
+            systems=names,
+            queries=len({q for _, q in orderings}),
+            orderings=len(orderings),
+            replaced=replaced,
+            created_systems=created,
+        )
+        audit_record(
+            actor=actor,
+            campaign=campaign,
+            action="systems.orderings_uploaded",
+            target=", ".join(names),
+            after={"systems": names, "queries": summary.queries, "orderings": summary.orderings, "replaced": replaced},
+        )
+    return summary

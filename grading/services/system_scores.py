@@ -13,10 +13,12 @@ from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
+from django.contrib.auth.models import AbstractBaseUser
 from django.db import transaction
 
 from grading.models import Campaign, SystemOutput, Unit
 from grading.models.choices import Scheme
+from grading.services.audit import audit_record
 from grading.services.system_outputs import (
     NAME_MAX,
     SystemOrderingsError,
@@ -132,12 +134,17 @@ def system_scores_check(
 
 
 def system_scores_import(
-    *, campaign: Campaign, rows: Sequence[Mapping[str, Any]], where: Callable[[int], str] = csv_line
+    *,
+    campaign: Campaign,
+    rows: Sequence[Mapping[str, Any]],
+    where: Callable[[int], str] = csv_line,
+    actor: AbstractBaseUser | None = None,
 ) -> SystemScoresSummary:
     """Store systems' per-unit scores; all or nothing.
 
     Each system named in the rows gets exactly the scores given (its earlier per-unit scores are
-    replaced); a System row is created for a new name.
+    replaced); a System row is created for a new name. Recorded in the audit trail as `actor`'s
+    (None: a command).
     """
     scores = system_scores_check(campaign=campaign, rows=rows, where=where)
     names = sorted({system for system, _ in scores})
@@ -147,6 +154,18 @@ def system_scores_import(
         SystemOutput.objects.bulk_create(
             [SystemOutput(system=systems[s], unit_id=u, score=v) for (s, u), v in sorted(scores.items())]
         )
-    return SystemScoresSummary(
-        systems=names, units=len({u for _, u in scores}), scores=len(scores), replaced=replaced, created_systems=created
-    )
+        summary = SystemScoresSummary(
+            systems=names,
+            units=len({u for _, u in scores}),
+            scores=len(scores),
+            replaced=replaced,
+            created_systems=created,
+        )
+        audit_record(
+            actor=actor,
+            campaign=campaign,
+            action="systems.scores_uploaded",
+            target=", ".join(names),
+            after={"systems": names, "units": summary.units, "scores": summary.scores, "replaced": replaced},
+        )
+    return summary

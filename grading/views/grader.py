@@ -215,22 +215,25 @@ def _page_config(
 
 @login_required
 def guidelines(request: HttpRequest, campaign_id: int) -> HttpResponse:
-    """The current guidelines as a page of their own (the grading page opens them in a dialog).
-    Opening them is an event, recorded here for visits without JavaScript."""
+    """The current guidelines as a page of their own (the grading page opens them in a dialog), with
+    what changed since the grader last read them. Leaving by its button (a POST) records that they
+    were read, for visits without JavaScript; looking changes nothing."""
     campaign = _campaign_for(request, campaign_id)
+    if request.method == "POST":
+        if campaign.is_open:
+            event_record(
+                grader=request.user,
+                data=EventInput(
+                    id=uuid4(),
+                    campaign_id=campaign.pk,
+                    type=EventType.GUIDELINES_VIEWED,
+                    client_ts=datetime.now(UTC),
+                    payload={"version": campaign.guidelines_version, "via": "page"},
+                    session_id="server",
+                ),
+            )
+        return redirect("grading:continue", campaign_id=campaign.pk)
     current = selectors.guidelines_current(campaign=campaign)
     last_read = selectors_organizer.guidelines_last_read(grader=request.user, campaign=campaign)
     changes = guidelines_changes(campaign=campaign, since_version=last_read)
-    if campaign.is_open:
-        event_record(
-            grader=request.user,
-            data=EventInput(
-                id=uuid4(),
-                campaign_id=campaign.pk,
-                type=EventType.GUIDELINES_VIEWED,
-                client_ts=datetime.now(UTC),
-                payload={"version": campaign.guidelines_version, "via": "page"},
-                session_id="server",
-            ),
-        )
     return render(request, "grading/guidelines.html", {"campaign": campaign, "guidelines": current, "changes": changes})

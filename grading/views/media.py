@@ -11,18 +11,18 @@ from __future__ import annotations
 from django.contrib.auth.decorators import login_required
 from django.http import FileResponse, Http404, HttpRequest
 
-from grading.models import CampaignRole, Candidate
+from grading import selectors
 from grading.models.items import media_suffix
 
 
 @login_required
 def candidate_media(request: HttpRequest, name: str) -> FileResponse:
     public_id, _, _ = name.partition(".")
-    candidate = Candidate.objects.filter(public_id=public_id).exclude(media_file="").first()
+    candidate = selectors.candidate_with_media(public_id=public_id)
     if candidate is None or f"{public_id}{media_suffix(candidate.media_file.name)}" != name:
         raise Http404("No media matches the given query.")
     user = request.user
-    if not (user.is_staff or CampaignRole.objects.filter(campaign_id=candidate.campaign_id, user=user).exists()):
+    if not (user.is_staff or selectors.user_has_role(user=user, campaign_id=candidate.campaign_id)):
         raise Http404("No media matches the given query.")
     try:
         handle = candidate.media_file.open("rb")

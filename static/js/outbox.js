@@ -199,3 +199,6 @@
 
   window.Evalutron = Object.assign(window.Evalutron || {}, { Outbox, Recorder, uuid });
 })();
+
+// Loaded as an ES module by page.js: what the other modules import.
+export const { Outbox, Recorder, uuid } = window.Evalutron;

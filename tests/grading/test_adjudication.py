@@ -3,9 +3,12 @@
 import pytest
 
 from grading.errors import InvalidValue, NotAllowed
-from grading.models import Adjudication, GradingEvent, Judgment
-from grading.models.choices import EventType
+from grading.models import Adjudication, CampaignAllocation, GradingEvent, Judgment
+from grading.models.choices import EventType, Scheme
+from grading.selectors_adjudication import units_in_dispute
 from grading.services.adjudication import adjudication_record
+from grading.services.allocation_state import allocation_state_ensure
+from grading.services.lifecycle import campaign_settings_update
 from tests.factories import make_campaign, make_user, record
 from tests.grading.api_helpers import fast_passwords, graders_of  # noqa: F401
 
@@ -63,3 +66,54 @@ def test_the_page_lists_disagreeing_units_and_records_a_value(client, setup):
     assert done.status_code == 302 and Adjudication.objects.get(unit=unit).value == "SS"
     client.force_login(a)
     assert client.get(url).status_code == 403
+
+
+def test_the_disputed_units_are_the_same_read_from_the_state_or_from_the_judgments():
+    organizer = make_user()
+    campaign = make_campaign(
+        scheme=Scheme.NUMERIC,
+        n_queries=0,
+        n_candidates=6,
+        graders=3,
+        organizer=organizer,
+        scheme_params={"min": 0, "max": 10, "step": 1},
+    )
+    graders = graders_of(campaign)
+    for i, unit in enumerate(campaign.units.order_by("pk")):
+        for g, grader in enumerate(graders):
+            record(grader, campaign, "score_set", {"value": 5 + (g - 1) * (i % 3)}, unit=unit)  # ranges 0, 2, 4
+    allocation_state_ensure(campaign=campaign)
+    from_state = units_in_dispute(campaign=campaign, sort="confusability")
+    assert [(r["unit_id"], r["spread"]) for r in from_state] == [
+        (u.pk, 4.0) for u in campaign.units.order_by("pk")[2::3]
+    ] + [(u.pk, 2.0) for u in campaign.units.order_by("pk")[1::3]]
+    campaign = campaign_settings_update(
+        campaign=campaign, actor=None, policy_params={"threshold": 3}
+    )  # the state is now stale
+    stale = CampaignAllocation.objects.get(campaign=campaign).settings_key
+    from_judgments = units_in_dispute(campaign=campaign, sort="confusability")
+    assert [r["spread"] for r in from_judgments] == [4.0, 4.0]  # the new threshold leaves the ranges of 2 out
+    assert from_judgments == [r for r in from_state if r["spread"] > 3]
+    assert CampaignAllocation.objects.get(campaign=campaign).settings_key == stale  # reading rebuilt nothing
+    allocation_state_ensure(campaign=campaign)
+    assert units_in_dispute(campaign=campaign, sort="confusability") == from_judgments
+
+
+def test_a_member_who_does_not_organize_gets_403_and_anyone_else_404(client, setup):
+    campaign, _, _ = setup
+    url = f"/campaigns/{campaign.pk}/adjudicate/"
+    client.force_login(graders_of(campaign)[0])
+    assert client.get(url).status_code == 403
+    client.force_login(make_user())
+    assert client.get(url).status_code == 404
+
+
+@pytest.mark.parametrize("unit", ["", "abc", "-1", "999999"])
+def test_a_verdict_for_a_unit_not_in_the_campaign_is_a_404_and_stores_nothing(client, setup, unit):
+    campaign, organizer, _ = setup
+    other = make_campaign(n_queries=1, n_candidates=1, graders=1).units.get()
+    client.force_login(organizer)
+    for value in (unit, str(other.pk)):
+        response = client.post(f"/campaigns/{campaign.pk}/adjudicate/", {"unit": value, "value": "VS"})
+        assert response.status_code == 404
+    assert not Adjudication.objects.exists()

@@ -13,7 +13,7 @@ from grading.models import Assignment, Judgment, UnitAllocation
 from grading.models.choices import AssignmentSource, AssignmentStatus, Policy, Scheme
 from grading.services import allocation_queries as queries
 from grading.services.allocation import assignment_next
-from grading.services.allocation_state import allocation_state_get
+from grading.services.allocation_state import allocation_state_ensure
 from grading.services.campaigns import role_grant
 from tests.factories import make_campaign, make_user, record
 from tests.grading.api_helpers import fast_passwords, graders_of  # noqa: F401
@@ -32,7 +32,7 @@ def worked_campaign(seed: int):
     campaign.save()
     for _ in range(2):
         role_grant(campaign=campaign, user=make_user(), role="grader")
-    allocation_state_get(campaign=campaign)
+    allocation_state_ensure(campaign=campaign)
     rng = random.Random(seed)
     labels = ["bad", "ok", "good"]
     for a in Assignment.objects.filter(campaign=campaign).select_related("grader", "unit").order_by("pk"):

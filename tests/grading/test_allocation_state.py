@@ -15,7 +15,7 @@ from grading.services.allocation import (
     assignment_next,
     assignment_next_explained,
 )
-from grading.services.allocation_state import STATE_FIELDS, allocation_state_build, allocation_state_get
+from grading.services.allocation_state import STATE_FIELDS, allocation_state_build, allocation_state_ensure
 from grading.services.campaigns import role_grant
 from tests.factories import make_campaign, make_user, record
 from tests.grading.api_helpers import fast_passwords, graders_of  # noqa: F401
@@ -43,7 +43,7 @@ def snapshot(campaign):
 
 def test_a_judgment_updates_its_units_state_in_the_same_transaction():
     campaign = categorical()
-    allocation_state_get(campaign=campaign)
+    allocation_state_ensure(campaign=campaign)
     unit = campaign.units.order_by("pk").first()
     first, second = Assignment.objects.filter(unit=unit).order_by("pk")
     judge(first, "bad")
@@ -57,7 +57,7 @@ def test_a_judgment_updates_its_units_state_in_the_same_transaction():
 
 def test_incremental_state_equals_a_rebuild_after_random_work():
     campaign = categorical()
-    allocation_state_get(campaign=campaign)
+    allocation_state_ensure(campaign=campaign)
     rng = random.Random(3)
     for _ in range(40):
         grader = rng.choice(graders_of(campaign))
@@ -106,7 +106,7 @@ def test_uncertainty_gives_the_unit_this_grader_can_settle_most():
             judge(a, label)
     newcomer = make_user()
     role_grant(campaign=campaign, user=newcomer, role="grader")
-    state = allocation_state_get(campaign=campaign)
+    state = allocation_state_ensure(campaign=campaign)
     wanted = UnitAllocation.objects.filter(campaign=campaign, needs_more=True)
     assert {r.unit.external_id for r in wanted} >= {"u0-0", "u0-1"}
     # Equal uncertainty and equal judgments: the lower unit id wins the tie.

@@ -9,7 +9,7 @@ from rest_framework.test import APIClient
 
 from grading.models import Assignment, GradingEvent
 from grading.models.choices import CampaignStatus, Policy, Role, Scheme
-from grading.services.allocation_state import allocation_state_get
+from grading.services.allocation_state import allocation_state_ensure
 from grading.services.campaigns import role_grant
 from tests.factories import make_campaign, make_user, record
 from tests.grading.api_helpers import client_for, fast_passwords, graders_of, my_units  # noqa: F401
@@ -47,9 +47,9 @@ def test_anonymous_callers_get_nothing():
         "/api/campaigns/",
         "/api/assignments/?campaign=1",
         "/api/judgments/?campaign=1",
-        "/api/assignments/next/?campaign=1",
     ]:
         assert APIClient().get(url).status_code in (401, 403)
+    assert APIClient().post("/api/assignments/next/", {"campaign": 1}, format="json").status_code in (401, 403)
 
 
 def test_campaigns_lists_mine_with_my_progress():
@@ -101,18 +101,47 @@ def test_assignments_carry_my_current_judgment():
         ("?campaign=424242", 404, "campaign"),
     ],
 )
-@pytest.mark.parametrize("url", ["/api/assignments/", "/api/judgments/", "/api/assignments/next/"])
+@pytest.mark.parametrize("url", ["/api/assignments/", "/api/judgments/"])
 def test_reads_need_a_campaign_of_mine(url, query, status, field):
     grader = graders_of(make_campaign())[0]
     response = client_for(grader).get(url + query)
     assert response.status_code == status and response.json()["field"] == field
 
 
-def test_another_campaign_is_a_404_for_reads():
+@pytest.mark.parametrize(
+    "body,status",
+    [
+        ({}, 400),
+        ({"campaign": "abc"}, 400),
+        ({"campaign": -3}, 400),
+        ({"campaign": 99999999999999999999999}, 400),
+        ({"campaign": 424242}, 404),
+    ],
+)
+def test_taking_work_needs_a_campaign_of_mine(body, status):
+    grader = graders_of(make_campaign())[0]
+    leases = list(Assignment.objects.values_list("pk", "lease_expires_at"))
+    response = client_for(grader).post("/api/assignments/next/", body, format="json")
+    assert response.status_code == status and response.json()["field"] == "campaign"
+    assert list(Assignment.objects.values_list("pk", "lease_expires_at")) == leases
+
+
+def test_another_campaign_is_a_404_for_reads_and_for_taking_work():
     mine, other = make_campaign(), make_campaign()
     grader = graders_of(mine)[0]
-    for url in ["/api/assignments/", "/api/judgments/", "/api/assignments/next/"]:
+    for url in ["/api/assignments/", "/api/judgments/"]:
         assert client_for(grader).get(f"{url}?campaign={other.pk}").status_code == 404
+    assert client_for(grader).post("/api/assignments/next/", {"campaign": other.pk}, format="json").status_code == 404
+
+
+def test_taking_work_with_a_get_is_refused_naming_the_post_and_changes_nothing():
+    campaign = make_campaign(n_queries=1, n_candidates=2, graders=1)
+    grader = graders_of(campaign)[0]
+    leases = list(Assignment.objects.values_list("pk", "lease_expires_at"))
+    response = client_for(grader).get(f"/api/assignments/next/?campaign={campaign.pk}")
+    assert response.status_code == 405 and response.headers["Allow"] == "POST, OPTIONS"
+    assert 'POST /api/assignments/next/ with {"campaign": <id>}' in response.json()["detail"]
+    assert list(Assignment.objects.values_list("pk", "lease_expires_at")) == leases
 
 
 def test_judgments_are_only_mine():
@@ -128,17 +157,19 @@ def test_next_serves_my_first_open_assignment_with_a_lease_then_204_when_done():
     campaign = make_campaign(n_queries=1, n_candidates=2, graders=1)
     grader = graders_of(campaign)[0]
     api = client_for(grader)
-    first = api.get(f"/api/assignments/next/?campaign={campaign.pk}")
+    first = api.post("/api/assignments/next/", {"campaign": campaign.pk}, format="json")
     assert first.status_code == 200
     assert first.json()["unit"]["id"] == my_units(grader, campaign)[0].pk and first.json()["lease_expires_at"]
     for unit in my_units(grader, campaign):
         record(grader, campaign, "skip", {}, unit=unit)
-    assert api.get(f"/api/assignments/next/?campaign={campaign.pk}").status_code == 204
+    assert api.post("/api/assignments/next/", {"campaign": campaign.pk}, format="json").status_code == 204
 
 
 def test_next_in_a_closed_campaign_is_refused():
     campaign = make_campaign(status=CampaignStatus.CLOSED)
-    response = client_for(graders_of(campaign)[0]).get(f"/api/assignments/next/?campaign={campaign.pk}")
+    response = client_for(graders_of(campaign)[0]).post(
+        "/api/assignments/next/", {"campaign": campaign.pk}, format="json"
+    )
     assert response.status_code == 403
 
 
@@ -206,9 +237,9 @@ def test_an_extra_unit_from_next_is_served_whole_in_the_same_number_of_queries(n
     newcomer = make_user()
     role_grant(campaign=campaign, user=newcomer, role=Role.GRADER)
     api = client_for(newcomer)
-    allocation_state_get(campaign=campaign)  # the policy changed: the state is rebuilt once, here
+    allocation_state_ensure(campaign=campaign)  # the policy changed: the state is rebuilt once, here
     with CaptureQueriesContext(connection) as queries:
-        served = api.get(f"/api/assignments/next/?campaign={campaign.pk}")
+        served = api.post("/api/assignments/next/", {"campaign": campaign.pk}, format="json")
     statements = [q["sql"] for q in queries.captured_queries]  # the next request clears the log
     assert served.status_code == 200 and served.json()["unit"]["candidate"]["id"]
     listed = api.get(f"/api/assignments/?campaign={campaign.pk}").json()["results"]

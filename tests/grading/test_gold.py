@@ -99,7 +99,7 @@ def test_gold_units_set_up_in_a_draft_leave_its_scale_open_to_change(organizer):
         scheme=Scheme.NUMERIC, n_queries=1, n_candidates=2, organizer=organizer, status=CampaignStatus.DRAFT
     )
     gold_set(organizer=organizer, campaign=campaign, unit_external_id="u0-0", value="7")
-    campaign = campaign_update(campaign=campaign, scheme_params={"min": 0, "max": 20, "step": 1})
+    campaign = campaign_update(campaign=campaign, actor=None, scheme_params={"min": 0, "max": 20, "step": 1})
     assert campaign.scheme_params["max"] == 20
 
 

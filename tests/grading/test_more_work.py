@@ -154,7 +154,7 @@ def test_the_page_gives_the_reason_the_next_api_gives(client, situation):
         role_grant(campaign=campaign, user=user, role=Role.GRADER)
     result = more_work_request(grader=newcomer, campaign=campaign)
     client.force_login(other)
-    api = client.get("/api/assignments/next/", {"campaign": campaign.pk})
+    api = client.post("/api/assignments/next/", {"campaign": campaign.pk}, content_type="application/json")
     explained = assignment_next_explained(grader=other, campaign=campaign)
     assert api.status_code == 204 and explained.assignment is None
     assert api.headers["Evalutron-Reason"] == explained.reason
@@ -189,7 +189,7 @@ def test_with_open_work_of_their_own_the_grader_is_told_to_finish_it_which_the_n
     client.force_login(grader)
     page = client.post(reverse("grading:more", args=[campaign.pk]), follow=True).content.decode()
     assert "You still have units of your own to judge" in page
-    served = client.get("/api/assignments/next/", {"campaign": campaign.pk})
+    served = client.post("/api/assignments/next/", {"campaign": campaign.pk}, content_type="application/json")
     mine = Assignment.objects.filter(grader=grader, status="open", source=AssignmentSource.INITIAL)
     assert served.status_code == 200 and served.json()["id"] in set(mine.values_list("pk", flat=True))
 
@@ -199,7 +199,7 @@ def asked_by_all(client, campaign, grader, reason):
     result = more_work_request(grader=grader, campaign=campaign)
     assert (result.added, result.reason) == (0, reason)
     client.force_login(grader)
-    api = client.get("/api/assignments/next/", {"campaign": campaign.pk})
+    api = client.post("/api/assignments/next/", {"campaign": campaign.pk}, content_type="application/json")
     assert (api.status_code, api.headers["Evalutron-Reason"]) == (204, reason)
     page = client.post(reverse("grading:more", args=[campaign.pk]), follow=True).content.decode()
     assert reason_message(campaign=campaign, reason=reason).replace("'", "&#x27;") in page

@@ -7,9 +7,10 @@ import re
 import pytest
 from django.core import mail
 
+from grading.errors import CampaignLocked, InvalidValue
 from grading.models import Assignment, Campaign, CampaignRole, Judgment
 from grading.models.choices import AssignmentStatus, CampaignStatus, Role
-from grading.services.lifecycle import guidelines_changes
+from grading.services.lifecycle import campaign_admin_update, guidelines_changes
 from tests.factories import make_campaign, make_user, record
 
 pytestmark = pytest.mark.django_db
@@ -110,11 +111,57 @@ def test_the_admin_is_no_back_door(client, campaign):
     assert Campaign.objects.get(pk=campaign.pk).status == "open"
 
 
+def admin_post(campaign: Campaign, **changes) -> dict:
+    data = {
+        "name": campaign.name,
+        "slug": campaign.slug,
+        "description": "",
+        "scheme": campaign.scheme,
+        "scheme_params": "{}",
+        "status": campaign.status,
+        "initial_overlap": campaign.initial_overlap,
+        "max_overlap": campaign.max_overlap,
+        "budget": "",
+        "policy": campaign.policy,
+        "policy_params": "{}",
+        "created_by": "",
+        "new_guidelines": "",
+        "guidelines-TOTAL_FORMS": 0,
+        "guidelines-INITIAL_FORMS": 1,
+        "roles-TOTAL_FORMS": 0,
+        "roles-INITIAL_FORMS": 0,
+    }
+    return {**data, **changes}
+
+
+def test_the_admin_changes_a_draft_campaigns_slug_and_scheme_through_the_lifecycle_service(client, campaign):
+    client.force_login(make_user("boss", is_staff=True, is_superuser=True))
+    url = f"/admin/grading/campaign/{campaign.pk}/change/"
+    params = '{"min": 1, "max": 7, "step": 1}'
+    response = client.post(url, admin_post(campaign, slug="renamed", scheme="numeric", scheme_params=params))
+    assert response.status_code == 302
+    stored = Campaign.objects.get(pk=campaign.pk)
+    assert (stored.slug, stored.scheme, stored.scheme_params["max"]) == ("renamed", "numeric", 7)
+
+
+def test_the_lifecycle_service_refuses_a_taken_slug_and_a_scheme_once_graded(campaign):
+    other = make_campaign(graders=1)
+    with pytest.raises(InvalidValue, match="already taken"):
+        campaign_admin_update(campaign=campaign, actor=None, slug=other.slug)
+    grade_once(campaign)
+    with pytest.raises(CampaignLocked, match="scheme cannot change"):
+        campaign_admin_update(
+            campaign=campaign, actor=None, scheme="numeric", scheme_params={"min": 1, "max": 7, "step": 1}
+        )
+    stored = Campaign.objects.get(pk=campaign.pk)
+    assert (stored.slug, stored.scheme) == (campaign.slug, "broad_fine")
+
+
 def test_edited_guidelines_make_a_version_and_graders_see_what_changed(client, campaign, organizer):
     grader = Assignment.objects.filter(campaign=campaign).first().grader
     client.post(f"/organize/campaigns/{campaign.pk}/status/open/")
     client.force_login(grader)
-    client.get(f"/campaigns/{campaign.pk}/guidelines/")  # reads version 1
+    client.post(f"/campaigns/{campaign.pk}/guidelines/")  # has read version 1
     client.force_login(organizer)
     client.post(
         f"/organize/campaigns/{campaign.pk}/", settings_post(campaign, guidelines="Judge similarity.\nIgnore loudness.")
@@ -129,6 +176,8 @@ def test_edited_guidelines_make_a_version_and_graders_see_what_changed(client, c
     assert response["Location"] == f"/campaigns/{campaign.pk}/guidelines/"
     page = client.get(response["Location"]).content.decode()
     assert "What changed since you last read them (version 1 → 2)" in page and "Ignore loudness." in page
+    assert client.get(f"/campaigns/{campaign.pk}/continue/")["Location"] == response["Location"]  # not read yet
+    assert client.post(response["Location"])["Location"] == f"/campaigns/{campaign.pk}/continue/"
     assert client.get(f"/campaigns/{campaign.pk}/continue/")["Location"].startswith(f"/campaigns/{campaign.pk}/grade/")
 
 

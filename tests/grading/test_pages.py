@@ -96,12 +96,23 @@ def test_a_closed_campaign_page_is_read_only():
     assert "takes no judgments" in html and '"readonly": true' in html
 
 
-def test_opening_the_guidelines_page_is_an_event():
+def test_leaving_the_guidelines_page_by_its_button_records_that_they_were_read():
     campaign = make_campaign()
     grader = graders_of(campaign)[0]
-    response = logged_in(grader).get(f"/campaigns/{campaign.pk}/guidelines/")
+    client = logged_in(grader)
+    response = client.get(f"/campaigns/{campaign.pk}/guidelines/")
     assert response.status_code == 200 and "Judge how similar" in response.content.decode()
-    assert GradingEvent.objects.get().type == "guidelines_viewed"
+    assert not GradingEvent.objects.exists()  # looking changes nothing
+    response = client.post(f"/campaigns/{campaign.pk}/guidelines/")
+    assert response["Location"] == f"/campaigns/{campaign.pk}/continue/"
+    event = GradingEvent.objects.get()
+    assert (event.type, event.payload["via"], event.grader) == ("guidelines_viewed", "page", grader)
+
+
+def test_the_guidelines_of_a_closed_campaign_lead_back_without_an_event():
+    campaign = make_campaign(status=CampaignStatus.CLOSED)
+    response = logged_in(graders_of(campaign)[0]).post(f"/campaigns/{campaign.pk}/guidelines/")
+    assert response.status_code == 302 and not GradingEvent.objects.exists()
 
 
 def test_a_grader_with_nothing_assigned_is_told_so():

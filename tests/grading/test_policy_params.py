@@ -80,9 +80,9 @@ def test_the_services_store_nothing_when_a_parameter_is_bad():
         campaign_create(name="x", slug="x", scheme="broad_fine", policy_params={"repeat_share": 0.9})
     assert not Campaign.objects.exists()
     campaign = make_campaign(n_queries=1, n_candidates=2)
-    campaign_update(campaign=campaign, policy_params={"repeat_share": 0.1})
+    campaign_update(campaign=campaign, actor=None, policy_params={"repeat_share": 0.1})
     with pytest.raises(InvalidValue, match="policy_params.batch_size"):
-        campaign_update(campaign=campaign, name="renamed", policy_params={"batch_size": 0})
+        campaign_update(campaign=campaign, actor=None, name="renamed", policy_params={"batch_size": 0})
     campaign.refresh_from_db()
     assert (campaign.name, campaign.policy_params) != ("renamed", {"batch_size": 0})
     assert campaign.policy_params == {"repeat_share": 0.1}

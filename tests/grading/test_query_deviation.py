@@ -9,7 +9,7 @@ from django.db.models import Count, Q
 from grading.models import Assignment, QueryAllocation, UnitAllocation
 from grading.models.choices import Policy, Scheme
 from grading.services.allocation import assignment_next
-from grading.services.allocation_state import allocation_state_build, allocation_state_get
+from grading.services.allocation_state import allocation_state_build, allocation_state_ensure
 from grading.services.campaigns import role_grant
 from grading.services.query_deviation import deviating_queries
 from tests.factories import make_campaign, make_user, record
@@ -22,7 +22,7 @@ def deviation_campaign(n_queries=3, **params):
     campaign = make_campaign(scheme=Scheme.CATEGORICAL, n_queries=n_queries, n_candidates=4, graders=4, overlap=2)
     campaign.policy, campaign.max_overlap, campaign.policy_params = Policy.QUERY_DEVIATION, 4, params
     campaign.save()
-    allocation_state_get(campaign=campaign)
+    allocation_state_ensure(campaign=campaign)
     return campaign
 
 
@@ -100,6 +100,6 @@ def test_other_policies_keep_no_query_counts():
     campaign = deviation_campaign()
     campaign.policy = Policy.CONSENSUS
     campaign.save()
-    allocation_state_get(campaign=campaign)  # the policy changed: the state is rebuilt
+    allocation_state_ensure(campaign=campaign)  # the policy changed: the state is rebuilt
     judge_all(campaign, lambda a: "ok")
     assert not QueryAllocation.objects.filter(campaign=campaign).exists()

@@ -6,7 +6,7 @@ from __future__ import annotations
 import pytest
 
 from analysis import selectors as analysis_selectors
-from analysis.services.hidden_units import hidden_units_section
+from analysis.services.sections.hidden_units import hidden_units_section
 from grading import selectors
 from grading.models import Assignment, GradingEvent, Judgment, RepeatAnswer
 from grading.models.choices import AssignmentStatus

@@ -2,12 +2,14 @@
 
 from __future__ import annotations
 
+import json
+
 from django.contrib import messages
 from django.contrib.auth.decorators import login_required
 from django.http import HttpRequest, HttpResponse
 from django.shortcuts import redirect, render
 
-from grading import selectors
+from grading import selectors, selectors_organizer
 from grading.errors import GradingError
 from grading.forms import CampaignEditForm
 from grading.models import Campaign
@@ -33,8 +35,6 @@ def _initial(campaign: Campaign) -> dict:
 
 
 def _json(value: dict) -> str:
-    import json
-
     return json.dumps(value) if value else ""
 
 
@@ -64,13 +64,7 @@ def _page(
             "started": started,
             "lock_reason": lifecycle.LOCK_REASON,
             "steps": steps,
-            "counts": {
-                "queries": campaign.queries.count(),
-                "candidates": campaign.candidates.count(),
-                "units": campaign.units.count(),
-                "systems": campaign.systems.count(),
-                "assignments": campaign.assignments.count(),
-            },
+            "counts": selectors_organizer.campaign_counts(campaign=campaign),
         },
         status=status,
     )
@@ -88,7 +82,7 @@ def campaign_detail(request: HttpRequest, campaign_id: int) -> HttpResponse:
     if not fields["scheme_params"]:
         fields.pop("scheme_params")  # left empty: keep the current parameters
     try:
-        lifecycle.campaign_settings_update(campaign=campaign, **fields)
+        lifecycle.campaign_settings_update(campaign=campaign, actor=request.user, **fields)
     except GradingError as exc:
         return _page(request, campaign, form=form, errors=[*error_list(exc), "Nothing was changed."], status=400)
     messages.success(request, "Settings saved.")
@@ -101,7 +95,7 @@ def campaign_status(request: HttpRequest, campaign_id: int, to: str) -> HttpResp
     campaign = organized(request, campaign_id)
     if request.method == "POST":
         try:
-            lifecycle.campaign_transition(campaign=campaign, to=to)
+            lifecycle.campaign_transition(campaign=campaign, to=to, actor=request.user)
         except GradingError as exc:
             return _page(request, campaign, errors=error_list(exc), status=400)
         messages.success(request, f"{campaign.name} is now {to}.")

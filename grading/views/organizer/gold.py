@@ -5,12 +5,12 @@ from __future__ import annotations
 
 from django.contrib import messages
 from django.contrib.auth.decorators import login_required
-from django.db.models import Count, Q
 from django.http import HttpRequest, HttpResponse
 from django.shortcuts import redirect, render
 
+from grading import selectors_organizer
 from grading.errors import GradingError
-from grading.models import Campaign, GoldAnswer
+from grading.models import Campaign
 from grading.models.choices import Scheme
 from grading.services.adjudication import VALUE_KIND
 from grading.services.allocation_state import categories_of
@@ -44,12 +44,7 @@ def gold(request: HttpRequest, campaign_id: int) -> HttpResponse:
 
 
 def _page(request: HttpRequest, campaign: Campaign, *, errors: list[str], posted) -> HttpResponse:
-    rows = (
-        GoldAnswer.objects.filter(campaign=campaign)
-        .select_related("unit")
-        .order_by("unit__external_id")
-        .annotate(judged=Count("unit__judgments", filter=Q(unit__judgments__skipped=False)))
-    )
+    rows = selectors_organizer.gold_answers_of(campaign=campaign)
     numeric = campaign.scheme == Scheme.NUMERIC
     return render(
         request,

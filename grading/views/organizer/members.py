@@ -5,16 +5,16 @@ from __future__ import annotations
 from django.conf import settings
 from django.contrib import messages
 from django.contrib.auth.decorators import login_required
-from django.http import HttpRequest, HttpResponse
+from django.http import Http404, HttpRequest, HttpResponse
 from django.shortcuts import redirect, render
 from django.views.decorators.http import require_POST
 
+from grading import selectors_organizer
 from grading.errors import GradingError
 from grading.forms import MembersForm
-from grading.models import Campaign, CampaignRole
-from grading.models.choices import AssignmentStatus
+from grading.models import Campaign
 from grading.services import members as members_service
-from grading.services.campaigns import assignments_create_initial
+from grading.services.organizer import assignments_initial
 from grading.views.organizer import error_list, organized
 
 
@@ -27,28 +27,13 @@ def _page(
     errors: list[str] | None = None,
     status: int = 200,
 ) -> HttpResponse:
-    from django.db.models import Count, Q
-
-    roles = list(
-        CampaignRole.objects.filter(campaign=campaign)
-        .select_related("user")
-        .order_by("role", "pseudonym", "user__username")
-    )
-    open_work = dict(
-        campaign.assignments.order_by()
-        .values("grader_id")
-        .annotate(n=Count("pk", filter=Q(status=AssignmentStatus.OPEN)))
-        .values_list("grader_id", "n")
-    )
-    for role in roles:
-        role.open_work = open_work.get(role.user_id, 0)
     return render(
         request,
         "grading/organizer/members.html",
         {
             "campaign": campaign,
             "form": form or MembersForm(),
-            "roles": roles,
+            "roles": selectors_organizer.members_of(campaign=campaign),
             "added": added or [],
             "errors": errors or [],
             "email_enabled": settings.EMAIL_ENABLED,
@@ -71,6 +56,7 @@ def members(request: HttpRequest, campaign_id: int) -> HttpResponse:
             people=form.cleaned_data["people"],
             role=form.cleaned_data["role"],
             absolute_url=request.build_absolute_uri,
+            actor=request.user,
         )
     except GradingError as exc:
         return _page(request, campaign, form=form, errors=[*error_list(exc), "Nobody was added."], status=400)
@@ -81,14 +67,12 @@ def members(request: HttpRequest, campaign_id: int) -> HttpResponse:
 def member_remove(request: HttpRequest, campaign_id: int, user_id: int, role: str) -> HttpResponse:
     """GET asks for confirmation; POST removes."""
     campaign = organized(request, campaign_id)
-    member = CampaignRole.objects.filter(campaign=campaign, user_id=user_id, role=role).select_related("user").first()
+    member = selectors_organizer.member_get(campaign=campaign, user_id=user_id, role=role)
     if member is None:
-        from django.http import Http404
-
         raise Http404("No such member.")
     if request.method == "POST":
         try:
-            returned = members_service.member_remove(campaign=campaign, user_id=user_id, role=role)
+            returned = members_service.member_remove(campaign=campaign, user_id=user_id, role=role, actor=request.user)
         except GradingError as exc:
             return _page(request, campaign, errors=error_list(exc), status=400)
         messages.success(
@@ -105,7 +89,7 @@ def member_remove(request: HttpRequest, campaign_id: int, user_id: int, role: st
 def assign_initial(request: HttpRequest, campaign_id: int) -> HttpResponse:
     campaign = organized(request, campaign_id)
     try:
-        made = assignments_create_initial(campaign=campaign, seed=0)
+        made = assignments_initial(campaign=campaign, actor=request.user, seed=0)
     except GradingError as exc:
         return _page(request, campaign, errors=error_list(exc), status=400)
     messages.success(request, f"Created {made} assignment(s): every unit now has {campaign.initial_overlap} grader(s).")

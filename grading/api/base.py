@@ -1,0 +1,110 @@
+"""What every grading API view is built on: the JSON parser, validation of a request's shape, and
+the error body. Every refusal becomes the same body, {code, detail, field, value}, with the
+service's HTTP status, and never a 500 for bad input. Who may call a view: grading.api.permissions.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+from typing import Any
+
+from rest_framework import exceptions, serializers
+from rest_framework.parsers import FormParser, JSONParser, MultiPartParser
+from rest_framework.response import Response
+from rest_framework.views import APIView
+
+from grading.api.permissions import API_PERMISSIONS
+from grading.errors import GradingError, InvalidValue
+from grading.jsontext import surrogate_problem
+
+
+class TolerantJSONParser(JSONParser):
+    """Parses NaN and Infinity instead of refusing the whole body, so that validation can say
+    *which* field holds one; a deeply nested body is refused as a parse error."""
+
+    strict = False
+
+    def parse(self, stream: Any, media_type: str | None = None, parser_context: Any = None) -> Any:
+        try:
+            return super().parse(stream, media_type, parser_context)
+        except RecursionError:
+            raise exceptions.ParseError("JSON parse error - nested too deeply.") from None
+
+
+def _safe(value: Any) -> Any:
+    """A value that can go back in a JSON error body."""
+    if isinstance(value, float) and not math.isfinite(value):
+        return str(value)
+    if isinstance(value, str | int | float | bool | type(None)):
+        return value if not isinstance(value, str) else value[:200]
+    text = json.dumps(value, default=str, allow_nan=True)
+    return text if len(text) <= 200 else text[:200] + "…"
+
+
+def error_body(exc: GradingError) -> dict[str, Any]:
+    body = exc.as_dict()
+    if "value" in body:
+        body["value"] = _safe(exc.value)
+    if getattr(exc, "errors", None):
+        body["errors"] = exc.errors  # every field's problems, for forms
+    return body
+
+
+def _first_error(detail: Any, data: Any, path: str = "") -> tuple[str, str, Any]:
+    """The first (field path, message, offending value) in a DRF error tree."""
+    if isinstance(detail, dict):
+        key = next(iter(detail))
+        sub = data.get(key) if isinstance(data, dict) and key != "non_field_errors" else data
+        name = path if key == "non_field_errors" else (f"{path}.{key}" if path else str(key))
+        return _first_error(detail[key], sub, name)
+    if isinstance(detail, list) and detail:
+        for i, item in enumerate(detail):
+            if item:  # ListField errors are keyed by index; empty entries mean "fine"
+                if isinstance(item, dict | list):
+                    sub = data[i] if isinstance(data, list) and i < len(data) else None
+                    return _first_error(item, sub, f"{path}[{i}]")
+                return path or "body", str(item), data
+    if isinstance(detail, dict | list):
+        return path or "body", "is invalid.", data
+    return path or "body", str(detail), data
+
+
+def validation_error(detail: Any, data: Any) -> InvalidValue:
+    field, message, value = _first_error(detail, data)
+    error = InvalidValue(f"{field}: {message}", field=field, value=value)
+    error.errors = detail  # type: ignore[attr-defined]
+    return error
+
+
+def validated(serializer_class: type[serializers.Serializer], data: Any) -> dict[str, Any]:
+    """The serializer's validated data, or InvalidValue naming the first bad field and its value."""
+    problem = surrogate_problem(data)
+    if problem:
+        raise InvalidValue(
+            f"{problem[0]} holds a lone surrogate (text that is not valid Unicode): {problem[1]}",
+            field=problem[0],
+            value=problem[1],
+        )
+    serializer = serializer_class(data=data)
+    if not serializer.is_valid():
+        raise validation_error(serializer.errors, data)
+    return serializer.validated_data
+
+
+class GradingAPIView(APIView):
+    """The base of the grading API's views: the parsers, the permissions, and refusals as error bodies."""
+
+    parser_classes = [TolerantJSONParser, FormParser, MultiPartParser]
+    permission_classes = API_PERMISSIONS
+
+    def handle_exception(self, exc: Exception) -> Response:
+        if isinstance(exc, GradingError):
+            return Response(error_body(exc), status=exc.http_status)
+        if isinstance(exc, exceptions.ValidationError):
+            return Response(error_body(validation_error(exc.detail, getattr(self.request, "data", None))), status=400)
+        if isinstance(exc, exceptions.ParseError):
+            return Response(
+                {"code": "parse_error", "detail": str(exc.detail), "field": "body", "value": None}, status=400
+            )
+        return super().handle_exception(exc)
