@@ -5,7 +5,6 @@ from __future__ import annotations
 from typing import Any
 
 from django.http import Http404, HttpResponse, StreamingHttpResponse
-from django.shortcuts import get_object_or_404
 from drf_spectacular.types import OpenApiTypes
 from drf_spectacular.utils import OpenApiParameter, extend_schema
 from rest_framework import serializers, status
@@ -23,6 +22,7 @@ from analysis.services.uploads import system_orderings_upload
 from grading.errors import InvalidValue
 from grading.jsontext import surrogate_problem
 from grading.models import Campaign
+from grading.services.audit import export_record
 from grading.services.system_outputs import csv_line, json_row, system_orderings_rows_from_csv
 
 UPLOAD_MAX_BYTES = 20 * 1024 * 1024
@@ -61,8 +61,8 @@ class AnalysisRunInput(serializers.Serializer):
 
 def _campaign_known(request: Request, campaign_id: int) -> Campaign:
     """The campaign, or 404 for one the user may not know exists (as the grading endpoints answer)."""
-    campaign = get_object_or_404(Campaign, pk=campaign_id)
-    if not selectors.user_knows_campaign(user=request.user, campaign_id=campaign.pk):
+    campaign = selectors.campaign_get(campaign_id=campaign_id)
+    if campaign is None or not selectors.user_knows_campaign(user=request.user, campaign_id=campaign.pk):
         raise Http404("No campaign matches the given query.")
     return campaign
 
@@ -85,7 +85,7 @@ class CampaignAnalysesView(APIView):
     @extend_schema(responses=AnalysisRunSerializer(many=True), summary="The campaign's latest analysis runs")
     def get(self, request: Request, campaign_id: int) -> Response:
         campaign = _campaign_for_reports(request, campaign_id)
-        recent = AnalysisRun.objects.filter(campaign=campaign).order_by("-created_at", "-id")[:20]
+        recent = selectors.runs_recent(campaign_id=campaign.pk)
         return Response(AnalysisRunSerializer(recent, many=True).data)
 
     @extend_schema(request=AnalysisRunInput, responses={202: AnalysisRunSerializer}, summary="Start an analysis run")
@@ -118,7 +118,9 @@ class AnalysisRunView(APIView):
         summary="One analysis run: status, progress, stage, error (poll this)",
     )
     def get(self, request: Request, run_id: int) -> Response:
-        run = get_object_or_404(AnalysisRun, pk=run_id)
+        run = selectors.run_get(run_id=run_id)
+        if run is None:
+            raise Http404("No analysis matches the given query.")
         _campaign_for_reports(request, run.campaign_id)
         data: dict[str, Any] = AnalysisRunSerializer(run).data
         if request.query_params.get("result") in ("1", "true") and run.status == RunStatus.SUCCEEDED:
@@ -264,6 +266,7 @@ class GroundTruthView(APIView):
                 "No analysis has succeeded for this campaign yet: run one first.", status=409, content_type="text/plain"
             )
         body = export.ground_truth_bytes(run, filters, fmt)
+        export_record(actor=request.user, campaign=campaign, what="ground-truth", fmt=fmt, analysis=run.number)
         response = HttpResponse(body, content_type=export.FORMATS[fmt])
         response["Content-Disposition"] = f'attachment; filename="{campaign.slug}-ground-truth.{fmt}"'
         return response
@@ -282,6 +285,7 @@ class EventLogView(APIView):
         fmt = request.query_params.get("format", "csv")
         if fmt not in export.EVENT_FORMATS:
             raise ValidationError({"format": [f"must be one of {', '.join(export.EVENT_FORMATS)}; got {fmt!r}"]})
+        export_record(actor=request.user, campaign=campaign, what="events", fmt=fmt)
         response = StreamingHttpResponse(export.events_stream(campaign.pk, fmt), content_type=export.EVENT_FORMATS[fmt])
         response["Content-Disposition"] = f'attachment; filename="{campaign.slug}-events.{fmt}"'
         return response

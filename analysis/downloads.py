@@ -12,6 +12,7 @@ from django.shortcuts import redirect
 
 from analysis import export, selectors, streams
 from grading.models.choices import Scheme
+from grading.services.audit import export_record
 from grading.views.organizer import organized
 
 DOWNLOADS: dict[tuple[str, str], str] = {
@@ -32,11 +33,12 @@ def download(request: HttpRequest, campaign_id: int, what: str, fmt: str) -> Htt
     if content_type is None or (what == "ordering-ground-truth" and campaign.scheme != Scheme.ORDERING):
         raise Http404(f"No download {what}.{fmt} for this campaign.")
     filename = f"{campaign.slug}-{what}.{fmt}"
+    run = selectors.run_latest_good(campaign_id=campaign.pk) if what == "ground-truth" else None
+    if what == "ground-truth" and run is None:
+        messages.info(request, "The ground truth comes from an analysis: run one first, then download it.")
+        return redirect("analysis:report", campaign_id=campaign.pk)
+    export_record(actor=request.user, campaign=campaign, what=what, fmt=fmt, analysis=run.number if run else None)
     if what == "ground-truth":
-        run = selectors.run_latest_good(campaign_id=campaign.pk)
-        if run is None:
-            messages.info(request, "The ground truth comes from an analysis: run one first, then download it.")
-            return redirect("analysis:report", campaign_id=campaign.pk)
         filters = export.Filters()
         body = {
             "csv": streams.ground_truth_csv,

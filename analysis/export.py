@@ -20,7 +20,9 @@ import json
 from collections.abc import Iterator
 from dataclasses import asdict, dataclass
 from datetime import UTC, datetime
+from functools import partial
 from itertools import islice
+from json.encoder import encode_basestring
 from typing import Any, Literal
 
 import numpy as np
@@ -30,7 +32,8 @@ from django.db.models import Q
 from analysis import pgcopy
 from analysis.metrics.consensus import consensus_category
 from analysis.models import AnalysisRun, UnitResult
-from grading.models import GradingEvent
+from analysis.services.values import value_spec
+from grading.models import Adjudication, GradingEvent
 
 Format = Literal["csv", "json", "parquet"]
 FORMATS: dict[str, str] = {"csv": "text/csv", "json": "application/json", "parquet": "application/vnd.apache.parquet"}
@@ -112,9 +115,6 @@ class _Shape:
 
 
 def _shape_of(run: AnalysisRun, qs: Any) -> _Shape:
-    from analysis.services.values import value_spec
-    from grading.models import Adjudication
-
     broad = qs.filter(n_ns__isnull=False).exists()
     return _Shape(
         broad=broad,
@@ -252,8 +252,8 @@ def ground_truth_bytes(run: AnalysisRun, filters: Filters, fmt: str) -> bytes:
         head = "".join(f"# {key}: {json.dumps(value, ensure_ascii=False)}\n" for key, value in meta.items())
         return (head + frame_to_csv(frame)).encode()
     if fmt == "json":
-        rows = [_plain_row(row) for row in frame.astype(object).where(frame.notna(), None).to_dict("records")]
-        return json.dumps({"metadata": meta, "units": rows}, ensure_ascii=False, allow_nan=False).encode()
+        head = json.dumps(meta, ensure_ascii=False, allow_nan=False)
+        return ('{"metadata": ' + head + ', "units": [' + frame_to_json_objects(frame) + "]}").encode()
     return _parquet(frame, meta)
 
 
@@ -295,9 +295,46 @@ def _column_text(column: pd.Series) -> list[str]:
     return np.array([*texts, ""], dtype=object)[codes].tolist()  # code -1 (missing) takes the last: ""
 
 
-def _plain_row(row: dict[str, Any]) -> dict[str, Any]:
-    """numpy scalars to Python (json.dumps writes floats with the shortest round-trip repr)."""
-    return {k: v.item() if hasattr(v, "item") else v for k, v in row.items()}
+def frame_to_json_objects(frame: pd.DataFrame) -> str:
+    """The rows as JSON objects joined by ", ": the same text as ``json.dumps`` of each row (keys in
+    column order, missing values and NaN as null, numpy scalars as Python's, ``ensure_ascii=False``,
+    infinities refused), several times faster.
+
+    As in :func:`frame_to_csv`, each column is formatted on its own, once per distinct value (floats
+    by ``repr``, as ``json.dumps`` writes them) with its key in front, then the rows are joined in C.
+    """
+    if frame.empty:
+        return ""
+    columns = []
+    for i, name in enumerate(frame.columns):
+        key = json.dumps(str(name), ensure_ascii=False) + ": "
+        columns.append(_column_json(frame[name], prefix=key if i == 0 else ", " + key))
+    return "{" + "}, {".join(map("".join, zip(*columns, strict=True))) + "}"
+
+
+def _column_json(column: pd.Series, *, prefix: str) -> list[str]:
+    """Each value of the column as json.dumps writes it, after `prefix`."""
+    if column.dtype == "bool":
+        return np.where(column.to_numpy(), prefix + "true", prefix + "false").astype(object).tolist()
+    if isinstance(column.dtype, np.dtype) and column.dtype.kind == "f":
+        values = column.to_numpy(dtype=np.float64)
+        if np.isinf(values).any():
+            raise ValueError(f"Out of range float values are not JSON compliant (column {column.name!r})")
+        # Factorized by bit pattern, so that -0.0 keeps its sign; every NaN is null.
+        codes, uniques = pd.factorize(values.view(np.int64))
+        texts = [prefix + ("null" if v != v else repr(v)) for v in uniques.view(np.float64).tolist()]
+    elif pd.api.types.is_integer_dtype(column.dtype):  # int64, or Int64 with missing values
+        codes, uniques = pd.factorize(column, use_na_sentinel=True)
+        texts = [*(prefix + str(int(v)) for v in uniques), prefix + "null"]  # code -1 (missing): the last
+    elif pd.api.types.infer_dtype(column, skipna=True) in ("string", "empty"):
+        # encode_basestring is what json.dumps writes a str with (ensure_ascii=False), without its overhead.
+        codes, uniques = pd.factorize(column, use_na_sentinel=True)
+        texts = [*(prefix + encode_basestring(v) for v in uniques), prefix + "null"]
+    else:
+        plain = column.astype(object).where(column.notna(), None).tolist()
+        dumps = partial(json.dumps, ensure_ascii=False, allow_nan=False)
+        return [prefix + dumps(v.item() if hasattr(v, "item") else v) for v in plain]
+    return np.array(texts, dtype=object)[codes].tolist()
 
 
 def _parquet(frame: pd.DataFrame, meta: dict[str, Any]) -> bytes:

@@ -105,3 +105,30 @@ class UnitResult(models.Model):
 
     def __str__(self) -> str:
         return f"unit {self.unit_id} in run {self.run_id}"
+
+
+class SystemEvaluation(models.Model):
+    """The uploaded system scores evaluated against one run's units under settings an organizer chose
+    on the report page (ground truth, confusability measure, low-confusability threshold; docs/design.md
+    §5.7). Computed when asked for, by a POST, and stored: the report page only shows it."""
+
+    run = models.ForeignKey(AnalysisRun, on_delete=models.CASCADE, related_name="system_evaluations")
+    key = models.CharField(max_length=100, help_text="aggregate|measure|threshold: one evaluation per run and key.")
+    aggregate = models.CharField(max_length=20)
+    measure = models.CharField(max_length=20)
+    threshold = models.FloatField(null=True, blank=True, help_text="Empty: the median of the measure.")
+    uploaded = models.JSONField(help_text="The systems section's `uploaded` part under these settings.")
+    created_by = models.ForeignKey(
+        settings.AUTH_USER_MODEL, null=True, blank=True, on_delete=models.SET_NULL, related_name="+"
+    )
+    created_at = models.DateTimeField(auto_now_add=True)
+
+    class Meta:
+        constraints = [models.UniqueConstraint(fields=["run", "key"], name="system_evaluation_unique")]
+
+    def __str__(self) -> str:
+        return f"{self.key} of run {self.run_id}"
+
+    @staticmethod
+    def key_of(*, aggregate: str, measure: str, threshold: float | None) -> str:
+        return f"{aggregate}|{measure}|{'' if threshold is None else repr(float(threshold))}"

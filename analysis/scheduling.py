@@ -6,6 +6,9 @@ import time
 
 from django.utils import timezone
 
+from analysis.models import AnalysisRun, RunStatus, RunTrigger
+from analysis.services.runs import run_schedule_auto
+
 # campaign id -> time.monotonic() before which a queued automatic run is known not to have started.
 # Until then new judgments need nothing: that run reads the database when it starts and sees them.
 # This keeps the grading write path free of a scheduling query on almost every event.
@@ -15,9 +18,6 @@ _MARGIN_SECONDS = 2.0
 
 def schedule_auto_run(*, campaign_id: int) -> None:
     """Queue a debounced automatic analysis of the campaign; never more than one waits per campaign."""
-    from analysis.models import AnalysisRun, RunStatus, RunTrigger
-    from analysis.services.runs import run_schedule_auto
-
     if _QUEUED_UNTIL.get(campaign_id, 0.0) > time.monotonic():
         return
     run = run_schedule_auto(campaign_id=campaign_id)

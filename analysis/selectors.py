@@ -8,7 +8,7 @@ objects alive at once.
 from __future__ import annotations
 
 from collections import Counter
-from collections.abc import Mapping
+from collections.abc import Iterator, Mapping
 from typing import Any
 
 import pandas as pd
@@ -19,12 +19,13 @@ from django.db.models.fields.json import KT
 from django.db.models.functions import Cast
 
 from analysis import pgcopy
-from analysis.models import AnalysisRun, RunStatus, UnitResult
+from analysis.models import AnalysisRun, RunStatus, SystemEvaluation, UnitResult
 from grading.models import (
     Assignment,
     Campaign,
     CampaignRole,
     Candidate,
+    CandidateProvenance,
     GradingEvent,
     Judgment,
     Ordering,
@@ -199,12 +200,13 @@ def unit_labels(*, unit_ids: list[int]) -> dict[int, dict[str, Any]]:
 
 
 def comment_list(*, campaign_id: int, limit: int = 500) -> list[dict[str, Any]]:
-    """Graders' comments on units (the current text of each), by unit: unit id and external id,
-    grader id, text, last change."""
+    """Graders' comments on units (the current text of each), the first `limit` in unit order (the
+    campaign's), then by grader: unit id and external id, grader id, text, last change. Read through
+    the partial index of commented judgments: the cost is the comments', not the campaign's."""
     rows = (
         Judgment.objects.filter(campaign_id=campaign_id)
         .exclude(comment="")
-        .order_by("unit__external_id", "grader_id")
+        .order_by("unit_id", "grader_id")
         .values("unit_id", "unit__external_id", "grader_id", "comment", "updated_at")[:limit]
     )
     return [
@@ -217,6 +219,11 @@ def comment_list(*, campaign_id: int, limit: int = 500) -> list[dict[str, Any]]:
         }
         for r in rows
     ]
+
+
+def comment_count(*, campaign_id: int) -> int:
+    """How many judgments of the campaign have a comment (from the same index)."""
+    return Judgment.objects.filter(campaign_id=campaign_id).exclude(comment="").count()
 
 
 def grader_pseudonyms(*, campaign_id: int) -> dict[int, str]:
@@ -286,7 +293,9 @@ def campaign_overview(*, campaign_id: int) -> dict[str, Any]:
 
 
 def run_latest(*, campaign_id: int) -> AnalysisRun | None:
-    return AnalysisRun.objects.filter(campaign_id=campaign_id).order_by("-created_at", "-id").first()
+    """The campaign's latest run of any state, without its result (read on access): the report shows
+    its state, and reads the result of the latest good run once (`run_latest_good`)."""
+    return AnalysisRun.objects.filter(campaign_id=campaign_id).defer("result").order_by("-created_at", "-id").first()
 
 
 def run_latest_good(*, campaign_id: int) -> AnalysisRun | None:
@@ -297,9 +306,19 @@ def run_latest_good(*, campaign_id: int) -> AnalysisRun | None:
     )
 
 
+def system_evaluation_get(
+    *, run_id: int, aggregate: str, measure: str, threshold: float | None
+) -> SystemEvaluation | None:
+    """The run's stored evaluation of the uploaded system scores under these settings, if asked for."""
+    key = SystemEvaluation.key_of(aggregate=aggregate, measure=measure, threshold=threshold)
+    return SystemEvaluation.objects.filter(run_id=run_id, key=key).first()
+
+
 def run_active(*, campaign_id: int) -> AnalysisRun | None:
+    """The campaign's queued or running run, without its result (read on access)."""
     return (
         AnalysisRun.objects.filter(campaign_id=campaign_id, status__in=[RunStatus.QUEUED, RunStatus.RUNNING])
+        .defer("result")
         .order_by("-created_at", "-id")
         .first()
     )
@@ -319,6 +338,45 @@ def unit_results_extremes(*, run_id: int, measure: str = "std", limit: int = 10)
 
 
 # --- permissions ----------------------------------------------------------------------------------
+
+
+def campaign_get(*, campaign_id: int) -> Campaign | None:
+    """The campaign, or None; who may know of it is for `user_knows_campaign` to say."""
+    return Campaign.objects.filter(pk=campaign_id).first()
+
+
+def runs_recent(*, campaign_id: int, limit: int = 20) -> list[AnalysisRun]:
+    """The campaign's latest runs, newest first."""
+    return list(AnalysisRun.objects.filter(campaign_id=campaign_id).order_by("-created_at", "-id")[:limit])
+
+
+def run_get(*, run_id: int) -> AnalysisRun | None:
+    return AnalysisRun.objects.filter(pk=run_id).first()
+
+
+def judgment_rows(*, campaign_id: int, fields: list[str], chunk: int) -> Iterator[tuple[Any, ...]]:
+    """The campaign's judgments, by unit then grader, as tuples of `fields`, read `chunk` rows at a time."""
+    return (
+        Judgment.objects.filter(campaign_id=campaign_id)
+        .order_by("unit_id", "grader_id")
+        .values_list(*fields)
+        .iterator(chunk_size=chunk)
+    )
+
+
+def ordering_rows(*, campaign_id: int, chunk: int) -> Iterator[tuple[str, int, list[str]]]:
+    """The campaign's orderings as (query's external id, grader id, items), by query then grader."""
+    return (
+        Ordering.objects.filter(campaign_id=campaign_id)
+        .order_by("query__position", "query_id", "grader_id")
+        .values_list("query__external_id", "grader_id", "items")
+        .iterator(chunk_size=chunk)
+    )
+
+
+def candidate_external_ids(*, campaign_id: int) -> dict[str, str]:
+    """public id -> external id of the campaign's candidates."""
+    return dict(Candidate.objects.filter(campaign_id=campaign_id).values_list("public_id", "external_id"))
 
 
 def user_can_view_reports(*, user: AbstractBaseUser, campaign_id: int) -> bool:
@@ -350,8 +408,6 @@ def provenance_frame(*, campaign_id: int) -> pd.DataFrame:
     """Which system returned which unit's candidate for the unit's query: columns system (name),
     query (id), unit (id). Provenance without a query, or naming a query the candidate is not
     paired with in a unit, has no unit and is left out."""
-    from grading.models import CandidateProvenance
-
     pairs = Unit.objects.filter(campaign_id=campaign_id, query__isnull=False).values_list(
         "query_id", "candidate_id", "pk"
     )

@@ -18,11 +18,10 @@ from typing import IO, Any
 
 import numpy as np
 
-from analysis import export
+from analysis import export, selectors
 from analysis.metrics.orderings import kendall_tau, rba_consensus
 from analysis.models import AnalysisRun
-from grading.models import Campaign, CampaignRole, Judgment, Ordering
-from grading.models.choices import Role
+from grading.models import Campaign
 
 CHUNK = 20_000
 # The judgments CSV: each column and the field it is read from (the grader becomes a pseudonym).
@@ -38,10 +37,6 @@ JUDGMENT_FIELDS = [
 ]
 JUDGMENT_COLUMNS = [column for column, _ in JUDGMENT_FIELDS]
 ORDERING_COLUMNS = ["query", "grader", "kendall_tau", "ordering"]
-
-
-def _pseudonyms(campaign: Campaign) -> dict[int, str]:
-    return dict(CampaignRole.objects.filter(campaign=campaign, role=Role.GRADER).values_list("user_id", "pseudonym"))
 
 
 def _csv_text(rows: list[list[Any]]) -> str:
@@ -71,9 +66,9 @@ def ground_truth_json(run: AnalysisRun, filters: export.Filters) -> Iterator[str
     for frame in export.ground_truth_chunks(run, filters, size=CHUNK):
         if frame.empty:
             continue
-        rows = frame.astype(object).where(frame.notna(), None).to_dict("records")
-        text = ", ".join(json.dumps(export._plain_row(r), ensure_ascii=False, allow_nan=False) for r in rows)
-        yield text if first else ", " + text
+        if not first:
+            yield ", "  # (not prepended: that would copy the chunk's text once more)
+        yield export.frame_to_json_objects(frame)
         first = False
     yield "]}"
 
@@ -116,14 +111,9 @@ def ground_truth_parquet(run: AnalysisRun, filters: export.Filters) -> IO[bytes]
 
 def judgments_csv(campaign: Campaign) -> Iterator[str]:
     """One row per grader and unit: the current value of each judgment (graders by pseudonym)."""
-    names = _pseudonyms(campaign)
+    names = selectors.grader_pseudonyms(campaign_id=campaign.pk)
     yield ",".join(JUDGMENT_COLUMNS) + "\n"
-    rows = (
-        Judgment.objects.filter(campaign=campaign)
-        .order_by("unit_id", "grader_id")
-        .values_list(*(field for _, field in JUDGMENT_FIELDS))
-        .iterator(chunk_size=CHUNK)
-    )
+    rows = selectors.judgment_rows(campaign_id=campaign.pk, fields=[field for _, field in JUDGMENT_FIELDS], chunk=CHUNK)
     while batch := list(islice(rows, CHUNK)):
         yield _csv_text([[*r[:4], names.get(r[4]) or f"#{r[4]}", *r[5:13], r[13].isoformat()] for r in batch])
 
@@ -169,16 +159,11 @@ def events_parquet(campaign: Campaign) -> IO[bytes]:
 def ordering_ground_truth_csv(campaign: Campaign) -> Iterator[str]:
     """Per query: a row with the consensus ordering (sum of ranks, docs/design.md §5.4), then one row
     per grader with their ordering and Kendall's τ against the consensus. Items by external id."""
-    names = _pseudonyms(campaign)
-    external = dict(campaign.candidates.values_list("public_id", "external_id"))
+    names = selectors.grader_pseudonyms(campaign_id=campaign.pk)
+    external = selectors.candidate_external_ids(campaign_id=campaign.pk)
     yield ",".join(ORDERING_COLUMNS) + "\n"
     current, group = None, []
-    rows = (
-        Ordering.objects.filter(campaign=campaign)
-        .order_by("query__position", "query_id", "grader_id")
-        .values_list("query__external_id", "grader_id", "items")
-        .iterator(chunk_size=CHUNK)
-    )
+    rows = selectors.ordering_rows(campaign_id=campaign.pk, chunk=CHUNK)
     for query, grader, items in [*rows, (None, None, None)]:
         if query != current and group:
             yield _csv_text(_ordering_rows(current, group, names, external))

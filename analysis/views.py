@@ -3,12 +3,13 @@
 from __future__ import annotations
 
 from typing import Any
+from urllib.parse import urlencode
 
 from django.contrib import messages
 from django.contrib.auth.decorators import login_required
 from django.core.exceptions import PermissionDenied
 from django.http import Http404, HttpRequest, HttpResponse
-from django.shortcuts import get_object_or_404, redirect, render
+from django.shortcuts import redirect, render
 from django.urls import reverse
 from django.views.decorators.http import require_POST
 
@@ -16,10 +17,10 @@ from analysis import selectors
 from analysis.models import RunTrigger
 from analysis.presentation.forms import InstrumentLinksForm, SystemEvaluationForm
 from analysis.presentation.glossary import TERMS, glossary
+from analysis.presentation.report_tables import report_plots_of_run, report_tables
 from analysis.presentation.summary import report_summary
 from analysis.services import runs
-from analysis.services.systems import systems_reevaluate
-from analysis.services.tables import report_plots, report_tables
+from analysis.services.system_evaluation import system_evaluation_create
 from analysis.services.uploads import run_after_upload, system_orderings_upload, system_scores_upload
 from grading.errors import InvalidValue
 from grading.models import Campaign
@@ -32,12 +33,10 @@ UPLOAD_MAX_BYTES = 20 * 1024 * 1024
 
 
 def _campaign(request: HttpRequest, campaign_id: int) -> Campaign:
-    campaign = get_object_or_404(Campaign, pk=campaign_id)
-    if not selectors.user_knows_campaign(user=request.user, campaign_id=campaign.pk):
-        raise Http404("No campaign matches the given query.")  # as for a campaign that does not exist
+    campaign = selectors.campaign_get(campaign_id=campaign_id)
+    if campaign is None or not selectors.user_knows_campaign(user=request.user, campaign_id=campaign.pk):
+        raise Http404("No campaign matches the given query.")  # a campaign not theirs is not revealed
     if not selectors.user_can_view_reports(user=request.user, campaign_id=campaign.pk):
-        if not campaign.roles.filter(user=request.user).exists():
-            raise Http404("No such campaign among yours.")  # its existence is not revealed
         raise PermissionDenied("Only the campaign's organizers and admins see its report.")
     return campaign
 
@@ -54,12 +53,22 @@ def _report(
     upload_error: str = "",
     scores_error: str = "",
     links_form: InstrumentLinksForm | None = None,
+    evaluation: SystemEvaluationForm | None = None,
+    evaluation_error: str = "",
     status: int = 200,
 ) -> HttpResponse:
     good = selectors.run_latest_good(campaign_id=campaign.pk)
-    evaluation = SystemEvaluationForm(request.GET if "aggregate" in request.GET else None)
-    if good is not None and evaluation.is_valid():
-        good.result = systems_reevaluate(run=good, **evaluation.cleaned_data)  # shown, never stored
+    if evaluation is None:
+        evaluation = SystemEvaluationForm(request.GET if "aggregate" in request.GET else None)
+    evaluation_missing = False
+    variant: tuple[Any, ...] = ()
+    if good is not None and evaluation.is_bound and evaluation.is_valid() and not evaluation_error:
+        stored = selectors.system_evaluation_get(run_id=good.pk, **evaluation.cleaned_data)
+        if stored is not None:  # computed when it was asked for; shown here, never computed
+            good.result = {**good.result, "systems": {**good.result.get("systems", {}), "uploaded": stored.uploaded}}
+            variant = ("evaluation", stored.pk)
+        else:
+            evaluation_missing = True
     context = {
         "campaign": campaign,
         "good": good,
@@ -67,10 +76,11 @@ def _report(
         "latest": selectors.run_latest(campaign_id=campaign.pk),
         "is_admin": request.user.is_staff,
         "tables": report_tables(good, show_names=request.user.is_staff) if good else {},
-        "plots": report_plots(good.result) if good else {},
+        "plots": report_plots_of_run(good, variant=variant) if good else {},
         "takes_system_orderings": campaign.scheme == Scheme.ORDERING,
         "upload_error": upload_error,
         "comments": _comments(campaign, admin=request.user.is_staff),
+        "comments_total": selectors.comment_count(campaign_id=campaign.pk),
         "takes_system_scores": campaign.scheme in RATING_SCHEMES,
         "scores_error": scores_error,
         "glossary": glossary(),
@@ -78,18 +88,18 @@ def _report(
         "links_form": links_form or _links_form(request, campaign),
         "summary": report_summary(good.result) if good else None,
         "evaluation": evaluation if evaluation.is_bound else SystemEvaluationForm(initial=_evaluation_initial(good)),
+        "evaluation_missing": evaluation_missing,
+        "evaluation_error": evaluation_error,
     }
     return render(request, "analysis/report.html", context, status=status)
 
 
 def _comments(campaign: Campaign, *, admin: bool) -> list[dict]:
     names = selectors.grader_pseudonyms(campaign_id=campaign.pk)
+    # Each unit's page: one reverse() (about 20 us each) for up to 500 links.
+    before, after = reverse("analysis:unit", args=[campaign.pk, 0]).rsplit("/0/", 1)
     return [
-        {
-            **c,
-            "grader": names.get(c["grader"], f"grader-{c['grader']}"),
-            "url": reverse("analysis:unit", args=[campaign.pk, c["unit"]]),
-        }
+        {**c, "grader": names.get(c["grader"], f"grader-{c['grader']}"), "url": f"{before}/{c['unit']}/{after}"}
         for c in selectors.comment_list(campaign_id=campaign.pk)
     ]
 
@@ -158,6 +168,24 @@ def _evaluation_initial(run: Any) -> dict[str, Any]:
 
 @login_required
 @require_POST
+def report_system_evaluation(request: HttpRequest, campaign_id: int) -> HttpResponse:
+    """Evaluate the uploaded system scores under the chosen ground truth, measure and threshold: the
+    evaluation is computed and stored, then the report shows it (its address keeps the settings)."""
+    campaign = _campaign(request, campaign_id)
+    form = SystemEvaluationForm(request.POST)
+    good = selectors.run_latest_good(campaign_id=campaign.pk)
+    if not form.is_valid() or good is None:
+        return _report(request, campaign, evaluation=form, status=400)
+    try:
+        system_evaluation_create(run=good, user=request.user, **form.cleaned_data)
+    except InvalidValue as exc:
+        return _report(request, campaign, evaluation=form, evaluation_error=exc.message, status=400)
+    query = urlencode({k: "" if v is None else v for k, v in form.cleaned_data.items()})
+    return redirect(f"{reverse('analysis:report', args=[campaign.pk])}?{query}#systems-uploaded")
+
+
+@login_required
+@require_POST
 def report_system_scores(request: HttpRequest, campaign_id: int) -> HttpResponse:
     """Upload systems' per-unit scores (CSV unit,system,score or query,candidate,system,score); all or nothing."""
     campaign = _campaign(request, campaign_id)
@@ -194,6 +222,7 @@ def report_instrument_links(request: HttpRequest, campaign_id: int) -> HttpRespo
                 campaign=campaign,
                 sibling=form.cleaned_data["sibling_campaign"],
                 pairwise=form.cleaned_data["pairwise_campaign"],
+                actor=request.user,
             )
         except InvalidValue as exc:
             form.add_error(exc.field if exc.field in form.fields else None, exc.message)

@@ -16,6 +16,7 @@ import pandas as pd
 from numpy.typing import ArrayLike
 
 from ._checks import as_positive_int, as_rng, choice, short
+from .uncertainty_policy import fit, run_uncertainty
 
 Policy = Literal["fixed", "consensus", "confusability", "query_deviation", "uncertainty"]
 POLICIES: tuple[str, ...] = ("fixed", "consensus", "confusability", "query_deviation", "uncertainty")
@@ -172,8 +173,6 @@ def run_policy(
 
 def _ds_accuracy(sim: SimulatedCampaign, judged: np.ndarray) -> float:
     """Accuracy of the Dawid–Skene labels given the (n_units, n_graders) mask of judgments made."""
-    from .uncertainty_policy import fit
-
     posterior, _ = fit(sim.answers, judged, sim.n_categories)
     return float((posterior.argmax(axis=1) == sim.truth).mean())
 
@@ -189,8 +188,6 @@ def _ds_accuracy_ordered(sim: SimulatedCampaign, used: np.ndarray) -> float:
 
 
 def _run_uncertainty(sim: SimulatedCampaign, *, initial_overlap: int, max_overlap: int, budget: float) -> dict:
-    from .uncertainty_policy import run_uncertainty
-
     if sim.answers is None:
         raise ValueError("the uncertainty policy needs every grader's answers (a campaign from simulate_judgments)")
     judged, rounds = run_uncertainty(

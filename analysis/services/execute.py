@@ -16,6 +16,7 @@ from django.utils import timezone
 from analysis import pgcopy
 from analysis.models import AnalysisRun, RunStatus, UnitResult
 from analysis.services import attempts
+from analysis.services.model_handover import grader_model_hand_over
 from analysis.services.report import report_compute
 
 logger = logging.getLogger(__name__)
@@ -59,7 +60,10 @@ def run_execute(*, run_id: int, task_id: str = "", worker_heartbeat: bool = Fals
             run_id=run.pk, attempt=run.attempts, error=f"{type(exc).__name__} during “{progress._stage}”: {exc}"
         )
         return RunStatus.FAILED
-    return RunStatus.SUCCEEDED if stored else "lost"
+    if not stored:
+        return "lost"
+    grader_model_hand_over(campaign_id=run.campaign_id, model=result.get("model") or {})
+    return RunStatus.SUCCEEDED
 
 
 def _release_quietly(run: AnalysisRun, error: str) -> None:

@@ -14,10 +14,15 @@ import pandas as pd
 
 from analysis import selectors
 from analysis.reports.serialize import jsonable
-from analysis.services import behaviour, sections
-from analysis.services.instrument import instrument_section
-from analysis.services.systems import systems_section
-from analysis.services.values import ValueSpec, value_spec
+from analysis.services.sections.accounting import accounting
+from analysis.services.sections.agreement import agreement_report
+from analysis.services.sections.behaviour import graders, queries, stability
+from analysis.services.sections.hidden_units import hidden_units_section
+from analysis.services.sections.instrument import instrument_section
+from analysis.services.sections.model import model_truth
+from analysis.services.sections.ordering import orderings
+from analysis.services.sections.systems import systems_section
+from analysis.services.values import ValueSpec, value_spec, with_values
 from grading.models import Campaign
 from grading.models.choices import Scheme
 
@@ -35,6 +40,9 @@ class _NoProgress:
 
 @dataclass
 class CampaignData:
+    """A campaign's data as the sections read it. ``judgments`` carries the value columns ``cat`` and
+    ``num`` (``values.with_values``), derived once here for every section."""
+
     campaign_id: int
     scheme: str
     spec: ValueSpec
@@ -49,12 +57,13 @@ class CampaignData:
 
 def campaign_data_load(*, campaign_id: int) -> CampaignData:
     campaign = Campaign.objects.get(pk=campaign_id)
+    spec = value_spec(campaign)
     unit_events = selectors.unit_events_frame(campaign_id=campaign_id)
     return CampaignData(
         campaign_id=campaign_id,
         scheme=campaign.scheme,
-        spec=value_spec(campaign),
-        judgments=selectors.judgments_frame(campaign_id=campaign_id),
+        spec=spec,
+        judgments=with_values(selectors.judgments_frame(campaign_id=campaign_id), spec),
         value_events=selectors.value_events(unit_events),
         unit_events=unit_events[["grader", "unit", "ts", "type"]],
         orderings=selectors.orderings_frame(campaign_id=campaign_id),
@@ -72,7 +81,7 @@ def report_compute(
     Parameters
     ----------
     parameters : cleaned run parameters (n_boot, confidence, fine_tolerance).
-    seed : seeds the agreement sections (``sections.agreement_report``, the rule the ``agreement``
+    seed : seeds the agreement sections (``sections.agreement.agreement_report``, the rule the ``agreement``
         command shares) and, separately, the generator of the orderings section.
     """
     progress = progress or _NoProgress()
@@ -91,46 +100,28 @@ def report_compute(
             "server's arrival time for them instead."
         )
     progress.stage("agreement", 20)
-    shared, units = sections.agreement_report(
-        data.judgments, data.spec, n_boot=n_boot, confidence=confidence, seed=seed
-    )
+    shared, units = agreement_report(data.judgments, data.spec, n_boot=n_boot, confidence=confidence, seed=seed)
     result.update(shared)  # agreement, confusability, fine_within_broad
     progress.stage("stability", 70)
-    result["stability"] = behaviour.stability(
+    result["stability"] = stability(
         data.value_events, data.unit_events, data.spec, tolerance=float(parameters["fine_tolerance"])
     )
     progress.stage("graders", 80)
-    result["graders"] = behaviour.graders(data.judgments, data.spec, data.unit_events, data.pseudonyms)
+    result["graders"] = graders(data.judgments, data.spec, data.unit_events, data.pseudonyms)
     progress.stage("model", 82)
-    from analysis.services.model_section import model_truth
-
+    # The graders' fitted reliabilities reach allocation after the run is stored
+    # (analysis.services.model_handover); nothing here writes to allocation.
     result["model"], model_units = model_truth(data.judgments, data.spec, data.pseudonyms)
     if not model_units.empty and not units.empty:
         units = units.merge(model_units, on="unit", how="left")
-    if result["model"].get("dawid_skene"):  # the uncertainty policy allocates with these graders' reliability
-        from grading.services.allocation_state import allocation_model_set
-
-        ds = result["model"]["dawid_skene"]
-        allocation_model_set(
-            campaign_id=campaign_id,
-            categories=ds["categories"],
-            priors=ds["priors"],
-            confusion_by_grader={g["grader"]: g["confusion"] for g in ds["graders"]},
-        )
-    from analysis.services.accounting import accounting  # adaptive allocation's accounting (§5.6)
-
-    result["accounting"] = accounting(campaign_id=campaign_id, model=result["model"])
-    from analysis.services.hidden_units import hidden_units_section  # gold and repeats (§5.6)
-
-    result["hidden_units"] = hidden_units_section(
+    result["accounting"] = accounting(campaign_id=campaign_id, model=result["model"])  # §5.6
+    result["hidden_units"] = hidden_units_section(  # gold and repeats (§5.6)
         campaign_id=campaign_id, scheme=data.scheme, pseudonyms=data.pseudonyms
     )
     progress.stage("queries", 85)
-    result["queries"] = behaviour.queries(data.judgments, data.spec, units, data.query_labels)
+    result["queries"] = queries(data.judgments, data.spec, units, data.query_labels)
     if data.scheme == Scheme.ORDERING:
         progress.stage("orderings", 88)
-        from analysis.services.ordering_section import orderings
-
         result["orderings"] = orderings(
             data.orderings,
             data.query_labels,

@@ -18,7 +18,7 @@ from typing import Any
 from django.conf import settings
 from django.contrib.auth.models import AbstractBaseUser
 from django.db import IntegrityError, transaction
-from django.db.models import Q
+from django.db.models import Max, Q
 from django.utils import timezone
 
 from analysis.models import AnalysisRun, RunStatus, RunTrigger
@@ -33,6 +33,7 @@ from analysis.services.attempts import (  # noqa: F401 - re-exported: callers kn
     stale_seconds,
 )
 from analysis.services.dispatch import embedded, runs_execute_due  # noqa: F401 - re-exported
+from grading.models import Campaign
 
 logger = logging.getLogger(__name__)
 
@@ -116,10 +117,6 @@ def run_create(
 def run_number_next(*, campaign_id: int) -> int:
     """The next run number within the campaign (#1, #2, ...); call inside the creating transaction.
     The campaign's row lock serialises concurrent creations."""
-    from django.db.models import Max
-
-    from grading.models import Campaign
-
     Campaign.objects.select_for_update().filter(pk=campaign_id).first()
     return (AnalysisRun.objects.filter(campaign_id=campaign_id).aggregate(m=Max("number"))["m"] or 0) + 1
 

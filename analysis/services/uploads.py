@@ -37,7 +37,7 @@ def system_orderings_upload(
     where: Callable[[int], str] = csv_line,
 ) -> tuple[SystemOrderingsSummary, AnalysisRun]:
     """Import the systems' orderings (all or nothing), then start an analysis run to score them."""
-    summary = system_orderings_import(campaign=campaign, rows=rows, where=where)
+    summary = system_orderings_import(campaign=campaign, rows=rows, where=where, actor=user)
     return summary, run_after_upload(campaign_id=campaign.pk, trigger=trigger, user=user)
 
 
@@ -50,5 +50,5 @@ def system_scores_upload(
     where: Callable[[int], str] = csv_line,
 ) -> tuple[SystemScoresSummary, AnalysisRun]:
     """Import the systems' per-unit scores (all or nothing), then start an analysis run to evaluate them."""
-    summary = system_scores_import(campaign=campaign, rows=rows, where=where)
+    summary = system_scores_import(campaign=campaign, rows=rows, where=where, actor=user)
     return summary, run_after_upload(campaign_id=campaign.pk, trigger=trigger, user=user)

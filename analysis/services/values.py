@@ -99,6 +99,18 @@ def with_values(judgments: pd.DataFrame, spec: ValueSpec) -> pd.DataFrame:
     return frame
 
 
+def valued(frame: pd.DataFrame, spec: ValueSpec) -> pd.DataFrame:
+    """``frame`` itself, once checked to carry the value columns ``spec`` asks for: the sections
+    read judgments that went through ``with_values`` once, where the campaign's data is loaded."""
+    missing = [c for c, wanted in (("cat", spec.has_categories), ("num", spec.has_numbers)) if wanted]
+    missing = [c for c in missing if c not in frame.columns]
+    if missing:
+        raise ValueError(
+            f"`judgments` lacks the value column(s) {missing}: pass the frame through with_values(frame, spec) once."
+        )
+    return frame
+
+
 def categorical_long(frame: pd.DataFrame, spec: ValueSpec) -> pd.DataFrame:
     """Judgments with a category in the scale: columns unit, grader, query, value."""
     rows = frame[frame["cat"].notna()]

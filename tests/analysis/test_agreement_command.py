@@ -12,8 +12,8 @@ import pandas as pd
 import pytest
 from django.core.management import CommandError, call_command
 
+from analysis.management.commands._agreement_report import build_agreement_report
 from analysis.metrics import fleiss_kappa, krippendorff_alpha, long_to_counts, long_to_wide
-from analysis.reports.agreement_report import build_agreement_report
 
 ROOT = Path(__file__).resolve().parents[2]
 EXAMPLES = ROOT / "examples"
@@ -53,6 +53,7 @@ def test_it_reports_the_sections_of_an_analysis_run_for_categorical_ratings():
         "units",
     }
     assert len(report["model"]["dawid_skene"]["graders"]) == report["n_graders"] > 0  # graders by their names
+    assert len(report["units"]) == 24  # every unit of examples/ratings.csv
     assert all(u["model_label"] in (0, 1, 2) for u in report["units"])  # the Dawid–Skene label per unit
     agreement = report["agreement"]
     assert [level["name"] for level in agreement["levels"]] == ["3 levels", "2 levels"]

@@ -12,7 +12,7 @@ from typing import Any
 import pytest
 from django.core.management import call_command
 
-from analysis.reports.judgments_csv import agreement_arguments
+from analysis.management.commands._judgments_csv import agreement_arguments
 from analysis.services import runs
 from analysis.services.report import report_compute
 from grading.models import Assignment

@@ -3,9 +3,9 @@
 import pytest
 
 from analysis.models import AnalysisRun
+from analysis.presentation.report_tables import report_plots, report_tables
 from analysis.services import runs
 from analysis.services.execute import run_execute
-from analysis.services.tables import report_plots, report_tables
 
 pytestmark = pytest.mark.django_db
 

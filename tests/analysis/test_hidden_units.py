@@ -8,10 +8,10 @@ import pytest
 
 from analysis import selectors
 from analysis.models import AnalysisRun
+from analysis.presentation.report_tables import report_tables
 from analysis.services import runs
 from analysis.services.execute import run_execute
-from analysis.services.hidden_units import gold_scores, repeat_scores
-from analysis.services.tables import report_tables
+from analysis.services.sections.hidden_units import gold_scores, repeat_scores
 from grading.models import GradingEvent, Judgment, Unit
 from grading.models.choices import Role
 from grading.services.campaigns import role_grant

@@ -44,7 +44,7 @@ def ratings(organizer):
 def test_reproducibility_against_a_sibling_matches_the_metric_on_the_same_units(ratings, organizer):
     sibling = make_campaign(n_queries=0, n_candidates=8, graders=3, organizer=organizer)
     judge_broad_fine(sibling, seed=9)
-    campaign_set_instrument_links(campaign=ratings, sibling=sibling, pairwise=None)
+    campaign_set_instrument_links(campaign=ratings, sibling=sibling, pairwise=None, actor=None)
     repro = _run(ratings)["instrument"]["reproducibility"]
     expected = m.reproducibility(_fine(ratings), _fine(sibling))
     assert repro["n_units"] == 8
@@ -70,7 +70,7 @@ def test_resolution_from_a_pairwise_campaign_over_the_same_items(ratings, organi
             verdict = "B" if verdict == "A" else "A"
         record(a.grader, pairwise, "pairwise_set", {"value": verdict}, unit=a.unit)
         rows.append((a.unit.candidate.external_id, a.unit.candidate_b.external_id, a.grader_id, verdict))
-    campaign_set_instrument_links(campaign=ratings, sibling=None, pairwise=pairwise)
+    campaign_set_instrument_links(campaign=ratings, sibling=None, pairwise=pairwise, actor=None)
     result = _run(ratings)["instrument"]["resolution"]
     by_candidate = _fine(ratings).assign(unit=lambda f: "c" + f["unit"].str[1:])
     expected = m.resolution(by_candidate, pd.DataFrame(rows, columns=["unit_a", "unit_b", "grader", "verdict"]))
@@ -84,11 +84,11 @@ def test_resolution_from_a_pairwise_campaign_over_the_same_items(ratings, organi
 def test_links_that_do_not_fit_are_refused(ratings, organizer):
     numeric = make_campaign(scheme=Scheme.NUMERIC, n_queries=0, n_candidates=2, graders=1, assign=False)
     with pytest.raises(InvalidValue, match="own sibling"):
-        campaign_set_instrument_links(campaign=ratings, sibling=ratings, pairwise=None)
+        campaign_set_instrument_links(campaign=ratings, sibling=ratings, pairwise=None, actor=None)
     with pytest.raises(InvalidValue, match="must be a BROAD/FINE campaign too|must be a .* campaign too"):
-        campaign_set_instrument_links(campaign=ratings, sibling=numeric, pairwise=None)
+        campaign_set_instrument_links(campaign=ratings, sibling=numeric, pairwise=None, actor=None)
     with pytest.raises(InvalidValue, match="must be a pairwise campaign"):
-        campaign_set_instrument_links(campaign=ratings, sibling=None, pairwise=numeric)
+        campaign_set_instrument_links(campaign=ratings, sibling=None, pairwise=numeric, actor=None)
 
 
 def test_the_organizer_links_on_the_report_page_and_errors_appear_next_to_the_form(

@@ -12,9 +12,9 @@ import pytest
 from analysis import export
 from analysis.metrics.dawid_skene import bias_noise, dawid_skene
 from analysis.models import AnalysisRun
+from analysis.presentation.report_tables import report_tables
 from analysis.services import runs
 from analysis.services.execute import run_execute
-from analysis.services.tables import report_tables
 from grading.models import Judgment
 
 pytestmark = pytest.mark.django_db

@@ -21,7 +21,7 @@ def test_the_overview_counts_the_graders_and_orderings_of_an_ordering_campaign(o
 
 
 def test_the_ordering_tables_keep_frespa_in_its_own_column_group():
-    from analysis.services.tables import _system_tables
+    from analysis.presentation.report_tables import _system_tables
 
     methods = ["AC-tau", "AC-sp", "WCA-tau", "WCA-sp", "RBA-tau", "RBA-sp", "FreSPA"]
     orderings = {"systems": [{"system": "s", "queries": 1, "scores": dict.fromkeys(methods, 0.5)}], "queries": []}

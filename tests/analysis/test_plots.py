@@ -63,7 +63,8 @@ def test_grouped_bars_have_a_legend_naming_each_colour():
         groups=[[3, 12], [13, 9], [3, 1]],
     )
     legend = svg[svg.index('<g class="legend"') :]
-    for colour, name in zip(plots.COLORS, ["NS", "SS", "VS"], strict=False):
+    assert len(plots.COLORS) >= 3
+    for colour, name in zip(plots.COLORS[:3], ["NS", "SS", "VS"], strict=True):
         assert f'fill="{colour}"/><text' in legend and f">{name}</text>" in legend
 
 

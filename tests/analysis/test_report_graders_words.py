@@ -7,9 +7,9 @@ from datetime import UTC, datetime, timedelta
 import pytest
 
 from analysis.models import AnalysisRun
+from analysis.presentation.report_tables import format_duration
 from analysis.services import runs
 from analysis.services.execute import run_execute
-from analysis.services.tables import format_duration
 from grading.models import Assignment
 from tests.factories import record
 

@@ -13,7 +13,7 @@ from django.core.files.uploadedfile import SimpleUploadedFile
 from django.core.management import CommandError, call_command
 from scipy import stats
 
-from analysis.models import AnalysisRun, RunStatus
+from analysis.models import AnalysisRun, RunStatus, SystemEvaluation
 from analysis.services import runs
 from analysis.services.execute import run_execute
 from grading.models import CandidateProvenance, System, SystemOutput, Unit
@@ -125,6 +125,7 @@ def _check_consensus_broad(campaign, exported: pd.DataFrame) -> None:
 
 def test_broad_is_scored_as_a_number(campaign):
     run = _run(campaign, n_boot=20)
+    assert len(run.result["systems"]["per_system"]) == 3  # system-a, system-b, system-c
     for entry in run.result["systems"]["per_system"]:
         assert 0 <= entry["scores"]["broad"]["value"] <= 2
 
@@ -144,17 +145,59 @@ def test_an_organizer_uploads_scores_on_the_page_and_sees_them_evaluated(
     by_name = {s["system"]: s for s in uploaded["per_system"]}
     assert by_name["good"]["pearson"]["value"] > by_name["noisy"]["pearson"]["value"]
     assert {"ca_corr", "bands", "low_subset", "mean_confusability"} <= set(by_name["good"])
-    again = client.get(f"/reports/campaigns/{campaign.pk}/?aggregate=median&measure=entropy&threshold=0.5")
-    assert "against the median of the judgments" in again.content.decode()
-    assert "entropy ≤ 0.5" in again.content.decode()
+    asked = client.post(
+        f"/reports/campaigns/{campaign.pk}/system-evaluation/",
+        {"aggregate": "median", "measure": "entropy", "threshold": "0.5"},
+    )
+    assert asked.status_code == 302
+    assert asked["Location"].endswith("/?aggregate=median&measure=entropy&threshold=0.5#systems-uploaded")
+    again = client.get(asked["Location"].split("#")[0]).content.decode()
+    assert "against the median of the judgments" in again and "entropy ≤ 0.5" in again
+    assert 'id="evaluation-missing"' not in again
 
 
-def test_a_bad_threshold_is_reported_next_to_the_form(client, campaign, organizer):
+def test_a_bad_threshold_is_reported_next_to_the_form_and_nothing_is_stored(client, campaign, organizer):
     client.force_login(organizer)
     system_scores_import(campaign=campaign, rows=system_scores_rows_from_csv(_scores_csv(campaign, {"s": 1})))
     _run(campaign, n_boot=20)
-    html = client.get(f"/reports/campaigns/{campaign.pk}/?aggregate=mean&measure=std&threshold=-1").content.decode()
-    assert 'id="threshold-error"' in html and "greater than or equal to 0" in html
+    response = client.post(
+        f"/reports/campaigns/{campaign.pk}/system-evaluation/",
+        {"aggregate": "mean", "measure": "std", "threshold": "-1"},
+    )
+    html = response.content.decode()
+    assert response.status_code == 400 and 'id="threshold-error"' in html and "greater than or equal to 0" in html
+    assert not SystemEvaluation.objects.exists()
+
+
+def test_an_evaluation_is_computed_once_by_its_post_and_only_read_by_the_page(client, campaign, organizer, monkeypatch):
+    client.force_login(organizer)
+    system_scores_import(campaign=campaign, rows=system_scores_rows_from_csv(_scores_csv(campaign, {"s": 1})))
+    run = _run(campaign, n_boot=20)
+    url = f"/reports/campaigns/{campaign.pk}/"
+    settings = {"aggregate": "median", "measure": "std", "threshold": ""}
+    not_yet = client.get(url, settings).content.decode()
+    assert 'id="evaluation-missing"' in not_yet and f"analysis #{run.number or run.pk} yet" in not_yet
+    for _ in range(2):
+        assert client.post(url + "system-evaluation/", settings).status_code == 302
+    stored = SystemEvaluation.objects.get()
+    assert (stored.run, stored.aggregate, stored.threshold, stored.created_by) == (run, "median", None, organizer)
+    assert stored.uploaded["aggregate"] == "median" and len(stored.uploaded["per_system"]) == 1
+
+    def computing(**kwargs):
+        raise AssertionError("the report page computed an evaluation")
+
+    monkeypatch.setattr("analysis.services.sections.systems.uploaded_evaluation", computing)
+    shown = client.get(url, settings).content.decode()
+    assert "against the median of the judgments" in shown and 'id="evaluation-missing"' not in shown
+
+
+def test_without_uploaded_scores_there_is_nothing_to_evaluate(client, campaign, organizer):
+    client.force_login(organizer)
+    _run(campaign, n_boot=20)
+    response = client.post(
+        f"/reports/campaigns/{campaign.pk}/system-evaluation/", {"aggregate": "mean", "measure": "std", "threshold": ""}
+    )
+    assert response.status_code == 400 and not SystemEvaluation.objects.exists()
 
 
 def test_a_malformed_file_stores_nothing_and_names_the_line_field_and_value(client, campaign, organizer):

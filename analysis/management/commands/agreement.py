@@ -11,9 +11,9 @@ from typing import Any
 
 from django.core.management.base import BaseCommand, CommandError, CommandParser
 
+from analysis.management.commands._agreement_report import SCHEMES, build_agreement_report
+from analysis.management.commands._ratings_csv import RatingsFileError, read_ratings_csv
 from analysis.metrics.krippendorff import LEVELS
-from analysis.reports.agreement_report import SCHEMES, build_agreement_report
-from analysis.reports.ratings_csv import RatingsFileError, read_ratings_csv
 
 USAGE_ERROR = 2
 

@@ -8,7 +8,7 @@ from typing import Any
 from django.core.management.base import BaseCommand, CommandError, CommandParser
 
 from analysis.management.commands._campaign_arg import campaign_from_arg
-from analysis.reports.judgments_csv import agreement_arguments, judgments_ratings_csv
+from analysis.management.commands._judgments_csv import agreement_arguments, judgments_ratings_csv
 
 
 class Command(BaseCommand):

@@ -9,6 +9,7 @@ from typing import Any
 import pandas as pd
 from django.core.management.base import BaseCommand, CommandError, CommandParser
 
+from analysis.management.commands._ratings_csv import read_ratings_csv, read_table_csv
 from analysis.metrics.instrument import (
     precision,
     repeatability,
@@ -16,7 +17,6 @@ from analysis.metrics.instrument import (
     resolution,
     system_comparison,
 )
-from analysis.reports.ratings_csv import read_ratings_csv, read_table_csv
 from analysis.reports.serialize import jsonable
 
 

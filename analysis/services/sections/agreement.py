@@ -1,4 +1,4 @@
-"""The sections of the campaign report, each composed from `analysis.metrics` functions.
+"""The agreement, confusability and FINE-within-BROAD sections of the report, from `analysis.metrics`.
 
 Every function takes DataFrames (the long judgment frame of `analysis.selectors`) and returns plain
 data for the JSON result; none touches the database.
@@ -12,7 +12,7 @@ import numpy as np
 import pandas as pd
 
 from analysis import metrics as m
-from analysis.services.values import ValueSpec, categorical_long, numeric_long, with_values
+from analysis.services.values import ValueSpec, categorical_long, numeric_long, valued
 from grading.models.choices import Scheme
 
 HIST_BINS = 20
@@ -49,8 +49,9 @@ def agreement_report(
 
     Parameters
     ----------
-    judgments : long frame, one row per (unit, grader), columns unit, grader, query and the value
-        columns ``spec`` names (broad, fine, score, label or verdict).
+    judgments : long frame, one row per (unit, grader), columns unit, grader, query, the value
+        columns ``spec`` names (broad, fine, score, label or verdict) and ``cat``/``num`` as
+        ``values.with_values`` derives them (once, where the judgments are loaded).
     seed : seeds the one ``np.random.Generator`` of the agreement section; its bootstrap intervals
         draw from it in a fixed order (each kappa level in turn, then alpha).
     """
@@ -71,7 +72,7 @@ def agreement(
     judgments: pd.DataFrame, spec: ValueSpec, *, rng: np.random.Generator, n_boot: int, confidence: float
 ) -> dict[str, Any]:
     """Fleiss' kappa (all levels, collapsed levels), per-category kappas, patterns, χ² tests, alpha."""
-    frame = with_values(judgments, spec)
+    frame = valued(judgments, spec)
     out: dict[str, Any] = {
         "levels": [],
         "alpha": None,
@@ -192,7 +193,7 @@ def _no_interval_unless(n_boot: int, est: m.Estimate) -> m.Estimate:
 
 def unit_table(judgments: pd.DataFrame, spec: ValueSpec) -> pd.DataFrame:
     """Per unit: query, n, mean, median, majority, dif, std, entropy, and the BROAD/label distribution."""
-    frame = with_values(judgments, spec)
+    frame = valued(judgments, spec)
     if frame.empty or not (spec.has_numbers or spec.has_categories):
         return pd.DataFrame(columns=["unit", "query", "n"])
     queries = frame.drop_duplicates("unit").set_index("unit")["query"]

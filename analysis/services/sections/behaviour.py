@@ -8,7 +8,7 @@ import numpy as np
 import pandas as pd
 
 from analysis import metrics as m
-from analysis.services.values import ValueSpec, categorical_long, numeric_long, with_values
+from analysis.services.values import ValueSpec, categorical_long, numeric_long, valued
 
 # event type -> (scale shown in the report, numeric?)
 SCALES = {
@@ -85,7 +85,7 @@ def graders(
     judgments: pd.DataFrame, spec: ValueSpec, unit_events: pd.DataFrame, pseudonyms: dict[int, str]
 ) -> list[dict[str, Any]]:
     """One row per grader: judgments, category usage, agreement with the majority, score habits, time."""
-    frame = with_values(judgments, spec)
+    frame = valued(judgments, spec)
     if frame.empty:
         return []
     table = frame.groupby("grader").agg(judgments=("unit", "size"))
@@ -111,7 +111,7 @@ def queries(
     judgments: pd.DataFrame, spec: ValueSpec, units: pd.DataFrame, labels: dict[int, str]
 ) -> list[dict[str, Any]]:
     """One row per query: units, judgments, agreement kinds and the share of units in disagreement."""
-    frame = with_values(judgments, spec)
+    frame = valued(judgments, spec)
     frame = frame[frame["query"].notna()]
     if frame.empty:
         return []

@@ -2,7 +2,7 @@
 
 A ratings file (``unit,grader,value`` or ``unit,grader,broad,fine``, optional ``query``) becomes the
 same long judgment frame and the same ``ValueSpec`` an analysis run builds from the database, and
-both go through ``analysis.services.sections.agreement_report``. So a campaign's judgments exported
+both go through ``analysis.services.sections.agreement.agreement_report``. So a campaign's judgments exported
 to a file give the command every figure the app shows, under the same keys (docs/design.md §6).
 """
 
@@ -17,9 +17,9 @@ import pandas as pd
 from analysis.metrics.krippendorff import LEVELS
 from analysis.reports.serialize import jsonable
 from analysis.selectors import JUDGMENT_COLUMNS
-from analysis.services.model_section import model_truth
-from analysis.services.sections import agreement_report
-from analysis.services.values import BROAD, BROAD_COLLAPSE, MAX_NUMERIC_CATEGORIES, ValueSpec
+from analysis.services.sections.agreement import agreement_report
+from analysis.services.sections.model import model_truth
+from analysis.services.values import BROAD, BROAD_COLLAPSE, MAX_NUMERIC_CATEGORIES, ValueSpec, with_values
 from grading.models.choices import Scheme as CampaignScheme
 
 Scheme = Literal["categorical", "numeric", "broad_fine"]
@@ -65,6 +65,7 @@ def build_agreement_report(
         raise ValueError(f"`level` must be one of {', '.join(map(repr, LEVELS))}; got {level!r}")
     judgments = ratings_judgments(frame, scheme=scheme)
     spec = ratings_spec(judgments, scheme=scheme, level=level, categories=categories, collapse=collapse)
+    judgments = with_values(judgments, spec)  # once, as an analysis run does where it loads a campaign
     sections, units = agreement_report(judgments, spec, n_boot=n_boot, confidence=confidence, seed=seed)
     # Model-based truth per unit, as an analysis run adds it (docs/design.md §5.6).
     model, model_units = model_truth(judgments, spec, {})

@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import math
+import threading
+from collections import OrderedDict
 from typing import Any
 
 from django.contrib.auth import get_user_model
@@ -12,10 +14,11 @@ from django.utils.safestring import SafeString
 from analysis import plots, selectors
 from analysis.metrics.consensus import consensus_category
 from analysis.models import AnalysisRun
+from analysis.presentation.hidden_units import hidden_units_tables  # gold and repeats (§5.6)
 from analysis.presentation.instrument import instrument_plots, instrument_tables
+from analysis.presentation.model_tables import model_tables  # model-based truth (§5.6)
 from analysis.presentation.systems import system_plots, system_tables
 from analysis.presentation.table import Table, format_duration, method_groups, method_terms
-from analysis.services.model_tables import model_tables  # model-based truth (docs/design.md §5.6)
 
 # A campaign may have thousands of queries: the page shows the most disagreeing ones.
 PAGE_QUERIES = 40
@@ -283,8 +286,6 @@ def report_tables(run: AnalysisRun, *, show_names: bool) -> dict[str, Table]:
     tables.update(system_tables(result))
     tables.update(instrument_tables(result))
     tables.update(model_tables(result, names))
-    from analysis.services.hidden_units import hidden_units_tables  # gold and repeats (§5.6)
-
     tables.update(hidden_units_tables(result, names))
     return tables
 
@@ -407,6 +408,30 @@ def _system_tables(
 def _mean(values: list[float | None]) -> float | None:
     kept = [v for v in values if v is not None and math.isfinite(v)]
     return sum(kept) / len(kept) if kept else None
+
+
+# Plots drawn from stored runs, kept per process: a stored run's result never changes, so its plots are
+# drawn once rather than on every view of the report (the crescent's grid alone is a thousand cells).
+PLOTS_KEPT = 16
+_plots_kept: OrderedDict[tuple[Any, ...], dict[str, SafeString]] = OrderedDict()
+_plots_lock = threading.Lock()
+
+
+def report_plots_of_run(run: AnalysisRun, *, variant: tuple[Any, ...] = ()) -> dict[str, SafeString]:
+    """`report_plots` of a stored run's result, drawn once per process. `variant` names what the
+    page laid over the stored result (the systems evaluation it shows), as part of the key."""
+    key = (run.pk, run.finished_at, variant)
+    with _plots_lock:
+        kept = _plots_kept.get(key)
+        if kept is not None:
+            _plots_kept.move_to_end(key)
+            return kept
+    drawn = report_plots(run.result)
+    with _plots_lock:
+        _plots_kept[key] = drawn
+        while len(_plots_kept) > PLOTS_KEPT:
+            _plots_kept.popitem(last=False)
+    return drawn
 
 
 def report_plots(result: dict[str, Any]) -> dict[str, SafeString]:

@@ -14,7 +14,7 @@ import numpy as np
 import pandas as pd
 
 from analysis.metrics.dawid_skene import bias_noise, dawid_skene
-from analysis.services.values import ValueSpec, categorical_long, numeric_long, with_values
+from analysis.services.values import ValueSpec, categorical_long, numeric_long, valued
 from grading.models.choices import Scheme
 
 MODEL_COLUMNS = ["model_label", "model_probability", "model_score", "model_se"]
@@ -27,7 +27,7 @@ def model_truth(
 ) -> tuple[dict[str, Any], pd.DataFrame]:
     """The result section and a per-unit frame (unit + MODEL_COLUMNS; model_label is the category's
     position in the scale, like ``majority``)."""
-    frame = with_values(judgments, spec) if not judgments.empty else judgments
+    frame = valued(judgments, spec)
     section: dict[str, Any] = {}
     units = pd.DataFrame(columns=["unit", *MODEL_COLUMNS])
     if frame.empty:
