@@ -42,9 +42,9 @@ beat: $(STAMP)
 	$(BIN)/celery -A evalutron beat --loglevel=info
 
 # The whole suite. With DATABASE_URL set to PostgreSQL the suite runs there, and the tests marked
-# both_backends run a second time on the embedded SQLite database.
+# both_backends run a second time on the embedded SQLite database. The 15 slowest tests are listed.
 test: $(STAMP)
-	$(BIN)/python -m pytest $(PYTEST_ARGS)
+	$(BIN)/python -m pytest --durations=15 $(PYTEST_ARGS)
 	@if [ -n "$$DATABASE_URL" ]; then \
 		echo "--- again on the embedded SQLite database: tests marked both_backends"; \
 		env -u DATABASE_URL $(BIN)/python -m pytest -m "both_backends and not postgres" $(PYTEST_ARGS); \

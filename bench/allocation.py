@@ -6,7 +6,7 @@
 
 For each size it builds a categorical campaign in a scratch database with bulk inserts (every unit
 judged by two of the five graders, a third of them in disagreement, so adaptive allocation has work
-to give), then has the graders ask for their next unit through the API (GET /api/assignments/next/,
+to give), then has the graders ask for their next unit through the API (POST /api/assignments/next/,
 in-process, no network), judging each unit they are given (not timed) so that every request takes
 the path of a grader with no open work: find a unit that needs more and make a new assignment.
 It prints p50/p99 per size and the ratio of the largest campaign's to the smallest's. Aims:
@@ -179,7 +179,7 @@ def run(campaign, graders: list, n_requests: int, seed: int) -> tuple[list[float
 
 def timed_next(client, campaign_id: int) -> tuple[float, object]:
     start = time.perf_counter()
-    response = client.get("/api/assignments/next/", {"campaign": campaign_id})
+    response = client.post("/api/assignments/next/", {"campaign": campaign_id}, format="json")
     return time.perf_counter() - start, response
 
 

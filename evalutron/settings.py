@@ -165,7 +165,7 @@ REST_FRAMEWORK = {
     # Token first: a request without credentials, or with a bad or expired token, is answered 401
     # with `WWW-Authenticate: Token` (DRF takes the header from the first class).
     "DEFAULT_AUTHENTICATION_CLASSES": [
-        "rest_framework.authentication.TokenAuthentication",
+        "grading.api.authentication.CachedTokenAuthentication",
         "rest_framework.authentication.SessionAuthentication",
     ],
     "DEFAULT_PERMISSION_CLASSES": ["rest_framework.permissions.IsAuthenticated"],
@@ -173,6 +173,9 @@ REST_FRAMEWORK = {
     "DEFAULT_PAGINATION_CLASS": "rest_framework.pagination.LimitOffsetPagination",
     "PAGE_SIZE": 500,
 }
+# Seconds a web process remembers a valid API token: a token revoked (deleted, its user deactivated)
+# through another process still works this long there; 0 looks every token up on every request.
+TOKEN_CACHE_SECONDS = env_int("TOKEN_CACHE_SECONDS", 5, minimum=0)
 # Client timestamps accepted on events: this far behind and ahead of the server's clock.
 EVENT_CLIENT_TS_MAX_AGE_SECONDS = env_int("EVENT_CLIENT_TS_MAX_AGE_SECONDS", 365 * 86400, minimum=60)
 EVENT_CLIENT_TS_MAX_AHEAD_SECONDS = env_int("EVENT_CLIENT_TS_MAX_AHEAD_SECONDS", 86400, minimum=0)
@@ -236,7 +239,7 @@ STORAGES = {
     "staticfiles": {
         "BACKEND": "django.contrib.staticfiles.storage.StaticFilesStorage"
         if DEBUG
-        else "whitenoise.storage.CompressedManifestStaticFilesStorage"
+        else "evalutron.storage.StaticStorage"
     },
 }
 

@@ -51,7 +51,11 @@ def django_db_setup(django_db_setup, django_db_blocker):  # noqa: F811 - extends
 
 @pytest.fixture(autouse=True)
 def _fresh_cache() -> None:
-    """Throttle and login-failure counts live in the cache: each test starts with none."""
+    """Throttle and login-failure counts live in the cache, valid API tokens in the process's memory:
+    each test starts with none."""
     from django.core.cache import cache
 
+    from grading.api.authentication import memory
+
     cache.clear()
+    memory.clear()

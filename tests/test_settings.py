@@ -1,6 +1,7 @@
 """The settings module: strict production defaults, loud failures on bad configuration."""
 
 import os
+import re
 import subprocess
 import sys
 from pathlib import Path
@@ -71,3 +72,17 @@ def test_with_debug_and_nothing_else_it_runs_embedded():
     )
     assert result.returncode == 0, result.stderr
     assert result.stdout.split() == ["django.db.backends.sqlite3", "True"]
+
+
+def test_production_static_files_import_each_other_by_their_hashed_names(tmp_path):
+    """A cached page never runs a new grading module with an old one: collectstatic rewrites the ES
+    modules' imports to the hashed files it writes."""
+    done = django(["collectstatic", "--no-input"], {**PRODUCTION, "STATIC_ROOT": str(tmp_path)})
+    assert done.returncode == 0, done.stderr
+    scheme = [p for p in (tmp_path / "js" / "schemes").glob("broad_fine.*.js") if p.suffix == ".js"]
+    assert len(scheme) == 1
+    imports = [line for line in scheme[0].read_text().splitlines() if line.startswith("import ")]
+    assert len(imports) == 3
+    for line in imports:
+        target = line.split('"')[1]
+        assert re.fullmatch(r"\.\./\w+\.[0-9a-f]{12}\.js", target) and (scheme[0].parent / target).is_file(), line

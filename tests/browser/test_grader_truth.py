@@ -20,7 +20,6 @@ from tests.browser.test_grading import (  # noqa: F401
     TIMEOUT,
     browser,
     close_quietly,
-    track_requests,
     with_audio,
 )
 from tests.factories import make_campaign, make_user, record
@@ -49,7 +48,6 @@ def open_page(browser, live_server):  # noqa: F811
             is_mobile=width < 500,
         )
         context.set_default_timeout(TIMEOUT)
-        track_requests(context)
         contexts.append(context)
         page = context.new_page()
         page.on("pageerror", lambda exc: errors.append(str(exc)))

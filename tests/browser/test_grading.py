@@ -6,7 +6,6 @@ from __future__ import annotations
 import json
 import os
 import shutil
-import time
 import wave
 from pathlib import Path
 
@@ -57,28 +56,11 @@ def browser():
         del os.environ["DJANGO_ALLOW_ASYNC_UNSAFE"]
 
 
-# API requests each tracked browser context has in flight, by id(context).
-_IN_FLIGHT: dict[int, set] = {}
-
-
-def track_requests(context) -> None:
-    """Keep count of the context's API requests in flight, for close_quietly to wait for."""
-    in_flight = _IN_FLIGHT.setdefault(id(context), set())
-    context.on("request", lambda r: in_flight.add(r) if "/api/" in r.url else None)
-    context.on("requestfinished", lambda r: in_flight.discard(r))  # Playwright takes Python functions only
-    context.on("requestfailed", lambda r: in_flight.discard(r))
-
-
 def close_quietly(context) -> None:
     """Close a browser context without late requests: a grading page that closes reports that it left
-    view (page_focus), which would otherwise reach the test server while its database is reset. API
-    requests already on their way (an event the page sent as the test ended) are waited for: the
-    reset's TRUNCATE deadlocks with a request still writing."""
+    view (page_focus). Requests already on their way are the live server's business: it lets none in
+    after the test and waits for those inside before the database is reset (tests/browser/conftest.py)."""
     context.route("**/api/**", lambda route: route.abort())
-    in_flight = _IN_FLIGHT.pop(id(context), set())
-    deadline = time.monotonic() + 5
-    while in_flight and context.pages and time.monotonic() < deadline:
-        context.pages[0].wait_for_timeout(50)  # lets Playwright deliver the requests' events
     context.close()
 
 
@@ -86,7 +68,6 @@ def close_quietly(context) -> None:
 def page(browser, live_server):
     context = browser.new_context(base_url=live_server.url, viewport={"width": 1200, "height": 900})
     context.set_default_timeout(TIMEOUT)
-    track_requests(context)
     page = context.new_page()
     errors: list[str] = []
     page.on("pageerror", lambda exc: errors.append(str(exc)))
@@ -146,6 +127,13 @@ def all_saved(page) -> None:
     )
 
 
+def sends_value(request, event_type: str, value) -> bool:
+    """Whether a request posts an event of this type carrying this value."""
+    if not request.url.endswith("/api/events/") or request.method != "POST":
+        return False
+    return any(e["type"] == event_type and e["payload"].get("value") == value for e in json.loads(request.post_data))
+
+
 def card(page, unit):
     return page.locator(f".card[data-unit='{unit.pk}']")
 
@@ -179,7 +167,7 @@ def test_a_grader_grades_by_mouse_and_by_keyboard_plays_a_clip_and_finds_it_all_
     third.locator(".hint").wait_for(state="visible")
     page.keyboard.press(" ")  # play the active candidate's clip
     page.wait_for_function(f"() => !document.querySelector(\".card[data-unit='{units[2].pk}'] audio\").paused")
-    page.wait_for_timeout(300)
+    page.wait_for_function(f"() => document.querySelector(\".card[data-unit='{units[2].pk}'] audio\").currentTime > 0")
     page.keyboard.press(" ")
     page.keyboard.press("?")
     assert page.locator("#help").is_visible()
@@ -326,16 +314,17 @@ def test_numeric_categorical_and_pairwise_pages_take_keys(page):
         unit.candidate_b = pairwise.candidates.exclude(pk=unit.candidate_id).first()
         unit.save()
     log_in(page, grader)
-    for campaign, keys, field, expected in [
-        (numeric, ["4", "ArrowRight"], "score", 5.0),
-        (categorical, ["3"], "label", "good"),
-        (pairwise, ["b"], "verdict", "B"),
+    for campaign, keys, event_type, field, expected in [
+        (numeric, ["4", "ArrowRight"], "score_set", "score", 5.0),
+        (categorical, ["3"], "label_set", "label", "good"),
+        (pairwise, ["b"], "pairwise_set", "verdict", "B"),
     ]:
         page.goto(f"/campaigns/{campaign.pk}/continue/")
         page.locator(".card.active").wait_for()
-        for key in keys:
-            page.keyboard.press(key)
-        page.wait_for_timeout(700)  # the arrow keys' value is recorded when they rest
+        # The arrow keys' value is recorded when they rest: wait for the event that carries it.
+        with page.expect_request(lambda r, t=event_type, v=expected: sends_value(r, t, v)):
+            for key in keys:
+                page.keyboard.press(key)
         all_saved(page)
         unit = my_units(grader, campaign)[0]
         assert getattr(Judgment.objects.get(grader=grader, unit=unit), field) == expected

@@ -18,7 +18,6 @@ from tests.browser.test_grading import (  # noqa: F401
     card,
     close_quietly,
     log_in,
-    track_requests,
     with_audio,
 )
 from tests.factories import make_campaign, make_user
@@ -32,7 +31,6 @@ def watched(browser, live_server):  # noqa: F811 - the module's browser fixture
     """A page whose console messages and JavaScript errors are collected."""
     context = browser.new_context(base_url=live_server.url, viewport={"width": 1280, "height": 900})
     context.set_default_timeout(TIMEOUT)
-    track_requests(context)
     page = context.new_page()
     console: list[str] = []
     errors: list[str] = []
@@ -61,7 +59,7 @@ def test_grading_and_report_pages_work_under_the_policy(watched):
     all_saved(page)
     assert GradingEvent.objects.filter(unit=unit, type__in=["broad_set", "fine_set"]).count() == 2
     page.evaluate("document.querySelector('audio').play().catch(() => {})")
-    page.wait_for_timeout(300)
+    page.wait_for_function("document.querySelector('audio').currentTime > 0")  # the clip plays under the policy
 
     run = AnalysisRun.objects.create(campaign=campaign, parameters=runs.parameters_clean({"n_boot": 50}), seed=1)
     run_execute(run_id=run.pk)
@@ -80,7 +78,7 @@ def test_the_api_docs_work_under_the_policy_from_our_own_files(watched):
     page.get_by_text("Authorize").first.wait_for()  # Swagger UI rendered the schema
     page.goto("/api/redoc/")
     page.get_by_text("Download").first.wait_for()  # ReDoc rendered it too
-    page.wait_for_timeout(500)
+    page.wait_for_load_state("networkidle")  # whatever the two pages load after rendering has been asked for
     assert csp_violations(console) == [] and errors == []
     scripts_and_styles = [u for u in requested if u.endswith((".js", ".css"))]
     assert scripts_and_styles and all(u.startswith(page.url.split("/api/")[0]) for u in scripts_and_styles)

@@ -22,7 +22,6 @@ from tests.browser.test_grading import (  # noqa: F401 - fixtures
     log_in,
     page,
     tiny_wav,
-    track_requests,
 )
 from tests.factories import make_user
 from tests.grading.api_helpers import fast_passwords, my_units  # noqa: F401
@@ -67,7 +66,6 @@ def grader_page(chromium, organizer_page):
         base_url=organizer_page.url.split("/organize")[0], viewport={"width": 390, "height": 800}
     )
     context.set_default_timeout(15_000)
-    track_requests(context)
     new = context.new_page()
     new.route("**/media/**", lambda route: route.fulfill(body=tiny_wav(0.5), content_type="audio/wav"))
     return new

@@ -56,6 +56,15 @@ def test_the_organizer_reads_the_summary_and_the_systems_of_the_demo(browser, li
     tip = systems.locator("#table-systems_uploaded .tip", has_text="confusable units count less")
     assert tip.is_visible()
     assert page.evaluate("document.documentElement.scrollWidth") <= 1280  # the tip does not widen the page
+    # Keyboard: another ground truth, evaluated by the form's POST and shown by the page it leads to.
+    page.locator("#id_aggregate").focus()
+    page.keyboard.press("ArrowDown")  # mean → median
+    page.locator("#evaluate").focus()
+    page.keyboard.press("Enter")
+    page.wait_for_url("**/?aggregate=median&measure=std&threshold=#systems-uploaded")
+    assert "against the median of the judgments" in systems.locator("#table-systems_uploaded").inner_text()
+    assert page.locator("#id_aggregate").input_value() == "median"
+    assert page.locator("#evaluation-missing").count() == 0
     ARTIFACTS.mkdir(exist_ok=True)
     page.screenshot(path=str(ARTIFACTS / "report-systems-1280.png"), full_page=True)
     page.set_viewport_size({"width": 390, "height": 844})

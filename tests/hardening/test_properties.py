@@ -11,8 +11,8 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from grading.api import serializers as s
+from grading.api.base import validated
 from grading.api.fast_events import event_input_fast
-from grading.api.permissions import validated
 from grading.errors import InvalidValue
 from grading.services.campaign_files import CampaignFileError, definition_check, definition_from_csv
 
