@@ -18,14 +18,10 @@ from rest_framework.views import APIView
 from analysis import export, selectors
 from analysis.models import AnalysisRun, RunStatus, RunTrigger
 from analysis.services import runs
-from analysis.services.uploads import system_orderings_upload
+from analysis.services.uploads import systems_upload
 from grading.errors import InvalidValue
-from grading.jsontext import surrogate_problem
 from grading.models import Campaign
 from grading.services.audit import export_record
-from grading.services.system_outputs import csv_line, json_row, system_orderings_rows_from_csv
-
-UPLOAD_MAX_BYTES = 20 * 1024 * 1024
 
 
 class AnalysisRunSerializer(serializers.ModelSerializer):
@@ -149,34 +145,6 @@ class SystemOrderingsOutput(serializers.Serializer):
     analysis = AnalysisRunSerializer()
 
 
-def _upload_rows(
-    request: Request, *, read_csv: Any = system_orderings_rows_from_csv, keys: str = "query, system, rank, item"
-) -> tuple[list[Any], Any]:
-    """The uploaded rows and how to name row i: a multipart ``file`` (read by ``read_csv``), or JSON
-    ``{"rows": [...]}`` or ``[...]`` (objects with ``keys``)."""
-    upload = request.FILES.get("file")
-    if upload is not None:
-        if upload.size > UPLOAD_MAX_BYTES:
-            raise InvalidValue(
-                f"the file is larger than {UPLOAD_MAX_BYTES // 2**20} MB", field="file", value=upload.name
-            )
-        return read_csv(upload.read()), csv_line
-    data = request.data
-    problem = surrogate_problem(data)
-    if problem:
-        raise InvalidValue(
-            f"{problem[0]} holds text that is not valid Unicode: {problem[1]}", field=problem[0], value=problem[1]
-        )
-    rows = data.get("rows") if isinstance(data, dict) else data
-    if not isinstance(rows, list):
-        raise InvalidValue(
-            f'send a CSV as the multipart field `file`, or JSON {{"rows": [{{{keys}}}, ...]}}',
-            field="rows",
-            value=type(rows).__name__,
-        )
-    return rows, json_row
-
-
 class SystemOrderingsView(APIView):
     parser_classes = [MultiPartParser, JSONParser]
 
@@ -186,24 +154,23 @@ class SystemOrderingsView(APIView):
         summary="Upload systems' orderings of an ordering campaign; an analysis run then scores them",
     )
     def post(self, request: Request, campaign_id: int) -> Response:
-        return upload_response(request, campaign_id, upload=system_orderings_upload)
+        return upload_response(request, campaign_id, kind="orderings")
 
 
-def upload_response(
-    request: Request,
-    campaign_id: int,
-    *,
-    upload: Any,
-    read_csv: Any = system_orderings_rows_from_csv,
-    keys: str = "query, system, rank, item",
-) -> Response:
-    """A systems upload through the API: read the rows, import them all or nothing with ``upload``
-    (which starts the analysis run), and answer 201 with the summary and the run, or 400 naming the
-    row and field."""
+def upload_response(request: Request, campaign_id: int, *, kind: str) -> Response:
+    """A systems upload through the API (``kind`` names one of SYSTEMS_UPLOADS): 201 with the summary
+    and the analysis run that scores it, or 400 naming the row and field, with nothing stored."""
     campaign = _campaign_for_reports(request, campaign_id)
+    file = request.FILES.get("file")
     try:
-        rows, where = _upload_rows(request, read_csv=read_csv, keys=keys)
-        summary, run = upload(campaign=campaign, rows=rows, trigger=RunTrigger.API, user=request.user, where=where)
+        summary, run = systems_upload(
+            kind=kind,
+            campaign=campaign,
+            file=file,
+            data=None if file is not None else request.data,
+            trigger=RunTrigger.API,
+            user=request.user,
+        )
     except InvalidValue as exc:
         return Response(
             {**exc.as_dict(), "detail": f"{exc.message}. Nothing was imported."}, status=status.HTTP_400_BAD_REQUEST

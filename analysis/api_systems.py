@@ -10,8 +10,6 @@ from rest_framework.response import Response
 from rest_framework.views import APIView
 
 from analysis.api import AnalysisRunSerializer, upload_response
-from analysis.services.uploads import system_scores_upload
-from grading.services.system_scores import system_scores_rows_from_csv
 
 
 class SystemScoreRow(serializers.Serializer):
@@ -47,10 +45,4 @@ class SystemScoresView(APIView):
         summary="Upload systems' per-unit scores of a rating campaign; an analysis run then evaluates them",
     )
     def post(self, request: Request, campaign_id: int) -> Response:
-        return upload_response(
-            request,
-            campaign_id,
-            upload=system_scores_upload,
-            read_csv=system_scores_rows_from_csv,
-            keys="unit, system, score",
-        )
+        return upload_response(request, campaign_id, kind="scores")

@@ -7,8 +7,18 @@ app_name = "analysis"
 urlpatterns = [
     path("campaigns/<int:campaign_id>/", views.report, name="report"),
     path("campaigns/<int:campaign_id>/run/", views.report_run, name="run"),
-    path("campaigns/<int:campaign_id>/system-orderings/", views.report_system_orderings, name="system-orderings"),
-    path("campaigns/<int:campaign_id>/system-scores/", views.report_system_scores, name="system-scores"),
+    path(
+        "campaigns/<int:campaign_id>/system-orderings/",
+        views.report_systems_upload,
+        {"kind": "orderings"},
+        name="system-orderings",
+    ),
+    path(
+        "campaigns/<int:campaign_id>/system-scores/",
+        views.report_systems_upload,
+        {"kind": "scores"},
+        name="system-scores",
+    ),
     path("campaigns/<int:campaign_id>/system-evaluation/", views.report_system_evaluation, name="system-evaluation"),
     path("campaigns/<int:campaign_id>/instrument-links/", views.report_instrument_links, name="instrument-links"),
     path("campaigns/<int:campaign_id>/tables/<slug:table>.csv", views.report_csv, name="table-csv"),

@@ -21,15 +21,12 @@ from analysis.presentation.report_tables import report_plots_of_run, report_tabl
 from analysis.presentation.summary import report_summary
 from analysis.services import runs
 from analysis.services.system_evaluation import system_evaluation_create
-from analysis.services.uploads import run_after_upload, system_orderings_upload, system_scores_upload
+from analysis.services.uploads import run_after_upload, systems_upload
 from grading.errors import InvalidValue
 from grading.models import Campaign
 from grading.models.choices import Scheme
 from grading.services.instrument_links import campaign_set_instrument_links
-from grading.services.system_outputs import system_orderings_rows_from_csv
-from grading.services.system_scores import RATING_SCHEMES, system_scores_rows_from_csv
-
-UPLOAD_MAX_BYTES = 20 * 1024 * 1024
+from grading.services.system_scores import RATING_SCHEMES
 
 
 def _campaign(request: HttpRequest, campaign_id: int) -> Campaign:
@@ -124,35 +121,39 @@ def report_csv(request: HttpRequest, campaign_id: int, table: str) -> HttpRespon
     return response
 
 
-def _upload_bytes(upload: Any, header: str) -> bytes:
-    """The uploaded file's bytes; InvalidValue when there is none or it is too large."""
-    if upload is None:
-        raise InvalidValue(f"choose a CSV file with the header {header}", field="file")
-    if upload.size > UPLOAD_MAX_BYTES:
-        raise InvalidValue(f"the file is larger than {UPLOAD_MAX_BYTES // 2**20} MB", field="file")
-    return upload.read()
+_UPLOADED = {  # what the report says after each kind of systems upload, and where it says it
+    "orderings": (
+        "upload_error",
+        "",
+        lambda summary, run: f"Imported {summary.orderings} orderings of {summary.queries} queries for "
+        f"{', '.join(summary.systems)}; analysis #{run.number or run.pk} scores them.",
+    ),
+    "scores": (
+        "scores_error",
+        "#section-systems",
+        lambda summary, run: f"Imported {summary.scores} scores of {summary.units} units for "
+        f"{', '.join(summary.systems)}; analysis #{run.number or run.pk} evaluates them.",
+    ),
+}
 
 
 @login_required
 @require_POST
-def report_system_orderings(request: HttpRequest, campaign_id: int) -> HttpResponse:
-    """Upload systems' orderings (CSV query,system,rank,item); a malformed file stores nothing."""
+def report_systems_upload(request: HttpRequest, campaign_id: int, kind: str) -> HttpResponse:
+    """Upload systems' orderings (CSV query,system,rank,item) or per-unit scores (CSV unit,system,score
+    or query,candidate,system,score); a malformed file stores nothing and is named beside its form."""
     campaign = _campaign(request, campaign_id)
+    error_slot, anchor, said = _UPLOADED[kind]
     upload = request.FILES.get("file")
     try:
-        rows = system_orderings_rows_from_csv(_upload_bytes(upload, "query,system,rank,item"))
-        summary, run = system_orderings_upload(
-            campaign=campaign, rows=rows, trigger=RunTrigger.MANUAL, user=request.user
+        summary, run = systems_upload(
+            kind=kind, campaign=campaign, file=upload, trigger=RunTrigger.MANUAL, user=request.user
         )
     except InvalidValue as exc:
         name = upload.name if upload is not None else "the upload"
-        return _report(request, campaign, upload_error=f"{name}: {exc.message}. Nothing was imported.", status=400)
-    messages.success(
-        request,
-        f"Imported {summary.orderings} orderings of {summary.queries} queries for "
-        f"{', '.join(summary.systems)}; analysis #{run.number or run.pk} scores them.",
-    )
-    return redirect("analysis:report", campaign_id=campaign.pk)
+        return _report(request, campaign, **{error_slot: f"{name}: {exc.message}. Nothing was imported."}, status=400)
+    messages.success(request, said(summary, run))
+    return redirect(reverse("analysis:report", args=[campaign.pk]) + anchor)
 
 
 def _evaluation_initial(run: Any) -> dict[str, Any]:
@@ -182,26 +183,6 @@ def report_system_evaluation(request: HttpRequest, campaign_id: int) -> HttpResp
         return _report(request, campaign, evaluation=form, evaluation_error=exc.message, status=400)
     query = urlencode({k: "" if v is None else v for k, v in form.cleaned_data.items()})
     return redirect(f"{reverse('analysis:report', args=[campaign.pk])}?{query}#systems-uploaded")
-
-
-@login_required
-@require_POST
-def report_system_scores(request: HttpRequest, campaign_id: int) -> HttpResponse:
-    """Upload systems' per-unit scores (CSV unit,system,score or query,candidate,system,score); all or nothing."""
-    campaign = _campaign(request, campaign_id)
-    upload = request.FILES.get("file")
-    try:
-        rows = system_scores_rows_from_csv(_upload_bytes(upload, "unit,system,score"))
-        summary, run = system_scores_upload(campaign=campaign, rows=rows, trigger=RunTrigger.MANUAL, user=request.user)
-    except InvalidValue as exc:
-        name = upload.name if upload is not None else "the upload"
-        return _report(request, campaign, scores_error=f"{name}: {exc.message}. Nothing was imported.", status=400)
-    messages.success(
-        request,
-        f"Imported {summary.scores} scores of {summary.units} units for "
-        f"{', '.join(summary.systems)}; analysis #{run.number} evaluates them.",
-    )
-    return redirect(reverse("analysis:report", args=[campaign.pk]) + "#section-systems")
 
 
 def _links_form(request: HttpRequest, campaign: Campaign, data: Any = None) -> InstrumentLinksForm:
