@@ -14,14 +14,17 @@ from django.conf import settings
 from django.contrib.auth import views as auth_views
 from django.core.cache import cache
 from django.http import HttpRequest, HttpResponse, JsonResponse
+from django.template.defaultfilters import filesizeformat
+from django.template.loader import render_to_string
 from rest_framework.throttling import AnonRateThrottle, ScopedRateThrottle
 
 
 def body_limit(path: str) -> int:
-    """The largest body accepted on `path`, in bytes: the first of BODY_LIMITS whose pattern matches."""
-    for pattern, setting in settings.BODY_LIMITS:
+    """The largest body accepted on `path`, in bytes: the first of BODY_LIMITS whose pattern matches
+    (a tuple of settings adds their limits: a form that takes several files takes them all)."""
+    for pattern, names in settings.BODY_LIMITS:
         if re.match(pattern, path):
-            return getattr(settings, setting)
+            return sum(getattr(settings, name) for name in ((names,) if isinstance(names, str) else names))
     return settings.BODY_LIMIT_DEFAULT
 
 
@@ -43,7 +46,8 @@ class BodySizeLimitMiddleware:
                 return JsonResponse(
                     {"code": "too_large", "detail": detail, "field": "body", "value": length}, status=413
                 )
-            return HttpResponse(f"Request too large: {detail}", status=413, content_type="text/plain; charset=utf-8")
+            context = {"size": filesizeformat(length), "most": filesizeformat(limit), "back": request.path_info}
+            return HttpResponse(render_to_string("413.html", context), status=413)
         return self.get_response(request)
 
 

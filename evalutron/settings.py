@@ -189,11 +189,16 @@ IMPORT_MAX_ITEMS = env_int("IMPORT_MAX_ITEMS", 100_000, minimum=1)
 # Request bodies: at most this many bytes per endpoint (first matching pattern), else 413.
 BODY_LIMIT_DEFAULT = env_int("BODY_LIMIT_DEFAULT", 1024 * 1024, minimum=1024)
 BODY_LIMIT_EVENTS = env_int("BODY_LIMIT_EVENTS", 500 * 9 * 1024, minimum=1024)  # a full batch of full events
+# One limit per kind of upload, read wherever that kind arrives (browser form, API, CLI):
+# systems' orderings and scores files; a campaign's media zip as uploaded, and its files unpacked.
+# Uploads larger than FILE_UPLOAD_MAX_MEMORY_SIZE (Django's 2.5 MB) are streamed to a temporary file.
 UPLOAD_MAX_BYTES = env_int("UPLOAD_MAX_BYTES", 20 * 1024 * 1024, minimum=1024)
-BODY_LIMITS = [  # (path pattern, the setting holding its limit)
+MEDIA_ZIP_MAX_BYTES = env_int("MEDIA_ZIP_MAX_BYTES", 1024 * 1024 * 1024, minimum=1024)
+MEDIA_UNPACKED_MAX_BYTES = env_int("MEDIA_UNPACKED_MAX_BYTES", 4 * 1024 * 1024 * 1024, minimum=1024)
+BODY_LIMITS = [  # (path pattern, the setting holding its limit, or settings whose limits add up)
     (r"^/api/events/$", "BODY_LIMIT_EVENTS"),
-    (r"^/api/campaigns/\d+/system-orderings/$", "UPLOAD_MAX_BYTES"),
-    (r"^/reports/campaigns/\d+/system-orderings/$", "UPLOAD_MAX_BYTES"),
+    (r"^/(api|reports)/campaigns/\d+/system-(orderings|scores)/$", ("UPLOAD_MAX_BYTES", "BODY_LIMIT_DEFAULT")),
+    (r"^/organize/new/$", ("IMPORT_MAX_BYTES", "MEDIA_ZIP_MAX_BYTES", "BODY_LIMIT_DEFAULT")),
     (r"^/admin/", "UPLOAD_MAX_BYTES"),
 ]
 # Throttling (429 with Retry-After), counted in the shared cache: token requests per client

@@ -6,6 +6,8 @@ import json
 from typing import Any
 
 from django import forms
+from django.conf import settings
+from django.template.defaultfilters import filesizeformat
 from django.utils.text import slugify
 
 from grading.models.choices import CampaignStatus, Policy, Role, Scheme
@@ -30,11 +32,47 @@ class JSONObjectField(forms.CharField):
         return data
 
 
-class CampaignFileForm(forms.Form):
-    file = forms.FileField(
-        label="Campaign file (JSON)", help_text='The format of import_campaign (README, "Campaign files").'
+class LimitedFileField(forms.FileField):
+    """A file no larger than the setting `limit` names (read when the form is made, so that it can be
+    configured). The page checks the size before sending (data-max-bytes); the form checks it again."""
+
+    def __init__(self, *, limit: str, **kwargs: Any) -> None:
+        self.limit = limit
+        super().__init__(**kwargs)
+
+    def validate(self, value: Any) -> None:
+        super().validate(value)
+        most = getattr(settings, self.limit)
+        if value and value.size > most:
+            raise forms.ValidationError(
+                f"{value.name} is {_megabytes(value.size)}; this file may be at most {_megabytes(most)} "
+                f"(the server's {self.limit} setting). Nothing was uploaded."
+            )
+
+
+def _megabytes(size: int) -> str:
+    return filesizeformat(size).replace("\xa0", " ")
+
+
+class _LimitedFiles:
+    """Tells each LimitedFileField's input its limit, for the page's check before sending."""
+
+    def __init__(self, *args: Any, **kwargs: Any) -> None:
+        super().__init__(*args, **kwargs)  # type: ignore[call-arg]
+        for field in self.fields.values():  # type: ignore[attr-defined]
+            if isinstance(field, LimitedFileField):
+                most = getattr(settings, field.limit)
+                field.widget.attrs.update({"data-max-bytes": most, "data-max-text": _megabytes(most)})
+
+
+class CampaignFileForm(_LimitedFiles, forms.Form):
+    file = LimitedFileField(
+        limit="IMPORT_MAX_BYTES",
+        label="Campaign file (JSON)",
+        help_text='The format of import_campaign (README, "Campaign files").',
     )
-    media = forms.FileField(
+    media = LimitedFileField(
+        limit="MEDIA_ZIP_MAX_BYTES",
         label="Media (zip)",
         required=False,
         help_text='The files that the campaign file names under "media", paths as in the file.',
@@ -86,16 +124,20 @@ class CampaignSettingsFields(forms.Form):
         }
 
 
-class CampaignItemsForm(CampaignSettingsFields):
-    items = forms.FileField(
+class CampaignItemsForm(_LimitedFiles, CampaignSettingsFields):
+    items = LimitedFileField(
+        limit="IMPORT_MAX_BYTES",
         label="Items (CSV)",
         required=False,
         help_text="One row per candidate (or per query–candidate–system): columns query, query_title, "
         "query_kind, query_text, query_media, candidate, candidate_kind, candidate_text, "
         "candidate_media, candidate_url, system, rank.",
     )
-    media = forms.FileField(
-        label="Media (zip)", required=False, help_text="The files named in the query_media and candidate_media columns."
+    media = LimitedFileField(
+        limit="MEDIA_ZIP_MAX_BYTES",
+        label="Media (zip)",
+        required=False,
+        help_text="The files named in the query_media and candidate_media columns.",
     )
 
 

@@ -35,9 +35,9 @@ from grading.services.campaign_io import campaign_import
 from grading.services.members import member_grant
 from grading.services.organizer import can_create_campaigns
 
-# The same ceilings whichever way a campaign arrives: a definition file, and a zip of media.
-DEFINITION_MAX_BYTES = 20 * 2**20
-MEDIA_ZIP_MAX_BYTES = 512 * 2**20
+# The same ceilings whichever way a campaign arrives: a definition file or items CSV at most
+# IMPORT_MAX_BYTES, a zip of media at most MEDIA_ZIP_MAX_BYTES as uploaded and
+# MEDIA_UNPACKED_MAX_BYTES unpacked, in at most this many files.
 MEDIA_ZIP_MAX_FILES = 20_000
 PREVIEW_ROWS = 5
 # A preview nobody confirmed is forgotten after this long (its staged files are removed).
@@ -71,7 +71,16 @@ def _staging_dir(token: str) -> Path:
 
 def media_zip_extract(*, source: IO[bytes], target: Path) -> int:
     """Unpack a zip of media files into `target`, refusing paths that leave it, links, and archives
-    larger than MEDIA_ZIP_MAX_BYTES unpacked. Returns the number of files."""
+    larger than MEDIA_ZIP_MAX_BYTES (or MEDIA_UNPACKED_MAX_BYTES unpacked). The zip is read where it
+    lies (an upload streamed to a temporary file), never into memory. Returns the number of files."""
+    size = getattr(source, "size", None)
+    if size is not None and size > settings.MEDIA_ZIP_MAX_BYTES:
+        raise CampaignFileError(
+            "media zip",
+            "(size)",
+            size,
+            f"the zip may be at most {_mb(settings.MEDIA_ZIP_MAX_BYTES)}",
+        )
     try:
         archive = zipfile.ZipFile(source)
     except zipfile.BadZipFile:
@@ -85,9 +94,12 @@ def media_zip_extract(*, source: IO[bytes], target: Path) -> int:
                 "media zip", "(files)", len(members), f"at most {MEDIA_ZIP_MAX_FILES} files are accepted"
             )
         total = sum(m.file_size for m in members)
-        if total > MEDIA_ZIP_MAX_BYTES:
+        if total > settings.MEDIA_UNPACKED_MAX_BYTES:
             raise CampaignFileError(
-                "media zip", "(size)", total, f"unpacked, the media may take at most {MEDIA_ZIP_MAX_BYTES // 2**20} MB"
+                "media zip",
+                "(size)",
+                total,
+                f"unpacked, the media may take at most {_mb(settings.MEDIA_UNPACKED_MAX_BYTES)}",
             )
         for member in members:
             name = PurePosixPath(member.filename)
@@ -102,10 +114,14 @@ def media_zip_extract(*, source: IO[bytes], target: Path) -> int:
     return len(members)
 
 
+def _mb(limit: int) -> str:
+    return f"{limit / 2**20:g} MB"
+
+
 def _save(upload: Any, path: Path, *, what: str) -> Path:
-    if upload.size > DEFINITION_MAX_BYTES:
+    if upload.size > settings.IMPORT_MAX_BYTES:
         raise CampaignFileError(
-            what, "(size)", upload.size, f"the file may be at most {DEFINITION_MAX_BYTES // 2**20} MB"
+            what, "(size)", upload.size, f"the file may be at most {_mb(settings.IMPORT_MAX_BYTES)} (IMPORT_MAX_BYTES)"
         )
     with open(path, "wb") as dst:
         for chunk in upload.chunks():
