@@ -139,16 +139,22 @@ CELERY_BROKER_TRANSPORT_OPTIONS = {"visibility_timeout": env_int("CELERY_VISIBIL
 
 # Seconds to wait after new judgments before an automatic analysis run starts.
 ANALYSIS_DEBOUNCE_SECONDS = env_int("ANALYSIS_DEBOUNCE_SECONDS", 60, minimum=0)
-# A run that has not reported progress for this long is considered lost: it is queued again, or
-# marked failed with the reason once it has used ANALYSIS_MAX_ATTEMPTS attempts.
-ANALYSIS_STALE_SECONDS = env_int("ANALYSIS_STALE_SECONDS", 900, minimum=30)
+# A running analysis beats every ANALYSIS_HEARTBEAT_SECONDS from a side thread. A run silent for
+# ANALYSIS_STALE_SECONDS is considered lost (its worker was killed): it is queued again, or marked
+# failed with the reason once it has used ANALYSIS_MAX_ATTEMPTS attempts. The sweeper looks every
+# ANALYSIS_SWEEP_SECONDS, so a killed worker's run is running again within stale + sweep seconds.
+ANALYSIS_HEARTBEAT_SECONDS = env_int("ANALYSIS_HEARTBEAT_SECONDS", 10, minimum=1)
+ANALYSIS_STALE_SECONDS = env_int("ANALYSIS_STALE_SECONDS", 60, minimum=3 * ANALYSIS_HEARTBEAT_SECONDS)
+ANALYSIS_SWEEP_SECONDS = env_int("ANALYSIS_SWEEP_SECONDS", 15, minimum=1)
 ANALYSIS_MAX_ATTEMPTS = env_int("ANALYSIS_MAX_ATTEMPTS", 3, minimum=1)
 ANALYSIS_TIME_LIMIT_SECONDS = env_int("ANALYSIS_TIME_LIMIT_SECONDS", 1800, minimum=60)
 # Embedded (no broker): a background thread of the web process, started by its first request, sweeps
 # lost runs and executes queued runs once due (analysis.embedded). Off, `manage.py run_due_analyses` does.
 ANALYSIS_EMBEDDED_THREAD = env_bool("ANALYSIS_EMBEDDED_THREAD", True)
-# With `celery -A evalutron beat` (or a worker started with -B) the sweeper also runs every minute.
-CELERY_BEAT_SCHEDULE = {"analysis-sweep": {"task": "analysis.sweep_stale_runs", "schedule": 60.0}}
+# With `celery -A evalutron beat` (or a worker started with -B) the sweeper runs every ANALYSIS_SWEEP_SECONDS.
+CELERY_BEAT_SCHEDULE = {
+    "analysis-sweep": {"task": "analysis.sweep_stale_runs", "schedule": float(ANALYSIS_SWEEP_SECONDS)}
+}
 
 # --- Auth, API ------------------------------------------------------------------------------
 AUTH_PASSWORD_VALIDATORS = [

@@ -93,9 +93,10 @@ class Progress:
 
 @contextmanager
 def heartbeat_thread(progress: Progress, *, interval: float | None = None) -> Iterator[None]:
-    """Beat from a side thread while a long stage computes, so only a dead worker goes stale."""
+    """Beat from a side thread while a long stage computes, so only a dead worker goes stale: every
+    ANALYSIS_HEARTBEAT_SECONDS, and at least three times per ANALYSIS_STALE_SECONDS."""
     stop = threading.Event()
-    interval = interval or max(1.0, min(60.0, stale_seconds() / 5))
+    interval = interval or max(0.5, min(float(settings.ANALYSIS_HEARTBEAT_SECONDS), stale_seconds() / 3))
 
     def loop() -> None:
         try:

@@ -29,7 +29,7 @@ class Transient(Exception):
     """The database went away mid-run: the task should retry."""
 
 
-def run_execute(*, run_id: int, task_id: str = "", worker_heartbeat: bool = False) -> str:
+def run_execute(*, run_id: int, task_id: str = "", worker_heartbeat: bool = True) -> str:
     """Claim, compute and store one run. Returns its final status, or why it was not run.
 
     Any error in the computation marks the run failed with a readable message; a lost database
