@@ -119,6 +119,12 @@ _TERMS = [
         "pattern, 1 = every query ranks them identically.",
     ),
     Term(
+        "ordering_w",
+        "W (Kendall's W of orderings)",
+        "How alike the graders ordered one query's items: 1 = every grader gave the same order, 0 = no "
+        "more alike than orders drawn at random. Below 0.3 the orderings barely agree.",
+    ),
+    Term(
         "p",
         "p (p-value)",
         "The chance of a difference this large if the systems were really equal. Below 0.05 "

@@ -23,6 +23,9 @@ AGREE_WORDS = {
 }
 # A grader deviates when their agreement with the majority falls this far below the graders' median.
 DEVIATION_SHARE = 0.8
+# Kendall's W in words (Schmidt 1997, "Managing Delphi surveys using nonparametric statistical
+# techniques"): the lower bound of each band.
+W_WORDS = ((0.7, "very strongly"), (0.5, "strongly"), (0.3, "moderately"), (0.1, "weakly"), (0.0, "very weakly"))
 
 
 @dataclass(frozen=True)
@@ -78,6 +81,54 @@ def _agreement(agreement: dict[str, Any], out: Summary) -> None:
                 "alpha",
                 concern=alpha["value"] <= 0.4,
             )
+        )
+
+
+def w_words(w: float) -> str:
+    """How alike orderings are, in words, for Kendall's W."""
+    return next(words for low, words in W_WORDS if w >= low)
+
+
+def ordering_agreement(orderings: dict[str, Any]) -> dict[str, Any] | None:
+    """The agreement of an ordering campaign's graders over its queries: the median Kendall's W of the
+    queries ordered by two or more graders, the lowest and highest, and which query is lowest."""
+    rows = [q for q in orderings.get("queries") or [] if isinstance(q.get("kendall_w"), int | float)]
+    rows = [q for q in rows if math.isfinite(q["kendall_w"])]
+    if not rows:
+        return None
+    lowest = min(rows, key=lambda q: q["kendall_w"])
+    ws = [q["kendall_w"] for q in rows]
+    return {
+        "median": median(ws),
+        "low": min(ws),
+        "high": max(ws),
+        "queries": len(ws),
+        "lowest_query": lowest.get("label", str(lowest.get("query"))),
+        "words": w_words(median(ws)),
+    }
+
+
+def _ordering(orderings: dict[str, Any], out: Summary) -> None:
+    found = ordering_agreement(orderings)
+    if found is None:
+        return
+    spread = (
+        f" (from {_num(found['low'])} in “{found['lowest_query']}” to {_num(found['high'])})"
+        if found["queries"] > 1
+        else ""
+    )
+    out.findings.append(
+        Sentence(
+            f"Graders order the items {found['words']} alike: Kendall's W has a median of {_num(found['median'])} "
+            f"over {found['queries']} quer{'y' if found['queries'] == 1 else 'ies'}{spread}.",
+            "ordering_w",
+            concern=found["median"] < 0.3,
+        )
+    )
+    if found["low"] < 0.3:
+        out.next_steps.append(
+            f"The orderings of “{found['lowest_query']}” barely agree (W = {_num(found['low'])}): read its items and "
+            "the guidelines again, or ask more graders to order it."
         )
 
 
@@ -202,6 +253,7 @@ def report_summary(result: dict[str, Any]) -> Summary:
     """The summary's sentences, each drawn from a figure of the stored result."""
     out = Summary()
     _agreement(result.get("agreement") or {}, out)
+    _ordering(result.get("orderings") or {}, out)
     _confusable(result, out)
     _graders(result.get("graders") or [], out)
     _systems(result.get("systems") or {}, out)

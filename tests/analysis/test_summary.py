@@ -106,3 +106,36 @@ def test_uploaded_scores_give_a_verdict_per_pair_over_graders() -> None:
         "graders' correlations, t = 0.97, p = 0.370."
     ) in texts
     assert any(t.startswith("By their uploaded scores, A and C differ") for t in texts)
+
+
+def _ordering_result(ws: list[float | None]) -> dict:
+    return {
+        "agreement": {"levels": [], "alpha": None},
+        "orderings": {
+            "queries": [
+                {"query": i, "label": f"q{i}", "orderings": 3, **({} if w is None else {"kendall_w": w})}
+                for i, w in enumerate(ws, start=1)
+            ]
+        },
+    }
+
+
+def test_an_ordering_campaign_is_summarised_by_its_orderings_agreement_not_by_too_few_judgments():
+    summary = report_summary(_ordering_result([0.97, 0.79, 0.88, None]))
+    [sentence] = summary.findings
+    assert sentence.text == (
+        "Graders order the items very strongly alike: Kendall's W has a median of 0.88 over 3 queries "
+        "(from 0.79 in “q2” to 0.97)."
+    )
+    assert sentence.term == "ordering_w" and sentence.explained is TERMS["ordering_w"] and not sentence.concern
+    assert summary.next_steps == []
+
+
+def test_orderings_that_barely_agree_are_a_concern_with_a_next_step_naming_the_query():
+    summary = report_summary(_ordering_result([0.2, 0.25, 0.9]))
+    [sentence] = summary.findings
+    assert sentence.concern and "very weakly" not in sentence.text and "weakly alike" in sentence.text
+    assert summary.next_steps == [
+        "The orderings of “q1” barely agree (W = 0.20): read its items and the guidelines again, "
+        "or ask more graders to order it."
+    ]
