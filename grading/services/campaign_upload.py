@@ -55,6 +55,8 @@ class Preview:
     counts: dict[str, int]
     examples: dict[str, list[str]] = field(default_factory=dict)
     media_files: int = 0
+    status: str = "draft"  # the status the campaign is created with
+    assigns: bool = False  # confirming hands the graders their first units at once
 
 
 def staging_root() -> Path:
@@ -193,7 +195,14 @@ def campaign_preview(*, definition: dict[str, Any], media_dir: Path | None, toke
         "systems": [s["name"] for s in plan["systems"][:PREVIEW_ROWS]],
     }
     return Preview(
-        token=token, name=camp["name"], slug=camp["slug"], scheme=camp["scheme"], counts=counts, examples=examples
+        token=token,
+        name=camp["name"],
+        slug=camp["slug"],
+        scheme=camp["scheme"],
+        counts=counts,
+        examples=examples,
+        status=camp["status"],
+        assigns=bool(plan["assign"]) and len(plan["graders"]) >= camp["initial_overlap"],
     )
 
 

@@ -149,3 +149,22 @@ def test_people_without_the_permission_cannot_create(client):
     client.force_login(make_user())
     assert client.get("/organize/new/").status_code == 403
     assert client.post("/organize/new/confirm/", {"token": "abc"}).status_code == 400
+
+
+def test_the_preview_says_what_confirming_will_do_with_the_files_status_and_graders(client, creator, example):
+    assert example["campaign"]["status"] == "open" and example["graders"]
+    response = client.post("/organize/new/", {"source": "file", "file": json_file(example), "media": media_zip()})
+    text = " ".join(response.content.decode().split())
+    assert (
+        "It starts <strong>open</strong>, as the file says: graders can grade as soon as you confirm; "
+        "the first units of its" in text
+    )
+    assert "draft" not in text.split('id="preview"')[1].split("</section>")[0]
+    client.post("/organize/new/confirm/", {"token": response.context["preview"].token, "action": "confirm"})
+    campaign = Campaign.objects.get(slug="example-audio")
+    assert campaign.status == "open" and campaign.assignments.exists()  # as the preview said
+
+    drafted = {**example, "campaign": {**example["campaign"], "status": "draft", "slug": "drafted"}}
+    response = client.post("/organize/new/", {"source": "file", "file": json_file(drafted), "media": media_zip()})
+    text = " ".join(response.content.decode().split())
+    assert "It starts as a <strong>draft</strong>: graders see it only when you open it; the first units of its" in text
