@@ -97,7 +97,7 @@ def test_pool_campaign_makes_a_draft_campaign_of_the_example_runs(capsys):
     provenance = CandidateProvenance.objects.filter(candidate__campaign=campaign, query__external_id="t1")
     assert provenance.count() == 9
     assert provenance.get(system__name="dense", candidate__external_id="d01").rank == 3
-    assert len(expected) == 13 and "3 topics, 13 documents, 13 units" in capsys.readouterr().out
+    assert len(expected) == 16 and "3 topics, 13 documents, 16 units" in capsys.readouterr().out
 
 
 @pytest.mark.django_db

@@ -9,12 +9,14 @@ from typing import Any
 
 from django.core.management.base import BaseCommand, CommandError, CommandParser
 
-from analysis import export, qrels, selectors
-from analysis.management.commands._campaign_arg import campaign_from_arg
-from analysis.models import AnalysisRun, RunStatus, RunTrigger
-from analysis.services import runs
-from analysis.services.execute import run_execute
-from grading.models import Campaign
+from analysis import export, qrels
+from analysis.management.commands._campaign_arg import (
+    add_grade_arguments,
+    campaign_from_arg,
+    grade_mapping_from_options,
+    latest_good_run,
+)
+from analysis.models import AnalysisRun
 
 QRELS_HELP = """
 --format qrels writes TREC relevance judgments, one line per judged unit: "qid 0 docid rel", the
@@ -54,9 +56,7 @@ class Command(BaseCommand):
         )
         parser.add_argument("--measure", choices=list(export.MEASURES), default="std")
         parser.add_argument("--fresh", action="store_true", help="run a new analysis first")
-        parser.add_argument("--grade", choices=list(qrels.SOURCES), help="qrels: what a grade is read from (below)")
-        parser.add_argument("--broad-grades", help="qrels: the grade of each BROAD category (default NS=0,SS=1,VS=2)")
-        parser.add_argument("--thresholds", help="qrels: ascending cut points of the mean or model score, e.g. 3.5,7")
+        add_grade_arguments(parser)
 
     def handle(self, *args: Any, **options: Any) -> None:
         campaign = campaign_from_arg(options["campaign"])
@@ -68,9 +68,8 @@ class Command(BaseCommand):
             )
         except ValueError as exc:
             raise CommandError(str(exc)) from None
-        mapping = self._mapping(campaign, options) if options["format"] == "qrels" else None
-        run = None if options["fresh"] else selectors.run_latest_good(campaign_id=campaign.pk)
-        run = run or self._analyse(campaign.pk)
+        mapping = grade_mapping_from_options(campaign, options) if options["format"] == "qrels" else None
+        run = latest_good_run(campaign, fresh=options["fresh"], say=self.stderr.write)
         if mapping is not None:
             self._qrels(run, filters, mapping, options["output"])
             return
@@ -82,17 +81,6 @@ class Command(BaseCommand):
             raise CommandError("parquet is binary: give --output FILE")
         else:
             sys.stdout.buffer.write(body)
-
-    def _mapping(self, campaign: Campaign, options: dict[str, Any]) -> qrels.GradeMapping:
-        try:
-            return qrels.grade_mapping(
-                campaign,
-                source=options["grade"],
-                broad_grades=qrels.parse_broad_grades(options["broad_grades"]) if options["broad_grades"] else None,
-                thresholds=qrels.parse_thresholds(options["thresholds"]) if options["thresholds"] else None,
-            )
-        except qrels.QrelsError as exc:
-            raise CommandError(str(exc)) from None
 
     def _qrels(
         self, run: AnalysisRun, filters: export.Filters, mapping: qrels.GradeMapping, output: str | None
@@ -109,16 +97,3 @@ class Command(BaseCommand):
         self.stderr.write(
             f"{count.written} qrels lines from analysis run #{run.number}{left_out}\n{mapping.describe()}"
         )
-
-    def _analyse(self, campaign_id: int) -> AnalysisRun:
-        run = runs.run_create(campaign_id=campaign_id, trigger=RunTrigger.CLI, enqueue=False)
-        self.stderr.write(f"no succeeded analysis yet: running #{run.number} here")
-        outcome = run_execute(run_id=run.pk)
-        run.refresh_from_db()
-        if outcome == RunStatus.RUNNING:
-            raise CommandError(
-                f"an identical analysis, run #{run.number}, is running elsewhere: export again when it has finished"
-            )
-        if outcome != RunStatus.SUCCEEDED:
-            raise CommandError(f"analysis run #{run.number} failed: {run.error}")
-        return run
