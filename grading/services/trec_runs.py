@@ -23,11 +23,12 @@ import json
 import math
 from collections import defaultdict
 from dataclasses import dataclass, field
+from pathlib import Path
 from typing import Any
 
 from grading.models.choices import MediaKind
 from grading.services.campaign_file_errors import CampaignFileError, Collector
-from grading.services.campaign_files import FORMAT
+from grading.services.campaign_files import FORMAT, read_text_file
 
 RUN_FIELDS = ("qid", "Q0", "docid", "rank", "score", "tag")
 
@@ -43,6 +44,14 @@ class Run:
     @property
     def n_lines(self) -> int:
         return sum(len(docs) for docs in self.topics.values())
+
+
+def text_read(path: Path, *, name: str) -> str:
+    """A file's text (UTF-8, within the import limit); its problem names it as `name`."""
+    try:
+        return read_text_file(path)
+    except CampaignFileError as exc:
+        raise CampaignFileError(f"{name} {exc.where}", exc.field or "(file)", exc.value, exc.problem) from None
 
 
 def run_parse(text: str, *, name: str) -> Run:

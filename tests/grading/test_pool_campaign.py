@@ -3,14 +3,17 @@ with the runs as systems and their ranks as provenance, a draft campaign through
 
 from __future__ import annotations
 
+import io
 from pathlib import Path
 
 import pytest
+from django.core.files.uploadedfile import SimpleUploadedFile
 from django.core.management import CommandError, call_command
 
 from grading.models import Campaign, CandidateProvenance, Unit
 from grading.services.campaign_file_errors import CampaignFileError
 from grading.services.trec_runs import pool, run_parse
+from tests.factories import make_user
 
 EXAMPLES = Path(__file__).resolve().parents[2] / "examples" / "trec"
 
@@ -126,3 +129,70 @@ def test_a_pooled_document_missing_from_the_docs_file_and_a_shared_tag_are_refus
     with pytest.raises(CommandError, match=r"bad.jsonl line 2, field 'text', value None: a document needs"):
         call_command("pool_campaign", "--name", "P", "--depth", "1", "--docs", str(bad_docs), str(copy))
     assert not Campaign.objects.exists()
+
+
+def _upload(path: Path, name: str | None = None) -> SimpleUploadedFile:
+    return SimpleUploadedFile(name or path.name, path.read_bytes(), content_type="text/plain")
+
+
+def _runs_form(**extra) -> dict:
+    return {
+        "source": "runs",
+        "runs-name": "Pooled on the page",
+        "runs-scheme": "broad_fine",
+        "runs-initial_overlap": "2",
+        "runs-depth": "3",
+        "runs-runs": [_upload(EXAMPLES / f"run_{x}.txt") for x in "abc"],
+        "runs-topics": _upload(EXAMPLES / "topics.tsv"),
+        "runs-docs": _upload(EXAMPLES / "docs.jsonl"),
+        **extra,
+    }
+
+
+@pytest.mark.django_db
+def test_several_run_files_on_the_new_campaign_page_are_previewed_then_pooled_as_the_command_pools(client, tmp_path):
+    creator = make_user("creator", is_staff=True)
+    client.force_login(creator)
+    page = client.get("/organize/new/").content.decode()
+    assert "From TREC runs (pooling)" in page and 'name="runs-runs"' in page and "multiple" in page
+    response = client.post("/organize/new/", _runs_form())
+    assert response.status_code == 200 and not Campaign.objects.exists()
+    preview = response.context["preview"]
+    assert preview.counts["units"] == 16 and preview.counts["systems"] == 3 and preview.counts["queries"] == 3
+    response = client.post("/organize/new/confirm/", {"token": preview.token, "action": "confirm"})
+    campaign = Campaign.objects.get(slug="pooled-on-the-page")
+    assert response.status_code == 302 and campaign.status == "draft"
+    call_command(
+        "pool_campaign",
+        "--name",
+        "By the command",
+        "--depth",
+        "3",
+        "--topics",
+        str(EXAMPLES / "topics.tsv"),
+        "--docs",
+        str(EXAMPLES / "docs.jsonl"),
+        *[str(EXAMPLES / f"run_{x}.txt") for x in "abc"],
+        stdout=io.StringIO(),
+    )
+    by_command = Campaign.objects.get(slug="by-the-command")
+
+    def shape(c):
+        rows = CandidateProvenance.objects.filter(candidate__campaign=c)
+        return sorted(rows.values_list("query__external_id", "candidate__external_id", "system__name", "rank"))
+
+    assert len(shape(campaign)) == 27 and shape(campaign) == shape(by_command)
+
+
+@pytest.mark.django_db
+def test_a_bad_run_file_on_the_page_is_listed_beside_the_runs_form_with_file_line_field_and_value(client):
+    client.force_login(make_user("creator", is_staff=True))
+    bad = SimpleUploadedFile("mine.txt", b"t1 Q0 d01 1 9 mine\nt1 Q0 d02 2 9 mine extra\n", content_type="text/plain")
+    response = client.post("/organize/new/", _runs_form(**{"runs-runs": [_upload(EXAMPLES / "run_a.txt"), bad]}))
+    assert response.status_code == 400 and not Campaign.objects.exists()
+    html = response.content.decode()
+    section = html[html.index('id="by-runs"') :]
+    assert "There is a problem" in section
+    assert "mine.txt line 2, field &#x27;(line)&#x27;" in section and "found 7" in section
+    response = client.post("/organize/new/", _runs_form(**{"runs-depth": "0"}))
+    assert response.status_code == 400 and "Pool depth (K)" in response.content.decode()

@@ -11,9 +11,9 @@ from django.utils.text import slugify
 
 from grading.errors import InvalidValue
 from grading.models.choices import Scheme
-from grading.services.campaign_files import CampaignFileError, CampaignFileErrors, read_text_file
+from grading.services.campaign_files import CampaignFileErrors
 from grading.services.campaign_io import campaign_import
-from grading.services.trec_runs import docs_parse, pool_definition, run_parse, topics_parse
+from grading.services.trec_runs import docs_parse, pool_definition, run_parse, text_read, topics_parse
 
 
 class Command(BaseCommand):
@@ -47,15 +47,23 @@ class Command(BaseCommand):
         except json.JSONDecodeError as exc:
             raise CommandError(f"--scheme-params is not valid JSON: {exc.msg}", returncode=2) from None
         try:
-            runs = [run_parse(_read(path), name=str(path)) for path in opts["runs"]]
-            topics = topics_parse(_read(opts["topics"]), name=str(opts["topics"])) if opts["topics"] else None
-            docs = docs_parse(_read(opts["docs"]), name=str(opts["docs"])) if opts["docs"] else None
+            runs = [run_parse(text_read(path, name=str(path)), name=str(path)) for path in opts["runs"]]
+            topics = (
+                topics_parse(text_read(opts["topics"], name=str(opts["topics"])), name=str(opts["topics"]))
+                if opts["topics"]
+                else None
+            )
+            docs = (
+                docs_parse(text_read(opts["docs"], name=str(opts["docs"])), name=str(opts["docs"]))
+                if opts["docs"]
+                else None
+            )
             campaign = {
                 "name": opts["name"],
                 "slug": opts["slug"] or slugify(opts["name"]),
                 "scheme": opts["scheme"],
                 "scheme_params": params,
-                "guidelines": _read(opts["guidelines"]) if opts["guidelines"] else "",
+                "guidelines": _text(opts["guidelines"]) if opts["guidelines"] else "",
                 "status": "draft",
                 "initial_overlap": opts["initial_overlap"],
             }
@@ -88,9 +96,5 @@ class Command(BaseCommand):
             self.stdout.write(f"No texts were given for the {missing}: their text is their id.")
 
 
-def _read(path: Path) -> str:
-    """The file's text; a file that cannot be read is named in the error."""
-    try:
-        return read_text_file(path)
-    except CampaignFileError as exc:
-        raise CampaignFileError(f"{path} {exc.where}", exc.field or "(file)", exc.value, exc.problem) from None
+def _text(path: Path) -> str:
+    return text_read(path, name=str(path))
