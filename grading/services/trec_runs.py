@@ -14,7 +14,8 @@ documents; each pooled document becomes a candidate of the topic, with one prove
 returned it within its first K documents: the run's tag as the system, its position as the rank.
 Topic texts come from a ``id<TAB>text`` file, document texts from JSON lines ``{"id", "text"}`` or
 ``{"id", "url"}`` (an optional ``"kind"``: text, audio, image, video); without a file an item's text
-is its id.
+is its id. Each run's score of a pooled pair becomes the system's per-unit score (SystemOutput), so
+the report evaluates the runs' scores against the graders' ground truth as it does uploaded scores.
 """
 
 from __future__ import annotations
@@ -31,6 +32,8 @@ from grading.services.campaign_file_errors import CampaignFileError, Collector
 from grading.services.campaign_files import FORMAT, read_text_file
 
 RUN_FIELDS = ("qid", "Q0", "docid", "rank", "score", "tag")
+# The definition's key for the runs' scores of the pooled pairs (imported as per-unit system scores).
+SYSTEM_SCORES = "_system_scores"
 
 
 @dataclass
@@ -191,7 +194,9 @@ def pool_definition(
 ) -> dict[str, Any]:
     """The campaign definition (the format of campaign files) of the depth-`depth` pool of `runs`:
     queries = topics, candidates = pooled documents with each run's rank as provenance, one unit per
-    topic and pooled document. A topic or pooled document missing from a given texts file is an error."""
+    topic and pooled document, and under SYSTEM_SCORES each run's score of every pooled pair it
+    retrieved (at any depth), which the importer stores as per-unit system scores. A topic or pooled
+    document missing from a given texts file is an error."""
     runs_check_tags(runs)
     pooled = pool(runs, depth)
     found = Collector()
@@ -212,10 +217,18 @@ def pool_definition(
                 candidates[docid] = {"id": docid, **item, "provenance": []}
             candidates[docid]["provenance"] += [{"system": tag, "query": qid, "rank": r} for tag, r in ranks.items()]
     found.raise_any()
+    scores = [
+        {"query": qid, "candidate": docid, "system": run.tag, "score": score}
+        for run in runs
+        for qid, docs in run.topics.items()
+        for docid, score in docs
+        if docid in pooled.get(qid, {})
+    ]
     return {
         "format": FORMAT,
         "campaign": campaign,
         "systems": [{"name": run.tag, "description": f"run file {run.name}"} for run in runs],
         "queries": queries,
         "candidates": list(candidates.values()),
+        SYSTEM_SCORES: scores,
     }

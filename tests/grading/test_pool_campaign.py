@@ -10,7 +10,7 @@ import pytest
 from django.core.files.uploadedfile import SimpleUploadedFile
 from django.core.management import CommandError, call_command
 
-from grading.models import Campaign, CandidateProvenance, Unit
+from grading.models import Campaign, CandidateProvenance, SystemOutput, Unit
 from grading.services.campaign_file_errors import CampaignFileError
 from grading.services.trec_runs import pool, run_parse
 from tests.factories import make_user
@@ -101,6 +101,19 @@ def test_pool_campaign_makes_a_draft_campaign_of_the_example_runs(capsys):
     assert provenance.count() == 9
     assert provenance.get(system__name="dense", candidate__external_id="d01").rank == 3
     assert len(expected) == 16 and "3 topics, 13 documents, 16 units" in capsys.readouterr().out
+    # each run's score of every pooled pair it retrieved, at any depth, is its per-unit system score
+    scores = {
+        (qid, doc, run.tag): score
+        for path in runs
+        for run in [run_parse(Path(path).read_text(), name=path)]
+        for qid, docs in run.topics.items()
+        for doc, score in docs
+        if (qid, doc) in expected
+    }
+    outputs = SystemOutput.objects.filter(system__campaign=campaign).values_list(
+        "unit__query__external_id", "unit__candidate__external_id", "system__name", "score"
+    )
+    assert len(scores) > 16 and {(q, c, s): v for q, c, s, v in outputs} == scores
 
 
 @pytest.mark.django_db
@@ -182,6 +195,8 @@ def test_several_run_files_on_the_new_campaign_page_are_previewed_then_pooled_as
         return sorted(rows.values_list("query__external_id", "candidate__external_id", "system__name", "rank"))
 
     assert len(shape(campaign)) == 27 and shape(campaign) == shape(by_command)
+    scores = lambda c: sorted(SystemOutput.objects.filter(system__campaign=c).values_list("unit__external_id", "score"))  # noqa: E731
+    assert len(scores(campaign)) > 16 and scores(campaign) == scores(by_command)
 
 
 @pytest.mark.django_db
