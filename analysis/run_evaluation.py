@@ -3,13 +3,13 @@
 The qrels are the campaign's own qrels export (analysis/qrels.py, the same grade mapping), read back
 with ``ir_measures.read_trec_qrels``; the runs are read by ``grading.services.trec_runs`` (strict,
 line-numbered errors) and handed to ir-measures as (query, document, score), which is all
-``ir_measures.read_trec_run`` keeps of a run line. ir-measures computes each measure per topic (the
-topics of the qrels the run answers, as trec_eval does); the mean over those topics is what
-``ir_measures.calc_aggregate`` gives. Around it:
+``ir_measures.read_trec_run`` keeps of a run line. ir-measures computes each measure for every topic
+of the qrels (a topic the run does not answer scores the measure's default, 0, as ``trec_eval -c``
+counts it); the mean over those topics is what ``ir_measures.calc_aggregate`` gives. Around it:
 
 - a percentile bootstrap interval of the mean over topics (``analysis.metrics.systems.system_scores``:
   one draw of topics shared by every run, seeded, drawn measure after measure in the given order);
-- Friedman over the topics every run answers, with Nemenyi's post hoc pairs and letter groups
+- Friedman over the topics of the qrels, with Nemenyi's post hoc pairs and letter groups
   (``analysis.services.sections.systems.ranking_tests``), per measure;
 - the judged fraction of each run's first k documents (ir-measures' ``Judged@k``), for every cutoff
   the measures name (10 when none does), measured on the run as given.
@@ -98,10 +98,12 @@ def _scored(run: Run, judged: set[tuple[str, str]] | None) -> list[ir_measures.S
 
 def _per_topic(measures: list[Measure], qrels: list[Any], scored: list[Any]) -> dict[Measure, dict[str, float]]:
     out: dict[Measure, dict[str, float]] = {m: {} for m in measures}
-    if not scored:
-        return out
-    for metric in ir_measures.iter_calc(measures, qrels, scored):
-        out[metric.measure][metric.query_id] = float(metric.value)
+    try:
+        for metric in ir_measures.iter_calc(measures, qrels, scored):
+            out[metric.measure][metric.query_id] = float(metric.value)
+    except Exception as exc:  # a provider's own failure (e.g. an external script), named, never a traceback
+        names = " ".join(str(m) for m in measures)
+        raise EvaluationError(f"ir-measures could not compute {names}: {type(exc).__name__}: {exc}") from None
     return out
 
 

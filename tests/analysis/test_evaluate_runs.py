@@ -151,3 +151,43 @@ def test_a_bad_run_file_is_refused_naming_its_line_before_any_analysis(judged_po
         call_command("evaluate_runs", judged_pool.slug, str(bad))
     with pytest.raises(CommandError, match="measure 'nDCG@'"):
         call_command("evaluate_runs", judged_pool.slug, RUNS[0], "--measures", "nDCG@")
+
+
+def test_a_topic_a_run_does_not_answer_counts_zero_as_ir_measures_counts_it(judged_pool, tmp_path):
+    partial = tmp_path / "partial.txt"
+    partial.write_text("t1 Q0 d01 1 9 partial\nt1 Q0 d02 2 8 partial\nt9 Q0 d01 1 9 partial\n")
+    out = io.StringIO()
+    call_command(
+        "evaluate_runs",
+        judged_pool.slug,
+        str(partial),
+        "--measures",
+        "AP",
+        "--format",
+        "json",
+        "--bootstrap",
+        "20",
+        stdout=out,
+        stderr=io.StringIO(),
+    )
+    result = json.loads(out.getvalue())
+    qrels_path = tmp_path / "pool.qrels"
+    call_command(
+        "export_ground_truth", judged_pool.slug, "--format", "qrels", "-o", str(qrels_path), stderr=io.StringIO()
+    )
+    expected = ir_measures.calc_aggregate(
+        [ir_measures.AP], list(ir_measures.read_trec_qrels(str(qrels_path))), ir_measures.read_trec_run(str(partial))
+    )
+    ap = result["runs"][0]["measures"]["AP"]
+    assert ap["per_topic"]["t2"] == ap["per_topic"]["t3"] == 0.0 and "t9" not in ap["per_topic"]
+    assert ap["mean"] == pytest.approx(expected[ir_measures.AP], abs=1e-12)
+    assert "reason" in result["friedman"]["AP"]  # one run: nothing to compare
+
+
+def test_a_failure_inside_ir_measures_is_reported_not_raised(judged_pool, monkeypatch):
+    def broken(*args, **kwargs):
+        raise OSError("gdeval.pl: format error")
+
+    monkeypatch.setattr(ir_measures, "iter_calc", broken)
+    with pytest.raises(CommandError, match="ir-measures could not compute AP: OSError: gdeval.pl: format error"):
+        call_command("evaluate_runs", judged_pool.slug, RUNS[0], "--measures", "AP", stderr=io.StringIO())
