@@ -14,9 +14,10 @@ from analysis.models import AnalysisRun
 from analysis.services.execute import run_execute
 from analysis.services.runs import run_create
 from grading.models import Assignment, AuditEntry, Unit
-from grading.models.choices import Scheme
+from grading.models.choices import Role, Scheme
 from grading.services.adjudication import adjudication_record
-from tests.factories import make_campaign, record
+from grading.services.campaigns import role_grant
+from tests.factories import make_campaign, make_user, record
 
 pytestmark = pytest.mark.django_db
 
@@ -83,9 +84,20 @@ def test_a_numeric_campaign_is_graded_by_its_scale_points_from_the_bottom(db, tm
     scores = iter([1, 1, 2, 3, 5, 4, 4, 4])  # means 1, 2.5, 4.5, 4
     for a in Assignment.objects.filter(campaign=campaign).select_related("grader", "unit").order_by("unit_id", "pk"):
         record(a.grader, campaign, "score_set", {"value": next(scores)}, unit=a.unit)
-    analyse(campaign)
+    run = analyse(campaign)
     got = read_cli(campaign, tmp_path / "n.qrels")
     assert [got[("q0", f"c0-{i}")] for i in range(4)] == [0, 2, 4, 3]  # 2.5 → 3 − 1, half up
+    frame = export.ground_truth_frame(run, export.Filters())
+    assert frame["model_score"].notna().all()
+    by_model = read_cli(campaign, tmp_path / "m.qrels", "--grade", "model", "--thresholds", "2,4")
+    ext = dict(Unit.objects.filter(campaign=campaign).values_list("pk", "candidate__external_id"))
+    assert len(by_model) == 4
+    for uid, score in zip(frame["unit_id"], frame["model_score"], strict=True):
+        assert by_model[("q0", ext[uid])] == bisect.bisect_right([2.0, 4.0], score)
+    organizer = make_user()
+    role_grant(campaign=campaign, user=organizer, role=Role.ORGANIZER)
+    adjudication_record(organizer=organizer, unit=Unit.objects.get(campaign=campaign, external_id="u0-0"), value=5)
+    assert read_cli(campaign, tmp_path / "a.qrels")[("q0", "c0-0")] == 4  # the adjudicated 5, the top point
 
 
 def test_the_model_based_label_grades_when_asked(judged_campaign, tmp_path):
