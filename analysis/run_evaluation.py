@@ -29,7 +29,9 @@ import numpy as np
 import pandas as pd
 from ir_measures.measures.base import Measure
 
+from analysis import export, qrels
 from analysis.metrics.systems import system_scores
+from analysis.models import AnalysisRun
 from analysis.reports.serialize import jsonable
 from analysis.services.sections.systems import ranking_tests
 from grading.services.trec_runs import Run
@@ -202,3 +204,49 @@ def evaluation_table(result: dict[str, Any], *, confidence: float, unjudged: Unj
         shown = ", ".join(f"@{k} {'—' if v is None else f'{v:.3f}'}" for k, v in r["judged_at_k"].items())
         lines.append(f"  {r['run']}: {shown}")
     return "\n".join(lines) + "\n"
+
+
+def campaign_runs_evaluate(*, run: AnalysisRun, runs: list[Run], measures_text: str) -> dict[str, Any]:
+    """The runs scored against the ground truth of `run` (an analysis) with the scheme's default grades,
+    seeded and resampled as that analysis was (the report page's upload)."""
+    measures = measures_parse(measures_text)
+    text, _ = qrels.qrels_text(run, export.Filters(), qrels.grade_mapping(run.campaign))
+    parameters = run.parameters or {}
+    return runs_evaluate(
+        list(ir_measures.read_trec_qrels(text)) if text else [],
+        runs,
+        measures,
+        rng=np.random.default_rng(run.seed),
+        n_boot=int(parameters.get("n_boot", 1000)),
+        confidence=float(parameters.get("confidence", 0.95)),
+    )
+
+
+def evaluation_view(result: dict[str, Any]) -> list[dict[str, Any]]:
+    """Per measure, for a page: the runs best first (mean, interval, topics, letter group) and the
+    Friedman result in words."""
+    out = []
+    for name in result["runs"][0]["measures"] if result["runs"] else []:
+        groups = result["nemenyi"][name].get("groups", {})
+        rows = [
+            {
+                "run": r["run"],
+                **r["measures"][name],
+                "topics": len(r["measures"][name]["per_topic"]),
+                "group": groups.get(r["run"], ""),
+            }
+            for r in result["runs"]
+        ]
+        rows.sort(key=lambda row: -(row["mean"] if row["mean"] is not None else -np.inf))
+        f = result["friedman"][name]
+        if "reason" in f:
+            words = f"Friedman test not computed: {f['reason']}."
+        elif f["statistic"] is None:
+            words = "Friedman test undefined: the runs tie on every topic."
+        else:
+            words = (
+                f"Friedman χ² = {f['statistic']:.3f}, df = {f['df']}, p = {f['p']:.4g}, Kendall's W = {f['w']:.3f} "
+                f"over {f['n_queries']} topics."
+            )
+        out.append({"name": name, "rows": rows, "friedman": words})
+    return out

@@ -11,11 +11,15 @@ import ir_measures
 import numpy as np
 import pandas as pd
 import pytest
+from django.core.files.uploadedfile import SimpleUploadedFile
 from django.core.management import CommandError, call_command
 
 from analysis.metrics.systems import friedman
+from analysis.models import AnalysisRun
 from analysis.run_evaluation import measures_parse, measures_split
-from grading.models import Assignment, Campaign
+from analysis.services.execute import run_execute
+from analysis.services.runs import run_create
+from grading.models import Assignment, Campaign, SystemOutput
 from grading.models.choices import CampaignStatus, Role
 from grading.services.campaigns import assignments_create_initial, campaign_set_status, role_grant
 from tests.factories import make_user, record
@@ -191,3 +195,49 @@ def test_a_failure_inside_ir_measures_is_reported_not_raised(judged_pool, monkey
     monkeypatch.setattr(ir_measures, "iter_calc", broken)
     with pytest.raises(CommandError, match="ir-measures could not compute AP: OSError: gdeval.pl: format error"):
         call_command("evaluate_runs", judged_pool.slug, RUNS[0], "--measures", "AP", stderr=io.StringIO())
+
+
+def _uploads(*paths: str):
+    return [SimpleUploadedFile(Path(p).name, Path(p).read_bytes(), content_type="text/plain") for p in paths]
+
+
+def test_the_report_scores_uploaded_runs_as_the_command_does_and_stores_nothing(judged_pool, client):
+    organizer = make_user()
+    role_grant(campaign=judged_pool, user=organizer, role=Role.ORGANIZER)
+    client.force_login(organizer)
+    run = run_create(campaign_id=judged_pool.pk, parameters={"n_boot": 60})
+    run_execute(run_id=run.pk)
+    run.refresh_from_db()
+    outputs = SystemOutput.objects.count()
+    response = client.post(
+        f"/reports/campaigns/{judged_pool.pk}/evaluate-runs/", {"runs": _uploads(*RUNS), "measures": "AP P@5"}
+    )
+    assert response.status_code == 200
+    shown = response.context["runs_result"]["measures"]
+    assert [m["name"] for m in shown] == ["AP", "P@5"]
+    expected = evaluate(judged_pool, "--measures", "AP P@5", "--bootstrap", "60", "--seed", str(run.seed))
+    means = {r["run"]: r["measures"]["AP"]["mean"] for r in expected["runs"]}
+    assert len(shown[0]["rows"]) == 3 and {r["run"]: r["mean"] for r in shown[0]["rows"]} == means
+    html = response.content.decode()
+    assert "AP: mean over topics, best first" in html and "Friedman χ² =" in html
+    assert SystemOutput.objects.count() == outputs and AnalysisRun.objects.filter(campaign=judged_pool).count() == 1
+
+
+def test_a_bad_upload_on_the_report_lists_its_problem_beside_the_form(judged_pool, client, tmp_path):
+    organizer = make_user()
+    role_grant(campaign=judged_pool, user=organizer, role=Role.ORGANIZER)
+    client.force_login(organizer)
+    url = f"/reports/campaigns/{judged_pool.pk}/evaluate-runs/"
+    response = client.post(url, {"runs": _uploads(RUNS[0]), "measures": "AP"})
+    assert response.status_code == 400 and "run one first" in response.content.decode()  # no analysis yet
+    run_execute(run_id=run_create(campaign_id=judged_pool.pk, parameters={"n_boot": 20}).pk)
+    bad = SimpleUploadedFile("bad.txt", b"t1 Q0 d01 1 9 x\nt1 Q0 d02 2 nine x\n", content_type="text/plain")
+    response = client.post(url, {"runs": [bad], "measures": "AP"})
+    html = response.content.decode()
+    assert response.status_code == 400 and 'id="runs-errors"' in html
+    assert "bad.txt line 2, field &#x27;score&#x27;, value &#x27;nine&#x27;: the score must be a number" in html
+    response = client.post(url, {"runs": _uploads(RUNS[0]), "measures": "Bogus@3"})
+    assert response.status_code == 400 and "measure &#x27;Bogus@3&#x27;" in response.content.decode()
+    stranger = make_user()
+    client.force_login(stranger)
+    assert client.post(url, {"runs": _uploads(RUNS[0]), "measures": "AP"}).status_code == 404
