@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import argparse
 import io
 import json
 from pathlib import Path
@@ -43,11 +42,6 @@ class Command(BaseCommand):
         '{"runs": [{"run", "measures": {NAME: {"mean", "ci_low", "ci_high", "per_topic"}}, "judged_at_k"}], '
         '"friedman": {NAME: ...}, "nemenyi": {NAME: ...}}.'
     )
-
-    def create_parser(self, prog_name: str, subcommand: str, **kwargs: Any) -> CommandParser:
-        parser = super().create_parser(prog_name, subcommand, **kwargs)
-        parser.formatter_class = argparse.RawDescriptionHelpFormatter
-        return parser
 
     def add_arguments(self, parser: CommandParser) -> None:
         parser.add_argument("campaign")

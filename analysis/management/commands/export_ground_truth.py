@@ -37,8 +37,8 @@ the counts are printed on standard error.
 
 class Command(BaseCommand):
     help = (
-        "Write a campaign's ground truth (one row per unit plus a metadata block) from its latest "
-        "succeeded analysis; runs one here first if there is none. See docs/analysis.md for the formats." + QRELS_HELP
+        "Write a campaign's ground truth (one row per unit plus a metadata block) from its latest\n"
+        "succeeded analysis; runs one here first if there is none. See docs/analysis.md for the formats.\n" + QRELS_HELP
     )
 
     def create_parser(self, prog_name: str, subcommand: str, **kwargs: Any) -> CommandParser:
