@@ -10,7 +10,9 @@ from django.contrib.auth.decorators import login_required
 from django.http import FileResponse, Http404, HttpRequest, HttpResponse, StreamingHttpResponse
 from django.shortcuts import redirect
 
-from analysis import export, selectors, streams
+from analysis import export, qrels, selectors, streams
+from analysis.models import AnalysisRun
+from grading.models import Campaign
 from grading.models.choices import Scheme
 from grading.services.audit import export_record
 from grading.views.organizer import organized
@@ -19,6 +21,7 @@ DOWNLOADS: dict[tuple[str, str], str] = {
     ("ground-truth", "csv"): "text/csv; charset=utf-8",
     ("ground-truth", "json"): "application/json",
     ("ground-truth", "parquet"): "application/vnd.apache.parquet",
+    ("ground-truth", "qrels"): qrels.CONTENT_TYPE,
     ("judgments", "csv"): "text/csv; charset=utf-8",
     ("events", "csv"): "text/csv; charset=utf-8",
     ("events", "parquet"): "application/vnd.apache.parquet",
@@ -37,6 +40,8 @@ def download(request: HttpRequest, campaign_id: int, what: str, fmt: str) -> Htt
     if what == "ground-truth" and run is None:
         messages.info(request, "The ground truth comes from an analysis: run one first, then download it.")
         return redirect("analysis:report", campaign_id=campaign.pk)
+    if fmt == "qrels":
+        return _qrels(request, campaign, run, filename)
     export_record(actor=request.user, campaign=campaign, what=what, fmt=fmt, analysis=run.number if run else None)
     if what == "ground-truth":
         filters = export.Filters()
@@ -54,5 +59,19 @@ def download(request: HttpRequest, campaign_id: int, what: str, fmt: str) -> Htt
     if fmt == "parquet":
         return FileResponse(body, as_attachment=True, filename=filename, content_type=content_type)
     response = StreamingHttpResponse(body, content_type=content_type)
+    response["Content-Disposition"] = f'attachment; filename="{filename}"'
+    return response
+
+
+def _qrels(request: HttpRequest, campaign: Campaign, run: AnalysisRun, filename: str) -> HttpResponse:
+    """The ground truth as TREC qrels with the scheme's default grades (analysis/qrels.py); a campaign
+    whose ids cannot be written so goes back to the report with the reason."""
+    try:
+        text, _ = qrels.qrels_text(run, export.Filters(), qrels.grade_mapping(campaign))
+    except qrels.QrelsError as exc:
+        messages.error(request, f"No qrels file: {exc}.")
+        return redirect("analysis:report", campaign_id=campaign.pk)
+    export_record(actor=request.user, campaign=campaign, what="ground-truth", fmt="qrels", analysis=run.number)
+    response = HttpResponse(text, content_type=qrels.CONTENT_TYPE)
     response["Content-Disposition"] = f'attachment; filename="{filename}"'
     return response

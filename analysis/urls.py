@@ -20,6 +20,7 @@ urlpatterns = [
         name="system-scores",
     ),
     path("campaigns/<int:campaign_id>/system-evaluation/", views.report_system_evaluation, name="system-evaluation"),
+    path("campaigns/<int:campaign_id>/evaluate-runs/", views.report_evaluate_runs, name="evaluate-runs"),
     path("campaigns/<int:campaign_id>/instrument-links/", views.report_instrument_links, name="instrument-links"),
     path("campaigns/<int:campaign_id>/tables/<slug:table>.csv", views.report_csv, name="table-csv"),
     path("campaigns/<int:campaign_id>/units/<int:unit_id>/", unit_page.unit_detail, name="unit"),

@@ -5,6 +5,7 @@ from __future__ import annotations
 from typing import Any
 from urllib.parse import urlencode
 
+from django.conf import settings
 from django.contrib import messages
 from django.contrib.auth.decorators import login_required
 from django.core.exceptions import PermissionDenied
@@ -15,18 +16,22 @@ from django.views.decorators.http import require_POST
 
 from analysis import selectors
 from analysis.models import RunTrigger
-from analysis.presentation.forms import InstrumentLinksForm, SystemEvaluationForm
+from analysis.presentation.forms import InstrumentLinksForm, RunsEvaluationForm, SystemEvaluationForm
 from analysis.presentation.glossary import TERMS, glossary
 from analysis.presentation.report_tables import report_plots_of_run, report_tables
 from analysis.presentation.summary import report_summary
+from analysis.qrels import QrelsError
+from analysis.run_evaluation import EvaluationError, campaign_runs_evaluate, evaluation_view
 from analysis.services import runs
 from analysis.services.system_evaluation import system_evaluation_create
 from analysis.services.uploads import run_after_upload, systems_upload
 from grading.errors import InvalidValue
 from grading.models import Campaign
 from grading.models.choices import Scheme
+from grading.services.campaign_file_errors import CampaignFileError
 from grading.services.instrument_links import campaign_set_instrument_links
 from grading.services.system_scores import RATING_SCHEMES
+from grading.services.trec_runs import Run, run_parse
 
 
 def _campaign(request: HttpRequest, campaign_id: int) -> Campaign:
@@ -52,6 +57,9 @@ def _report(
     links_form: InstrumentLinksForm | None = None,
     evaluation: SystemEvaluationForm | None = None,
     evaluation_error: str = "",
+    runs_form: RunsEvaluationForm | None = None,
+    runs_errors: list[str] | None = None,
+    runs_result: dict[str, Any] | None = None,
     status: int = 200,
 ) -> HttpResponse:
     good = selectors.run_latest_good(campaign_id=campaign.pk)
@@ -87,6 +95,9 @@ def _report(
         "evaluation": evaluation if evaluation.is_bound else SystemEvaluationForm(initial=_evaluation_initial(good)),
         "evaluation_missing": evaluation_missing,
         "evaluation_error": evaluation_error,
+        "runs_form": runs_form or RunsEvaluationForm(),
+        "runs_errors": runs_errors or [],
+        "runs_result": runs_result,
     }
     return render(request, "analysis/report.html", context, status=status)
 
@@ -183,6 +194,43 @@ def report_system_evaluation(request: HttpRequest, campaign_id: int) -> HttpResp
         return _report(request, campaign, evaluation=form, evaluation_error=exc.message, status=400)
     query = urlencode({k: "" if v is None else v for k, v in form.cleaned_data.items()})
     return redirect(f"{reverse('analysis:report', args=[campaign.pk])}?{query}#systems-uploaded")
+
+
+@login_required
+@require_POST
+def report_evaluate_runs(request: HttpRequest, campaign_id: int) -> HttpResponse:
+    """Score uploaded TREC runs against the latest analysis's ground truth; shown, not stored."""
+    campaign = _campaign(request, campaign_id)
+    form = RunsEvaluationForm(request.POST, request.FILES)
+    if not form.is_valid():
+        problems = [f"{form[name].label}: {m}" for name, ms in form.errors.items() for m in ms]
+        return _report(request, campaign, runs_form=form, runs_errors=problems, status=400)
+    good = selectors.run_latest_good(campaign_id=campaign.pk)
+    try:
+        if good is None:
+            raise InvalidValue("the ground truth comes from an analysis: run one first, then evaluate the runs")
+        parsed = [_run_of(upload) for upload in form.cleaned_data["runs"]]
+        result = campaign_runs_evaluate(run=good, runs=parsed, measures_text=form.cleaned_data["measures"])
+    except CampaignFileError as exc:
+        return _report(request, campaign, runs_form=form, runs_errors=[e.message for e in exc.all_errors()], status=400)
+    except (InvalidValue, EvaluationError, QrelsError) as exc:
+        message = exc.message if isinstance(exc, InvalidValue) else str(exc)
+        return _report(request, campaign, runs_form=form, runs_errors=[message], status=400)
+    shown = {"measures": evaluation_view(result), "judged": [(r["run"], r["judged_at_k"]) for r in result["runs"]]}
+    return _report(request, campaign, runs_form=form, runs_result=shown)
+
+
+def _run_of(upload: Any) -> Run:
+    if upload.size > settings.UPLOAD_MAX_BYTES:
+        raise InvalidValue(
+            f"{upload.name}: the file is larger than the {settings.UPLOAD_MAX_BYTES // 2**20} MB a runs file may be",
+            field="runs",
+        )
+    try:
+        text = upload.read().decode("utf-8-sig")
+    except UnicodeDecodeError:
+        raise InvalidValue(f"{upload.name}: the file is not UTF-8 text", field="runs") from None
+    return run_parse(text, name=upload.name)
 
 
 def _links_form(request: HttpRequest, campaign: Campaign, data: Any = None) -> InstrumentLinksForm:

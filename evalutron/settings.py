@@ -204,6 +204,7 @@ MEDIA_UNPACKED_MAX_BYTES = env_int("MEDIA_UNPACKED_MAX_BYTES", 4 * 1024 * 1024 *
 BODY_LIMITS = [  # (path pattern, the setting holding its limit, or settings whose limits add up)
     (r"^/api/events/$", "BODY_LIMIT_EVENTS"),
     (r"^/(api|reports)/campaigns/\d+/system-(orderings|scores)/$", ("UPLOAD_MAX_BYTES", "BODY_LIMIT_DEFAULT")),
+    (r"^/reports/campaigns/\d+/evaluate-runs/$", ("UPLOAD_MAX_BYTES", "BODY_LIMIT_DEFAULT")),
     (r"^/organize/new/$", ("IMPORT_MAX_BYTES", "MEDIA_ZIP_MAX_BYTES", "BODY_LIMIT_DEFAULT")),
     (r"^/admin/", "UPLOAD_MAX_BYTES"),
 ]

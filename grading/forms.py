@@ -141,6 +141,63 @@ class CampaignItemsForm(_LimitedFiles, CampaignSettingsFields):
     )
 
 
+class MultipleFileInput(forms.ClearableFileInput):
+    allow_multiple_selected = True
+
+
+class MultipleFileField(forms.FileField):
+    """Several files from one input (Django's documented pattern): the cleaned value is a list."""
+
+    def __init__(self, *args: Any, **kwargs: Any) -> None:
+        kwargs.setdefault("widget", MultipleFileInput())
+        super().__init__(*args, **kwargs)
+
+    def clean(self, data: Any, initial: Any = None) -> list[Any]:
+        single = super().clean
+        if isinstance(data, list | tuple):
+            return [single(d, initial) for d in data]
+        return [single(data, initial)]
+
+
+class CampaignRunsForm(CampaignSettingsFields):
+    """A campaign pooled from TREC runs (grading/services/trec_runs.py); prefixed, as it shares the page."""
+
+    scheme = forms.ChoiceField(
+        choices=[(Scheme.BROAD_FINE, "BROAD/FINE"), (Scheme.NUMERIC, "Numeric")],
+        help_text="How graders rate each topic–document pair.",
+    )
+    runs = MultipleFileField(
+        label="Run files (TREC)",
+        help_text="Choose several at once: one run per file, lines 'qid Q0 docid rank score tag' "
+        "(any white space between fields). Each run's tag becomes a system.",
+    )
+    depth = forms.IntegerField(
+        min_value=1, initial=10, label="Pool depth (K)", help_text="Each run's first K documents of every topic."
+    )
+    topics = forms.FileField(
+        label="Topics",
+        required=False,
+        help_text="One topic per line: the id, a tab, the text. Without it, a topic's text is its id.",
+    )
+    docs = forms.FileField(
+        label="Documents",
+        required=False,
+        help_text='JSON lines, {"id": …, "text": …} or {"id": …, "url": …}. Without it, a document\'s text is its id.',
+    )
+
+    def __init__(self, *args: Any, **kwargs: Any) -> None:
+        kwargs.setdefault("prefix", "runs")
+        super().__init__(*args, **kwargs)
+        for name in ("policy", "max_overlap"):
+            self.fields.pop(name)
+
+    def campaign_fields(self) -> dict[str, Any]:
+        d = self.cleaned_data
+        d.setdefault("policy", Policy.FIXED)
+        d.setdefault("max_overlap", max(5, d["initial_overlap"]))
+        return super().campaign_fields()
+
+
 class CampaignEditForm(forms.Form):
     name = forms.CharField(max_length=200)
     description = forms.CharField(widget=forms.Textarea(attrs={"rows": 2}), required=False)

@@ -7,6 +7,9 @@ from typing import Any
 from django import forms
 from django.db.models import QuerySet
 
+from analysis.run_evaluation import DEFAULT_MEASURES
+from grading.forms import MultipleFileField
+
 AGGREGATE_CHOICES = [("mean", "mean"), ("median", "median"), ("majority", "majority")]
 MEASURE_CHOICES = [("std", "std"), ("dif", "range (dif)"), ("entropy", "entropy")]
 
@@ -39,3 +42,17 @@ class InstrumentLinksForm(forms.Form):
         super().__init__(*args, **kwargs)
         self.fields["sibling_campaign"].queryset = campaigns
         self.fields["pairwise_campaign"].queryset = campaigns
+
+
+class RunsEvaluationForm(forms.Form):
+    """TREC run files scored against the latest analysis's ground truth (analysis/run_evaluation.py)."""
+
+    runs = MultipleFileField(
+        label="Run files (TREC)",
+        help_text="Several at once: one run per file, lines 'qid Q0 docid rank score tag'.",
+    )
+    measures = forms.CharField(
+        initial=DEFAULT_MEASURES,
+        label="Measures",
+        help_text="ir-measures names separated by spaces, e.g. nDCG@10 P@5 AP RBP(p=0.8).",
+    )

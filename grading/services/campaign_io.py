@@ -24,6 +24,8 @@ from grading.services.campaigns import (
     graders_of,
     role_grant,
 )
+from grading.services.system_scores import system_scores_import
+from grading.services.trec_runs import SYSTEM_SCORES
 
 
 def campaign_import(
@@ -38,6 +40,8 @@ def campaign_import(
     try:
         with transaction.atomic():
             campaign = _write(plan, created_by, saved)
+            if definition.get(SYSTEM_SCORES):  # a pool of TREC runs: the runs' scores of its pairs
+                system_scores_import(campaign=campaign, rows=definition[SYSTEM_SCORES], actor=created_by)
     except BaseException:
         for name in saved:  # files are not transactional: remove what this import stored
             default_storage.delete(name)

@@ -34,6 +34,7 @@ from grading.services.campaign_files import (
 from grading.services.campaign_io import campaign_import
 from grading.services.members import member_grant
 from grading.services.organizer import can_create_campaigns
+from grading.services.trec_runs import docs_parse, pool_definition, run_parse, text_read, topics_parse
 
 # The same ceilings whichever way a campaign arrives: a definition file or items CSV at most
 # IMPORT_MAX_BYTES, a zip of media at most MEDIA_ZIP_MAX_BYTES as uploaded and
@@ -42,6 +43,16 @@ MEDIA_ZIP_MAX_FILES = 20_000
 PREVIEW_ROWS = 5
 # A preview nobody confirmed is forgotten after this long (its staged files are removed).
 STAGING_MAX_AGE_SECONDS = 24 * 3600
+
+
+@dataclass
+class RunsUpload:
+    """TREC run files to pool (grading/services/trec_runs.py), with the optional texts."""
+
+    runs: list[Any]
+    depth: int
+    topics: Any | None = None
+    docs: Any | None = None
 
 
 @dataclass
@@ -138,12 +149,13 @@ def campaign_upload_stage(
     items_csv: Any | None = None,
     media_zip: Any | None = None,
     settings_fields: dict[str, Any] | None = None,
+    runs: RunsUpload | None = None,
 ) -> Preview:
     """Check an upload completely and stage it for `campaign_upload_confirm`.
 
     Either a campaign JSON (`definition_file`), or campaign settings from the form (`settings_fields`)
-    with an optional items CSV; media come as a zip. Raises CampaignFileError (row, field, value) or
-    InvalidValue, and keeps nothing, when anything is wrong.
+    with an optional items CSV or TREC runs to pool (`runs`); media come as a zip. Raises
+    CampaignFileError (row, field, value) or InvalidValue, and keeps nothing, when anything is wrong.
     """
     if not can_create_campaigns(user):
         raise NotAllowed("you may not create campaigns (staff or the grading.add_campaign permission is needed).")
@@ -156,6 +168,8 @@ def campaign_upload_stage(
         n_media = media_zip_extract(source=media_zip, target=media_dir) if media_zip is not None else 0
         if definition_file is not None:
             definition = definition_from_json(_save(definition_file, folder / "upload.json", what="campaign file"))
+        elif settings_fields is not None and runs is not None:
+            definition = _definition_from_runs(settings_fields, runs, folder)
         elif settings_fields is not None:
             definition = _definition_from_form(settings_fields, items_csv, folder)
         else:
@@ -178,6 +192,26 @@ def _definition_from_form(fields: dict[str, Any], items_csv: Any | None, folder:
     if items_csv is not None:
         return definition_from_csv(_save(items_csv, folder / "items.csv", what="items CSV"), fields)
     return {"campaign": fields, "systems": [], "queries": [], "candidates": []}
+
+
+def _definition_from_runs(fields: dict[str, Any], upload: RunsUpload, folder: Path) -> dict[str, Any]:
+    """The depth-K pool of the uploaded runs as a definition; errors name each file as it was uploaded."""
+
+    def text(file: Any, stem: str) -> str:
+        return text_read(_save(file, folder / stem, what=file.name), name=file.name)
+
+    runs = [run_parse(text(f, f"run-{i}.txt"), name=f.name) for i, f in enumerate(upload.runs)]
+    topics = topics_parse(text(upload.topics, "topics.tsv"), name=upload.topics.name) if upload.topics else None
+    docs = docs_parse(text(upload.docs, "docs.jsonl"), name=upload.docs.name) if upload.docs else None
+    return pool_definition(
+        campaign=fields,
+        runs=runs,
+        depth=upload.depth,
+        topics=topics,
+        docs=docs,
+        topics_name=upload.topics.name if upload.topics else "",
+        docs_name=upload.docs.name if upload.docs else "",
+    )
 
 
 def campaign_preview(*, definition: dict[str, Any], media_dir: Path | None, token: str = "") -> Preview:

@@ -27,3 +27,10 @@
   }
   setTimeout(poll, 1000);
 })();
+
+// After an upload of TREC runs: the problems, or the result, take the focus (so they are read out first).
+(function () {
+  "use strict";
+  const target = document.getElementById("runs-errors") || document.getElementById("runs-result");
+  if (target) target.focus();
+})();

@@ -1,7 +1,9 @@
 """A campaign's current judgments as the ratings CSV that ``manage.py agreement`` reads.
 
 Columns ``unit,grader,query,value`` (``unit,grader,query,broad,fine`` for BROAD/FINE campaigns), ids
-as numbers. Running the command on this file with ``--scheme`` and the campaign's categories gives
+as numbers. The crowd-kit layout is ``worker,task,label`` (the grader, the unit, the categorical
+value: the BROAD category, the score, the label), which crowd-kit's aggregators read as it is.
+Running the command on this file with ``--scheme`` and the campaign's categories gives
 the figures of an analysis run with the same seed, n_boot and confidence (judgments lacking a value,
 e.g. a BROAD without its FINE yet, are left out of the file).
 """
@@ -39,6 +41,25 @@ def judgments_ratings_frame(campaign: Campaign) -> pd.DataFrame:
 
 def judgments_ratings_csv(campaign: Campaign) -> str:
     return judgments_ratings_frame(campaign).to_csv(index=False)
+
+
+# campaign scheme -> the ratings column that is the crowd file's label
+CROWDKIT_LABEL = {Scheme.BROAD_FINE: "broad", Scheme.NUMERIC: "value", Scheme.CATEGORICAL: "value"}
+
+
+def judgments_crowdkit_csv(campaign: Campaign) -> str:
+    """``worker,task,label``: one row per grader and unit with a value (BROAD for BROAD/FINE)."""
+    frame = judgments_ratings_frame(campaign)
+    label = frame[CROWDKIT_LABEL[campaign.scheme]]
+    out = pd.DataFrame({"worker": frame["grader"], "task": frame["unit"], "label": label})
+    return out.to_csv(index=False)
+
+
+def crowdkit_agreement_arguments(campaign: Campaign) -> list[str]:
+    """The ``manage.py agreement`` options that read the crowd-kit file as the campaign reads its labels."""
+    if campaign.scheme == Scheme.BROAD_FINE:
+        return ["--scheme", "categorical", "--categories", "NS,SS,VS", "--level", "ordinal"]
+    return agreement_arguments(campaign)
 
 
 def agreement_arguments(campaign: Campaign) -> list[str]:

@@ -1,11 +1,15 @@
 """Read a long ratings CSV (``unit,grader,value`` or ``unit,grader,broad,fine``, optional ``query``).
 
-Errors name the line and the field: ``RatingsFileError("line 7, field 'value': 'x' is not a number")``.
+Crowd files are read too: crowd-kit's ``worker,task,label`` (recognised by its header), or any three
+columns named as (grader, unit, value), e.g. a Toloka export's
+``ASSIGNMENT:worker_id,INPUT:item,OUTPUT:result``. Errors name the line and the field as the file
+names it: ``RatingsFileError("line 7, field 'label': 'x' is not one of a,b")``.
 Line numbers count the header as line 1 (a quoted field spanning lines would shift them).
 """
 
 from __future__ import annotations
 
+import re
 from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
@@ -19,21 +23,69 @@ REQUIRED = {
     "broad_fine": ("unit", "grader", "broad", "fine"),
 }
 FINE_SCALE = (0.0, 10.0)
+CROWDKIT_COLUMNS = ("worker", "task", "label")
 
 
 class RatingsFileError(ValueError):
     """A malformed ratings file; the message names the line and field."""
 
 
-def read_ratings_csv(path: str | Path, *, scheme: str, categories: Sequence[Any] | None = None) -> pd.DataFrame:
-    """The judgments of a ratings CSV as a long DataFrame (values as str, or float where numeric)."""
+def read_ratings_csv(
+    path: str | Path,
+    *,
+    scheme: str,
+    categories: Sequence[Any] | None = None,
+    columns: Sequence[str] | None = None,
+) -> pd.DataFrame:
+    """The judgments of a ratings CSV as a long DataFrame (values as str, or float where numeric).
+
+    ``columns``: the file's names of the grader, unit and value columns (a crowd file); without it a
+    header ``worker,task,label`` (crowd-kit's) is read so, and any other as ``unit,grader,value``.
+    """
     required = REQUIRED[scheme]
-    frame = read_table_csv(
-        path, required, optional=("query",), needs=f"a {scheme} file needs {','.join(required)}", rows="judgments"
-    )
-    _check_values(frame, path, scheme, categories)
-    _check_unique(frame, path)
+    if columns is None and _header_is_crowdkit(path):
+        columns = CROWDKIT_COLUMNS
+    if columns is not None:
+        if scheme == "broad_fine":
+            raise RatingsFileError(
+                f"{path}: a crowd file has one label column; read it with --scheme categorical (or numeric)"
+            )
+        if len(columns) != 3 or len(set(columns)) != 3 or not all(columns):
+            raise RatingsFileError(f"--columns names three different columns WORKER,TASK,LABEL; got {list(columns)}")
+    ours = dict(zip(columns or (), ("grader", "unit", "value"), strict=False))
+    try:
+        frame = read_table_csv(
+            path,
+            required,
+            optional=("query",) if columns is None else (),
+            needs=f"a {scheme} file needs {','.join(required)}" if columns is None else "",
+            rows="judgments",
+            rename=ours,
+        )
+        _check_values(frame, path, scheme, categories)
+        _check_unique(frame, path)
+    except RatingsFileError as exc:
+        raise RatingsFileError(_theirs(str(exc), {v: k for k, v in ours.items()})) from None
     return frame
+
+
+def _header_is_crowdkit(path: str | Path) -> bool:
+    try:
+        header = pd.read_csv(path, nrows=0, dtype=str, skipinitialspace=True).columns
+    except (OSError, ValueError, pd.errors.ParserError, UnicodeDecodeError):
+        return False  # the full read reports what is wrong
+    names = {str(c).strip() for c in header}
+    return set(CROWDKIT_COLUMNS) <= names and not {"unit", "grader"} & names
+
+
+def _theirs(message: str, names: dict[str, str]) -> str:
+    """A message about our columns, with the file's names of them."""
+    if not names:
+        return message
+    message = re.sub(r"field '(\w+)'", lambda m: f"field {names.get(m[1], m[1])!r}", message)
+    return message.replace("fields 'unit','grader'", f"fields {names['unit']!r},{names['grader']!r}").replace(
+        "expected unit,grader,value", f"expected {names['grader']},{names['unit']},{names['value']}"
+    )
 
 
 def read_table_csv(
@@ -44,6 +96,7 @@ def read_table_csv(
     numeric: Sequence[str] = (),
     needs: str = "",
     rows: str = "rows",
+    rename: dict[str, str] | None = None,
 ) -> pd.DataFrame:
     """A CSV's ``required`` (and present ``optional``) columns as stripped strings, none empty, the
     ``numeric`` ones parsed as finite floats. Errors name the file, the line and the field."""
@@ -56,6 +109,9 @@ def read_table_csv(
     except pd.errors.EmptyDataError:
         raise RatingsFileError(f"{path}: the file is empty (expected a header line)") from None
     frame.columns = [str(c).strip() for c in frame.columns]
+    if rename:
+        frame = frame.drop(columns=[c for c in rename.values() if c in frame.columns and c not in rename])
+        frame = frame.rename(columns=rename)
     missing = [c for c in required if c not in frame.columns]
     if missing:
         raise RatingsFileError(

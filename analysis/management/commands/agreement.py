@@ -44,7 +44,8 @@ class Command(BaseCommand):
     help = (
         "Agreement (Fleiss, Cohen, Krippendorff with bootstrap intervals), agreement patterns, "
         "chi-squared tests and per-unit confusability of a long CSV: unit,grader,value "
-        "(broad_fine: unit,grader,broad,fine; optional query)."
+        "(broad_fine: unit,grader,broad,fine; optional query), or a crowd file: crowd-kit's "
+        "worker,task,label (recognised by its header) or any three columns named by --columns."
     )
     requires_system_checks: list[str] = []  # no database, no checks: runs on any machine
 
@@ -58,6 +59,12 @@ class Command(BaseCommand):
             help="Krippendorff's alpha at this level (default: "
             "ordinal with --categories, else nominal; interval for numbers and FINE)",
         )
+        parser.add_argument(
+            "--columns",
+            metavar="WORKER,TASK,LABEL",
+            help="a crowd file: its grader, unit and value columns, e.g. ASSIGNMENT:worker_id,INPUT:item,OUTPUT:result "
+            "(default for a header worker,task,label: those)",
+        )
         parser.add_argument("--categories", help="ordered labels, e.g. NS,SS,VS (default: sorted labels)")
         parser.add_argument("--collapse", help="merge labels, e.g. VS=S,SS=S (broad_fine: this by default)")
         parser.add_argument("--bootstrap", type=int, default=1000, metavar="N", help="resamples (0: none)")
@@ -70,10 +77,11 @@ class Command(BaseCommand):
         if not 0.5 <= options["confidence"] <= 0.999:
             raise _fail(f"--confidence must lie in [0.5, 0.999], got {options['confidence']}")
         categories = _parse_list(options["categories"], "--categories")
+        columns = _parse_list(options["columns"], "--columns")
         collapse = _parse_collapse(options["collapse"])
         scheme = options["scheme"]
         try:
-            frame = read_ratings_csv(options["file"], scheme=scheme, categories=categories)
+            frame = read_ratings_csv(options["file"], scheme=scheme, categories=categories, columns=columns)
             report = build_agreement_report(
                 frame,
                 scheme=scheme,

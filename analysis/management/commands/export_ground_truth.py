@@ -1,29 +1,54 @@
-"""python manage.py export_ground_truth CAMPAIGN --format csv|json|parquet [--output F] [filters]"""
+"""python manage.py export_ground_truth CAMPAIGN --format csv|json|parquet|qrels [--output F] [filters] [grades]"""
 
 from __future__ import annotations
 
+import argparse
 import sys
 from pathlib import Path
 from typing import Any
 
 from django.core.management.base import BaseCommand, CommandError, CommandParser
 
-from analysis import export, selectors
-from analysis.management.commands._campaign_arg import campaign_from_arg
-from analysis.models import AnalysisRun, RunStatus, RunTrigger
-from analysis.services import runs
-from analysis.services.execute import run_execute
+from analysis import export, qrels
+from analysis.management.commands._campaign_arg import (
+    add_grade_arguments,
+    campaign_from_arg,
+    grade_mapping_from_options,
+    latest_good_run,
+)
+from analysis.models import AnalysisRun
+
+QRELS_HELP = """
+--format qrels writes TREC relevance judgments, one line per judged unit: "qid 0 docid rel", the
+query's and the candidate's external ids and an integer grade, no comments (trec_eval, ir-measures
+and ranx read it). The grade:
+  --grade broad  (BROAD/FINE default) the unit's consensus BROAD category, NS -> 0, SS -> 1, VS -> 2
+                 (other grades with --broad-grades NS=0,SS=1,VS=3);
+  --grade value  (numeric default) the number of --thresholds at or below the unit's mean (FINE or
+                 score): --thresholds 3.5,7 gives 0 below 3.5, 1 from 3.5, 2 from 7. Numeric campaigns
+                 default to thresholds halfway between the scale's points (1-5: 1.5,2.5,3.5,4.5);
+  --grade model  the model-based truth: the Dawid-Skene BROAD label through the BROAD grades, or the
+                 numeric model score through the thresholds.
+Adjudicated units take the adjudicated value (a BROAD category through the BROAD grades, a score
+through the thresholds). Units without a value of the chosen source are left out; the mapping and
+the counts are printed on standard error.
+"""
 
 
 class Command(BaseCommand):
     help = (
-        "Write a campaign's ground truth (one row per unit plus a metadata block) from its latest "
-        "succeeded analysis; runs one here first if there is none. See docs/analysis.md for the formats."
+        "Write a campaign's ground truth (one row per unit plus a metadata block) from its latest\n"
+        "succeeded analysis; runs one here first if there is none. See docs/analysis.md for the formats.\n" + QRELS_HELP
     )
+
+    def create_parser(self, prog_name: str, subcommand: str, **kwargs: Any) -> CommandParser:
+        parser = super().create_parser(prog_name, subcommand, **kwargs)
+        parser.formatter_class = argparse.RawDescriptionHelpFormatter  # keep the lines of QRELS_HELP
+        return parser
 
     def add_arguments(self, parser: CommandParser) -> None:
         parser.add_argument("campaign")
-        parser.add_argument("--format", choices=list(export.FORMATS), default="csv")
+        parser.add_argument("--format", choices=[*export.FORMATS, "qrels"], default="csv")
         parser.add_argument("--output", "-o", help="file to write (default: standard output; parquet needs a file)")
         parser.add_argument("--min-judgments", type=int, default=1, help="leave out units with fewer judgments")
         parser.add_argument(
@@ -31,6 +56,7 @@ class Command(BaseCommand):
         )
         parser.add_argument("--measure", choices=list(export.MEASURES), default="std")
         parser.add_argument("--fresh", action="store_true", help="run a new analysis first")
+        add_grade_arguments(parser)
 
     def handle(self, *args: Any, **options: Any) -> None:
         campaign = campaign_from_arg(options["campaign"])
@@ -42,8 +68,11 @@ class Command(BaseCommand):
             )
         except ValueError as exc:
             raise CommandError(str(exc)) from None
-        run = None if options["fresh"] else selectors.run_latest_good(campaign_id=campaign.pk)
-        run = run or self._analyse(campaign.pk)
+        mapping = grade_mapping_from_options(campaign, options) if options["format"] == "qrels" else None
+        run = latest_good_run(campaign, fresh=options["fresh"], say=self.stderr.write)
+        if mapping is not None:
+            self._qrels(run, filters, mapping, options["output"])
+            return
         body = export.ground_truth_bytes(run, filters, options["format"])
         if options["output"]:
             Path(options["output"]).write_bytes(body)
@@ -53,15 +82,18 @@ class Command(BaseCommand):
         else:
             sys.stdout.buffer.write(body)
 
-    def _analyse(self, campaign_id: int) -> AnalysisRun:
-        run = runs.run_create(campaign_id=campaign_id, trigger=RunTrigger.CLI, enqueue=False)
-        self.stderr.write(f"no succeeded analysis yet: running #{run.number} here")
-        outcome = run_execute(run_id=run.pk)
-        run.refresh_from_db()
-        if outcome == RunStatus.RUNNING:
-            raise CommandError(
-                f"an identical analysis, run #{run.number}, is running elsewhere: export again when it has finished"
-            )
-        if outcome != RunStatus.SUCCEEDED:
-            raise CommandError(f"analysis run #{run.number} failed: {run.error}")
-        return run
+    def _qrels(
+        self, run: AnalysisRun, filters: export.Filters, mapping: qrels.GradeMapping, output: str | None
+    ) -> None:
+        try:
+            text, count = qrels.qrels_text(run, filters, mapping)
+        except qrels.QrelsError as exc:
+            raise CommandError(str(exc)) from None
+        if output:
+            Path(output).write_text(text, encoding="utf-8")
+        else:
+            sys.stdout.write(text)
+        left_out = f"; left out {count.without_value} without a value to grade" if count.without_value else ""
+        self.stderr.write(
+            f"{count.written} qrels lines from analysis run #{run.number}{left_out}\n{mapping.describe()}"
+        )

@@ -56,7 +56,7 @@ def _interval(row: pd.Series) -> dict[str, float]:
     return {"value": float(row["score"]), "ci_low": float(row["ci_low"]), "ci_high": float(row["ci_high"])}
 
 
-def _tests(per_query: pd.DataFrame, order: list[str]) -> tuple[dict[str, Any], dict[str, Any]]:
+def ranking_tests(per_query: pd.DataFrame, order: list[str]) -> tuple[dict[str, Any], dict[str, Any]]:
     """The Friedman result and the post hoc pairs and letter groups (or why there are none)."""
     try:
         result = friedman(per_query)
@@ -124,7 +124,7 @@ def systems_section(
         }
         if primary in scored:
             order = [str(s) for s in scored[primary].index]
-            out["friedman"], out["posthoc"] = _tests(tables[primary], order)
+            out["friedman"], out["posthoc"] = ranking_tests(tables[primary], order)
             out["friedman"]["scale"] = scales[0]["name"]
             groups = out["posthoc"]["groups"]
             out["per_system"] = [

@@ -10,7 +10,7 @@ from django.shortcuts import redirect, render
 from django.views.decorators.http import require_POST
 
 from grading.errors import GradingError
-from grading.forms import CampaignFileForm, CampaignItemsForm
+from grading.forms import CampaignFileForm, CampaignItemsForm, CampaignRunsForm
 from grading.services import campaign_upload
 from grading.services.campaign_files import CampaignFileError
 from grading.services.organizer import can_create_campaigns
@@ -22,6 +22,7 @@ def _render(
     *,
     file_form: CampaignFileForm | None = None,
     items_form: CampaignItemsForm | None = None,
+    runs_form: CampaignRunsForm | None = None,
     error: GradingError | None = None,
     errors_for: str = "",
     preview: campaign_upload.Preview | None = None,
@@ -29,7 +30,7 @@ def _render(
 ) -> HttpResponse:
     """The page; with `error`, or a form that did not validate, every problem is listed next to the form
     it came from (the form's action points the browser at that list, which takes the focus)."""
-    invalid = next((f for f in (file_form, items_form) if f is not None and f.is_bound and f.errors), None)
+    invalid = next((f for f in (file_form, items_form, runs_form) if f is not None and f.is_bound and f.errors), None)
     errors = error_list(error) if error else _field_problems(invalid) if invalid else []
     not_shown = getattr(error, "not_shown", 0)
     return render(
@@ -38,6 +39,7 @@ def _render(
         {
             "file_form": file_form or CampaignFileForm(),
             "items_form": items_form or CampaignItemsForm(),
+            "runs_form": runs_form or CampaignRunsForm(),
             "errors": errors,
             "not_shown": not_shown,
             "problem_count": len(errors) + not_shown,
@@ -49,7 +51,7 @@ def _render(
     )
 
 
-def _field_problems(form: CampaignFileForm | CampaignItemsForm) -> list[str]:
+def _field_problems(form: CampaignFileForm | CampaignItemsForm | CampaignRunsForm) -> list[str]:
     return [
         f"{form[name].label}: {message}" if name in form.fields else message
         for name, messages in form.errors.items()
@@ -59,7 +61,7 @@ def _field_problems(form: CampaignFileForm | CampaignItemsForm) -> list[str]:
 
 @login_required
 def campaign_new(request: HttpRequest) -> HttpResponse:
-    """GET: the two ways in. POST (`source` = file | form): check everything, then show a preview."""
+    """GET: the three ways in. POST (`source` = file | form | runs): check everything, then show a preview."""
     if not can_create_campaigns(request.user):
         raise PermissionDenied("Creating campaigns needs staff status or the grading.add_campaign permission.")
     if request.method != "POST":
@@ -71,6 +73,18 @@ def campaign_new(request: HttpRequest) -> HttpResponse:
             return _render(request, file_form=form, errors_for="file", status=400)
         stage = {"definition_file": form.cleaned_data["file"], "media_zip": form.cleaned_data["media"]}
         forms = {"file_form": form}
+    elif source == "runs":
+        form = CampaignRunsForm(request.POST, request.FILES)
+        if not form.is_valid():
+            return _render(request, runs_form=form, errors_for="runs", status=400)
+        data = form.cleaned_data
+        stage = {
+            "settings_fields": form.campaign_fields(),
+            "runs": campaign_upload.RunsUpload(
+                runs=data["runs"], depth=data["depth"], topics=data["topics"], docs=data["docs"]
+            ),
+        }
+        forms = {"runs_form": form}
     else:
         form = CampaignItemsForm(request.POST, request.FILES)
         if not form.is_valid():
@@ -84,7 +98,8 @@ def campaign_new(request: HttpRequest) -> HttpResponse:
     try:
         preview = campaign_upload.campaign_upload_stage(user=request.user, **stage)
     except GradingError as exc:
-        return _render(request, **forms, error=exc, errors_for="file" if source == "file" else "form", status=400)
+        errors_for = source if source in ("file", "runs") else "form"
+        return _render(request, **forms, error=exc, errors_for=errors_for, status=400)
     return _render(request, **forms, preview=preview)
 
 
