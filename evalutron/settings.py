@@ -8,6 +8,7 @@ workers. See README.md, "Configuration", for every variable.
 
 from __future__ import annotations
 
+import ipaddress
 from pathlib import Path
 
 import dj_database_url
@@ -196,6 +197,17 @@ BODY_LIMITS = [  # (path pattern, the setting holding its limit)
     (r"^/reports/campaigns/\d+/system-orderings/$", "UPLOAD_MAX_BYTES"),
     (r"^/admin/", "UPLOAD_MAX_BYTES"),
 ]
+# The reverse proxies in front of the app (addresses or networks, e.g. 127.0.0.1,10.0.0.0/8): only a
+# request from one of them has its X-Forwarded-For read for the client's address (evalutron.limits).
+TRUSTED_PROXIES = env_list("TRUSTED_PROXIES", [])
+for _proxy in TRUSTED_PROXIES:
+    try:
+        ipaddress.ip_network(_proxy, strict=False)
+    except ValueError:
+        raise ImproperlyConfigured(
+            f"Environment variable TRUSTED_PROXIES holds {_proxy!r}, which is not an IP address or network "
+            "(e.g. 127.0.0.1, 10.0.0.0/8, ::1)."
+        ) from None
 # Throttling (429 with Retry-After), counted in the shared cache: token requests per client
 # address, anonymous API calls per address; failed browser logins per address and per user name.
 THROTTLE_RATES = {"token": env_str("THROTTLE_TOKEN", "10/min"), "anon": env_str("THROTTLE_ANON", "60/min")}

@@ -9,6 +9,7 @@ from evalutron import limits
 from grading.views import media as media_views
 
 urlpatterns = [
+    path("admin/login/", limits.admin_login),  # the admin's own login, with the site's failed-login limit
     path("admin/", admin.site.urls),
     path("accounts/login/", limits.LoginView.as_view(), name="login"),
     path("accounts/logout/", auth_views.LogoutView.as_view(), name="logout"),

@@ -4,8 +4,10 @@ browser logins, and the Content-Security-Policy header on every page."""
 import json
 
 import pytest
+from django.core.cache import cache
 from rest_framework.test import APIClient
 
+from evalutron import limits
 from tests.factories import make_campaign, make_user
 from tests.grading.api_helpers import client_for, graders_of
 
@@ -106,3 +108,109 @@ def test_every_page_carries_a_content_security_policy(client, url):
     directives = dict(part.strip().split(" ", 1) for part in policy.split(";"))
     assert directives["script-src"] == "'self'"  # no inline code; a page that needs some gets a nonce
     assert directives["object-src"] == "'none'" and directives["default-src"] == "'self'"
+
+
+# --- the client's address: REMOTE_ADDR, X-Forwarded-For only from trusted proxies ---------------------------------
+@pytest.mark.parametrize(
+    "remote,forwarded,trusted,expected",
+    [
+        ("198.51.100.7", "203.0.113.1", [], "198.51.100.7"),  # no trusted proxy: the header is ignored
+        ("198.51.100.7", "203.0.113.1", ["10.0.0.0/8"], "198.51.100.7"),  # not sent by a trusted proxy
+        ("10.0.0.2", "203.0.113.1", ["10.0.0.0/8"], "203.0.113.1"),
+        ("10.0.0.2", "6.6.6.6, 203.0.113.1", ["10.0.0.0/8"], "203.0.113.1"),  # the right-most untrusted one
+        ("10.0.0.2", "6.6.6.6, 203.0.113.1, 10.0.0.9", ["10.0.0.0/8"], "203.0.113.1"),  # two proxies
+        ("10.0.0.2", "", ["10.0.0.0/8"], "10.0.0.2"),
+        ("10.0.0.2", "10.0.0.3", ["10.0.0.0/8"], "10.0.0.3"),  # only proxies: the farthest
+        ("::1", "2001:db8::5", ["::1"], "2001:db8::5"),
+        ("10.0.0.2", "not-an-address, 203.0.113.1", ["10.0.0.2"], "203.0.113.1"),
+    ],
+)
+def test_the_client_address_is_the_one_the_server_sees_unless_a_trusted_proxy_forwards_it(
+    rf, settings, remote, forwarded, trusted, expected
+):
+    settings.TRUSTED_PROXIES = trusted
+    request = rf.get("/", REMOTE_ADDR=remote, HTTP_X_FORWARDED_FOR=forwarded)
+    assert limits.client_address(request) == expected
+
+
+def test_forged_forwarded_addresses_do_not_reset_the_token_count(settings):
+    settings.THROTTLE_RATES = {**settings.THROTTLE_RATES, "token": "3/min"}
+    user = make_user(password="pw-for-tests-123")
+    api = APIClient()
+    codes = [
+        api.post(
+            "/api/auth/token/",
+            {"username": user.username, "password": "wrong"},
+            format="json",
+            HTTP_X_FORWARDED_FOR=f"203.0.113.{i}",
+        ).status_code
+        for i in range(30)
+    ]
+    assert codes == [400] * 3 + [429] * 27
+    right = api.post(
+        "/api/auth/token/",
+        {"username": user.username, "password": "pw-for-tests-123"},
+        format="json",
+        HTTP_X_FORWARDED_FOR="198.51.100.99",
+    )
+    assert right.status_code == 429
+
+
+def test_behind_a_trusted_proxy_each_forwarded_client_has_its_own_count(settings):
+    settings.TRUSTED_PROXIES = ["10.0.0.2"]
+    settings.THROTTLE_RATES = {**settings.THROTTLE_RATES, "anon": "2/min"}
+    api = APIClient(REMOTE_ADDR="10.0.0.2")
+    first = [api.get("/api/schema/", HTTP_X_FORWARDED_FOR="6.6.6.6, 203.0.113.1").status_code for _ in range(3)]
+    other = api.get("/api/schema/", HTTP_X_FORWARDED_FOR="203.0.113.2").status_code
+    forged = api.get("/api/schema/", HTTP_X_FORWARDED_FOR="7.7.7.7, 203.0.113.1").status_code
+    assert (first, other, forged) == ([200, 200, 429], 200, 429)
+
+
+def test_login_failures_behind_a_trusted_proxy_are_counted_per_forwarded_client(client, settings):
+    settings.TRUSTED_PROXIES = ["10.0.0.0/8"]
+    settings.LOGIN_FAILURE_LIMIT = 1
+    user = make_user(password="pw-for-tests-123")
+
+    def attempt(address: str, password: str = "guess") -> int:
+        data = {"username": user.username, "password": password}
+        return client.post("/accounts/login/", data, REMOTE_ADDR="10.1.2.3", HTTP_X_FORWARDED_FOR=address).status_code
+
+    assert [attempt("203.0.113.1"), attempt("203.0.113.1")] == [200, 429]
+    assert attempt("203.0.113.2", "pw-for-tests-123") == 302
+
+
+@pytest.mark.parametrize("value", ["10.0.0.0/33", "proxy.internal", "10.0.0.1,,nonsense"])
+def test_a_trusted_proxies_entry_that_is_not_an_address_or_network_stops_the_start(value):
+    from tests.test_settings import PRODUCTION, django
+
+    result = django(["check"], {**PRODUCTION, "TRUSTED_PROXIES": value})
+    assert result.returncode != 0 and "TRUSTED_PROXIES" in result.stderr
+
+
+# --- the admin's login page: the same failed-login limit ------------------------------------------------------------
+def test_password_guessing_on_the_admin_login_page_is_stopped_until_the_window_passes(client, settings):
+    user = make_user(password="pw-for-tests-123")
+    user.is_staff = user.is_superuser = True
+    user.save()
+    codes = [
+        client.post("/admin/login/", {"username": user.username, "password": f"guess{i}"}).status_code
+        for i in range(25)
+    ]
+    assert codes == [200] * settings.LOGIN_FAILURE_LIMIT + [429] * (25 - settings.LOGIN_FAILURE_LIMIT)
+    right = {"username": user.username, "password": "pw-for-tests-123"}
+    blocked = client.post("/admin/login/", right)
+    assert blocked.status_code == 429 and int(blocked["Retry-After"]) == settings.LOGIN_FAILURE_WINDOW
+    assert "Too many failed attempts" in blocked.content.decode()
+    assert "_auth_user_id" not in client.session
+    cache.clear()  # the window has passed: its counts have expired
+    assert client.post("/admin/login/", right).status_code == 302
+    assert client.session["_auth_user_id"] == str(user.pk)
+
+
+def test_admin_and_site_login_failures_share_one_count(client, settings):
+    settings.LOGIN_FAILURE_LIMIT = 2
+    user = make_user(password="pw-for-tests-123")
+    client.post("/accounts/login/", {"username": user.username, "password": "guess"})
+    client.post("/admin/login/", {"username": user.username, "password": "guess"})
+    assert client.post("/admin/login/", {"username": user.username, "password": "guess"}).status_code == 429
+    assert client.post("/accounts/login/", {"username": user.username, "password": "guess"}).status_code == 429
