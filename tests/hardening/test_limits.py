@@ -2,14 +2,21 @@
 browser logins, and the Content-Security-Policy header on every page."""
 
 import json
+import uuid
+from types import SimpleNamespace
 
 import pytest
+import redis
 from django.core.cache import cache
 from rest_framework.test import APIClient
 
 from evalutron import limits
+from grading.models import GradingEvent
+from tests import services
 from tests.factories import make_campaign, make_user
-from tests.grading.api_helpers import client_for, graders_of
+from tests.grading.api_helpers import client_for, event, graders_of, my_units
+from tests.test_settings import PRODUCTION
+from tests.test_settings import django as manage
 
 pytestmark = pytest.mark.django_db
 
@@ -181,9 +188,7 @@ def test_login_failures_behind_a_trusted_proxy_are_counted_per_forwarded_client(
 
 @pytest.mark.parametrize("value", ["10.0.0.0/33", "proxy.internal", "10.0.0.1,,nonsense"])
 def test_a_trusted_proxies_entry_that_is_not_an_address_or_network_stops_the_start(value):
-    from tests.test_settings import PRODUCTION, django
-
-    result = django(["check"], {**PRODUCTION, "TRUSTED_PROXIES": value})
+    result = manage(["check"], {**PRODUCTION, "TRUSTED_PROXIES": value})
     assert result.returncode != 0 and "TRUSTED_PROXIES" in result.stderr
 
 
@@ -214,3 +219,108 @@ def test_admin_and_site_login_failures_share_one_count(client, settings):
     client.post("/admin/login/", {"username": user.username, "password": "guess"})
     assert client.post("/admin/login/", {"username": user.username, "password": "guess"}).status_code == 429
     assert client.post("/accounts/login/", {"username": user.username, "password": "guess"}).status_code == 429
+
+
+# --- per-user API rates: a burst and a sustained rate, a fixed window counted in the cache ---------------------------
+def _events(campaign, grader, n: int) -> str:
+    unit = my_units(grader, campaign)[0]
+    return json.dumps([event(campaign, "unit_viewed", unit=unit) for _ in range(n)])
+
+
+def test_a_logged_in_api_user_past_the_burst_rate_is_answered_429_with_retry_after(settings):
+    settings.THROTTLE_USER_BURST = "3/min"
+    campaign = make_campaign(graders=1)
+    api = client_for(graders_of(campaign)[0])
+    codes = [api.get("/api/campaigns/").status_code for _ in range(4)]
+    assert codes == [200, 200, 200, 429]
+    refused = api.get("/api/campaigns/")
+    assert refused.status_code == 429 and 1 <= int(refused["Retry-After"]) <= 60
+    assert refused.json()["code"] == "throttled" and refused["Retry-After"] in refused.json()["detail"]
+
+
+def test_the_sustained_rate_binds_below_the_burst_one(settings, monkeypatch):
+    settings.THROTTLE_USER_BURST, settings.THROTTLE_USER_SUSTAINED = "100/min", "2/hour"
+    monkeypatch.setattr(limits, "_now", lambda: 1_800_000_000.0)  # the start of an hour
+    api = client_for(make_user())
+    codes = [api.get("/api/campaigns/").status_code for _ in range(3)]
+    assert codes == [200, 200, 429]
+    assert api.get("/api/campaigns/")["Retry-After"] == "3600"
+
+
+def test_a_batch_of_events_counts_once_per_request(settings):
+    settings.THROTTLE_USER_BURST = "2/min"
+    campaign = make_campaign(graders=1)
+    grader = graders_of(campaign)[0]
+    api = client_for(grader)
+    codes = [
+        api.post("/api/events/", _events(campaign, grader, 50), content_type="application/json").status_code
+        for _ in range(3)
+    ]
+    assert codes == [200, 200, 429]
+    assert GradingEvent.objects.count() == 100  # the refused batch stored nothing
+
+
+def test_each_user_has_a_count_of_their_own(settings):
+    settings.THROTTLE_USER_BURST = "1/min"
+    first, second = client_for(make_user()), client_for(make_user())
+    assert [first.get("/api/campaigns/").status_code, first.get("/api/campaigns/").status_code] == [200, 429]
+    assert second.get("/api/campaigns/").status_code == 200
+
+
+def test_the_browsers_session_is_limited_too(client, settings):
+    settings.THROTTLE_USER_BURST = "1/min"
+    client.force_login(make_user())
+    assert [client.get("/api/campaigns/").status_code for _ in range(2)] == [200, 429]
+
+
+def test_the_count_starts_again_when_the_window_passes(settings, monkeypatch):
+    settings.THROTTLE_USER_BURST = "1/min"
+    now = [1_800_000_000.0]
+    monkeypatch.setattr(limits, "_now", lambda: now[0])
+    api = client_for(make_user())
+    assert [api.get("/api/campaigns/").status_code for _ in range(2)] == [200, 429]
+    assert api.get("/api/campaigns/")["Retry-After"] == "60"
+    now[0] += 59.5
+    assert api.get("/api/campaigns/")["Retry-After"] == "1"
+    now[0] += 0.5
+    assert api.get("/api/campaigns/").status_code == 200
+
+
+def test_the_defaults_leave_room_for_a_fast_grader():
+    from evalutron import settings as defaults
+
+    burst, sustained = (
+        limits.parse_rate(rate) for rate in (defaults.THROTTLE_USER_BURST, defaults.THROTTLE_USER_SUSTAINED)
+    )
+    assert burst[0] / burst[1] >= 2 and sustained[0] / sustained[1] * 3600 >= 3000
+
+
+@pytest.mark.parametrize("value", ["fast", "10/fortnight", "-3/min", "0/min"])
+def test_a_user_rate_that_is_not_in_drfs_rate_format_stops_the_start(value):
+    result = manage(["check"], {**PRODUCTION, "THROTTLE_USER_BURST": value})
+    assert result.returncode != 0 and "THROTTLE_USER_BURST" in result.stderr
+
+
+@pytest.mark.redis
+def test_on_redis_both_user_rates_cost_one_round_trip(settings, monkeypatch):
+    settings.CACHES = {
+        "default": {
+            "BACKEND": "django.core.cache.backends.redis.RedisCache",
+            "LOCATION": services.broker_url(),
+            "KEY_PREFIX": uuid.uuid4().hex,  # this run's counters only
+        }
+    }
+    settings.THROTTLE_USER_BURST = "3/min"
+    request = SimpleNamespace(user=make_user(), META={})
+    throttle = limits.UserRateThrottle()
+    assert throttle.allow_request(request, None)  # connects (the client introduces itself)
+    sent = []
+    original = redis.connection.AbstractConnection.send_packed_command
+    monkeypatch.setattr(
+        redis.connection.AbstractConnection,
+        "send_packed_command",
+        lambda self, *args, **kwargs: (sent.append(1), original(self, *args, **kwargs))[1],
+    )
+    assert [throttle.allow_request(request, None) for _ in range(3)] == [True, True, False]
+    assert len(sent) == 3
+    assert 0 < throttle.wait() <= 60
