@@ -111,6 +111,18 @@ class GradingAPIView(APIView):
                 "retry_after": exc.wait,
             }
             return response
+        if isinstance(exc, exceptions.UnsupportedMediaType):
+            kind = self.request.content_type.split(";")[0].strip()
+            accepted = ", ".join(parser.media_type for parser in self.get_parsers())
+            return Response(
+                {
+                    "code": "unsupported_media_type",
+                    "detail": f"the body is {kind or 'of no declared type'}; this endpoint takes {accepted}.",
+                    "field": "body",
+                    "value": kind,
+                },
+                status=415,
+            )
         if isinstance(exc, exceptions.ParseError):
             return Response(
                 {"code": "parse_error", "detail": str(exc.detail), "field": "body", "value": None}, status=400
