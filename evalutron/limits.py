@@ -74,12 +74,26 @@ def body_limit(path: str) -> int:
 
 
 class BodySizeLimitMiddleware:
-    """Refuses a body larger than its endpoint takes with 413, before anything parses it."""
+    """Refuses a body larger than its endpoint takes with 413, and a body of unannounced length
+    (Transfer-Encoding: chunked) with 411, before anything parses it."""
 
     def __init__(self, get_response: Callable[[HttpRequest], HttpResponse]) -> None:
         self.get_response = get_response
 
     def __call__(self, request: HttpRequest) -> HttpResponse:
+        coding = request.META.get("HTTP_TRANSFER_ENCODING", "").strip().lower()
+        if coding and coding != "identity":
+            # No length announced, so none can be checked before reading; and behind a WSGI server
+            # that does not decode chunks, Django reads such a body as empty. Say what to send.
+            detail = (
+                f"the body is sent with Transfer-Encoding: {coding[:40]} and no Content-Length; "
+                "send it with a Content-Length header (chunked bodies are not taken)."
+            )
+            if request.path_info.startswith("/api/"):
+                return JsonResponse(
+                    {"code": "length_required", "detail": detail, "field": "body", "value": coding[:40]}, status=411
+                )
+            return HttpResponse(f"Length required: {detail}", status=411, content_type="text/plain; charset=utf-8")
         try:
             length = int(request.META.get("CONTENT_LENGTH") or 0)
         except ValueError:

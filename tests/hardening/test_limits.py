@@ -1,7 +1,9 @@
 """Body limits (413), throttling (429 + Retry-After) of token requests, anonymous API calls and
 browser logins, and the Content-Security-Policy header on every page."""
 
+import http.client
 import json
+import socket
 import uuid
 from types import SimpleNamespace
 
@@ -12,6 +14,7 @@ from rest_framework.test import APIClient
 
 from evalutron import limits
 from grading.models import GradingEvent
+from grading.services.tokens import token_get_or_create
 from tests import services
 from tests.factories import make_campaign, make_user
 from tests.grading.api_helpers import client_for, event, graders_of, my_units
@@ -324,3 +327,37 @@ def test_on_redis_both_user_rates_cost_one_round_trip(settings, monkeypatch):
     assert [throttle.allow_request(request, None) for _ in range(3)] == [True, True, False]
     assert len(sent) == 3
     assert 0 < throttle.wait() <= 60
+
+
+# --- chunked bodies: no length announced, so none can be checked: 411 -------------------------------------------------
+@pytest.mark.parametrize("path", ["/api/events/", "/api/auth/token/", "/accounts/login/"])
+def test_a_chunked_body_is_answered_411_before_anything_reads_it(path):
+    response = APIClient().post(
+        path, b'{"username": "a"}', content_type="application/json", HTTP_TRANSFER_ENCODING="chunked", CONTENT_LENGTH=""
+    )
+    assert response.status_code == 411
+    text = response.content.decode()
+    assert "Content-Length" in text and "chunked" in text
+    if path.startswith("/api/"):
+        assert response.json()["code"] == "length_required" and response.json()["field"] == "body"
+
+
+@pytest.mark.django_db(transaction=True)
+def test_a_real_chunked_request_gets_411_not_an_empty_body(live_server):
+    campaign = make_campaign(graders=1)
+    token = token_get_or_create(user=graders_of(campaign)[0]).key
+    unit = my_units(graders_of(campaign)[0], campaign)[0]
+    body = json.dumps(event(campaign, "broad_set", {"value": "VS"}, unit=unit)).encode()
+    host, port = live_server.url.removeprefix("http://").split(":")
+    chunked = b"".join(b"%x\r\n%s\r\n" % (len(c), c) for c in (body[i : i + 100] for i in range(0, len(body), 100)))
+    head = (
+        f"POST /api/events/ HTTP/1.1\r\nHost: {host}\r\nContent-Type: application/json\r\n"
+        f"Authorization: Token {token}\r\nTransfer-Encoding: chunked\r\nConnection: close\r\n\r\n"
+    )
+    with socket.create_connection((host, int(port)), timeout=10) as raw:
+        raw.sendall(head.encode() + chunked + b"0\r\n\r\n")  # the whole request at once: no race with the answer
+        response = http.client.HTTPResponse(raw)
+        response.begin()
+        answer = json.loads(response.read())
+    assert response.status == 411 and answer["code"] == "length_required", answer
+    assert GradingEvent.objects.count() == 0
