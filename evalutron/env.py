@@ -7,6 +7,7 @@ deployment should stop the start, not silently fall back to a default.
 from __future__ import annotations
 
 import os
+import re
 
 from django.core.exceptions import ImproperlyConfigured
 
@@ -43,6 +44,20 @@ def env_int(name: str, default: int, *, minimum: int | None = None) -> int:
     if minimum is not None and value < minimum:
         raise ImproperlyConfigured(f"Environment variable {name}={raw!r} must be at least {minimum}.")
     return value
+
+
+_RATE = re.compile(r"^[1-9][0-9]*/(s|sec|second|m|min|minute|h|hour|d|day)$")
+
+
+def env_rate(name: str, default: str) -> str:
+    """A request rate in Django REST framework's format: a positive count per second, minute, hour or day."""
+    raw = os.environ.get(name, default).strip()
+    if not _RATE.match(raw):
+        raise ImproperlyConfigured(
+            f"Environment variable {name}={raw!r} is not a rate; write requests per period, e.g. 120/min, "
+            "3000/hour (periods: s, min, hour, day)."
+        )
+    return raw
 
 
 def env_list(name: str, default: list[str]) -> list[str]:

@@ -8,12 +8,13 @@ workers. See README.md, "Configuration", for every variable.
 
 from __future__ import annotations
 
+import ipaddress
 from pathlib import Path
 
 import dj_database_url
 from django.core.exceptions import ImproperlyConfigured
 
-from evalutron.env import env_bool, env_choice, env_int, env_list, env_str, load_env_file
+from evalutron.env import env_bool, env_choice, env_int, env_list, env_rate, env_str, load_env_file
 
 BASE_DIR = Path(__file__).resolve().parent.parent
 # A local .env (written by `make demo`, never committed) fills in variables the environment lacks,
@@ -55,6 +56,7 @@ INSTALLED_APPS = [
 MIDDLEWARE = [
     "django.middleware.security.SecurityMiddleware",
     "evalutron.limits.BodySizeLimitMiddleware",
+    "evalutron.handlers.ClientAbortMiddleware",
     "csp.middleware.CSPMiddleware",
     "whitenoise.middleware.WhiteNoiseMiddleware",
     "django.contrib.sessions.middleware.SessionMiddleware",
@@ -208,10 +210,30 @@ BODY_LIMITS = [  # (path pattern, the setting holding its limit, or settings who
     (r"^/organize/new/$", ("IMPORT_MAX_BYTES", "MEDIA_ZIP_MAX_BYTES", "BODY_LIMIT_DEFAULT")),
     (r"^/admin/", "UPLOAD_MAX_BYTES"),
 ]
+# The reverse proxies in front of the app (addresses or networks, e.g. 127.0.0.1,10.0.0.0/8): only a
+# request from one of them has its X-Forwarded-For read for the client's address (evalutron.limits).
+TRUSTED_PROXIES = env_list("TRUSTED_PROXIES", [])
+for _proxy in TRUSTED_PROXIES:
+    try:
+        ipaddress.ip_network(_proxy, strict=False)
+    except ValueError:
+        raise ImproperlyConfigured(
+            f"Environment variable TRUSTED_PROXIES holds {_proxy!r}, which is not an IP address or network "
+            "(e.g. 127.0.0.1, 10.0.0.0/8, ::1)."
+        ) from None
 # Throttling (429 with Retry-After), counted in the shared cache: token requests per client
 # address, anonymous API calls per address; failed browser logins per address and per user name.
-THROTTLE_RATES = {"token": env_str("THROTTLE_TOKEN", "10/min"), "anon": env_str("THROTTLE_ANON", "60/min")}
-REST_FRAMEWORK["DEFAULT_THROTTLE_CLASSES"] = ["evalutron.limits.AnonThrottle"]
+THROTTLE_RATES = {"token": env_rate("THROTTLE_TOKEN", "10/min"), "anon": env_rate("THROTTLE_ANON", "60/min")}
+# API calls of a logged-in user (token or browser session), in fixed windows: a burst rate per minute
+# and a sustained rate per hour. The grading page's outbox sends at most one request at a time and
+# puts whatever was recorded meanwhile in the next batch, so a grader makes at most one request per
+# interaction: a fast grader (a unit every 5 s, ~4 events each: view, value, play, pause) makes
+# ~48 a minute and ~2,900 an hour; keyboard reordering can reach ~4 a second for a while. The
+# defaults: 4 a second for a whole minute, and twice the fast grader's hour (room for the outbox's
+# retries after dropped answers); a runaway script is still stopped within its first minute.
+THROTTLE_USER_BURST = env_rate("THROTTLE_USER_BURST", "240/min")
+THROTTLE_USER_SUSTAINED = env_rate("THROTTLE_USER_SUSTAINED", "6000/hour")
+REST_FRAMEWORK["DEFAULT_THROTTLE_CLASSES"] = ["evalutron.limits.AnonThrottle", "evalutron.limits.UserRateThrottle"]
 LOGIN_FAILURE_LIMIT = env_int("LOGIN_FAILURE_LIMIT", 10, minimum=1)
 LOGIN_FAILURE_WINDOW = env_int("LOGIN_FAILURE_WINDOW", 900, minimum=1)
 SPECTACULAR_SETTINGS = {

@@ -8,8 +8,18 @@ from drf_spectacular.views import SpectacularAPIView, SpectacularRedocView, Spec
 from evalutron import limits
 from grading.views import media as media_views
 
+# The admin's URLs, its login page replaced by the same page under the site's failed-login limit.
+ADMIN_URLS = (
+    [
+        path("login/", limits.admin_login, name="login") if getattr(entry, "name", None) == "login" else entry
+        for entry in admin.site.get_urls()
+    ],
+    "admin",
+    admin.site.name,
+)
+
 urlpatterns = [
-    path("admin/", admin.site.urls),
+    path("admin/", ADMIN_URLS),
     path("accounts/login/", limits.LoginView.as_view(), name="login"),
     path("accounts/logout/", auth_views.LogoutView.as_view(), name="logout"),
     # One-time links for invited graders and organizers (Django's password-reset tokens).

@@ -10,6 +10,7 @@ from grading.errors import InvalidValue
 from grading.models.choices import DEFAULT_FINE_BANDS, Broad, PairwiseVerdict, Scheme
 
 FINE_MIN, FINE_MAX = 0.0, 10.0
+MAX_SCALE_POINTS = 1000  # a numeric scale's values, min to max by step
 
 
 def _number(value: Any, *, field: str) -> float:
@@ -44,6 +45,14 @@ def normalise_params(scheme: str, params: dict[str, Any] | None, *, field: str =
             )
         if step <= 0 or step > hi - lo:
             raise InvalidValue(f"{field}.step ({step:g}) must be in (0, max − min].", field=f"{field}.step", value=step)
+        points = (hi - lo) / step + 1  # inf for a step too small to divide by
+        if points > MAX_SCALE_POINTS + 1e-6:
+            raise InvalidValue(
+                f"{field}.step ({step:g}) makes a scale of {points:.3g} points from {lo:g} to {hi:g}; "
+                f"a scale has at most {MAX_SCALE_POINTS} (a step of at least {(hi - lo) / (MAX_SCALE_POINTS - 1):g}).",
+                field=f"{field}.step",
+                value=step,
+            )
         return {"min": lo, "max": hi, "step": step}
     if scheme == Scheme.CATEGORICAL:
         labels = params.get("labels")

@@ -103,6 +103,26 @@ class GradingAPIView(APIView):
             return Response(error_body(exc), status=exc.http_status)
         if isinstance(exc, exceptions.ValidationError):
             return Response(error_body(validation_error(exc.detail, getattr(self.request, "data", None))), status=400)
+        if isinstance(exc, exceptions.Throttled):
+            response = super().handle_exception(exc)  # with Retry-After
+            response.data = {
+                "code": "throttled",
+                "detail": f"too many requests; try again in {exc.wait} seconds.",
+                "retry_after": exc.wait,
+            }
+            return response
+        if isinstance(exc, exceptions.UnsupportedMediaType):
+            kind = self.request.content_type.split(";")[0].strip()
+            accepted = ", ".join(parser.media_type for parser in self.get_parsers())
+            return Response(
+                {
+                    "code": "unsupported_media_type",
+                    "detail": f"the body is {kind or 'of no declared type'}; this endpoint takes {accepted}.",
+                    "field": "body",
+                    "value": kind,
+                },
+                status=415,
+            )
         if isinstance(exc, exceptions.ParseError):
             return Response(
                 {"code": "parse_error", "detail": str(exc.detail), "field": "body", "value": None}, status=400

@@ -60,7 +60,7 @@ def event_input_fast(raw: Any) -> EventInput | None:
         client_ts = parse_datetime(stamp)
     except ValueError:
         return None
-    if client_ts is None or client_ts.tzinfo is None:
+    if client_ts is None or client_ts.tzinfo is None or parsed_id.int == 0:
         return None
     return EventInput(
         id=parsed_id,

@@ -3,8 +3,10 @@ only check that a request has the right shape (types, ids, timestamps)."""
 
 from __future__ import annotations
 
+import uuid
 from typing import Any
 
+from django.utils.dateparse import parse_datetime
 from drf_spectacular.utils import extend_schema_field
 from rest_framework import serializers
 
@@ -43,6 +45,36 @@ class CampaignStatusField(serializers.ChoiceField):
         super().__init__(choices=CampaignStatus.choices, **kwargs)
 
 
+class EventIdField(serializers.UUIDField):
+    """A client's UUID, as a string: not an integer (DRF would read 12345 as 00000000-…-000000003039,
+    so that two clients counting from 1 collide) and not the all-zero UUID (a placeholder, never random)."""
+
+    def to_internal_value(self, data: Any) -> uuid.UUID:
+        if not isinstance(data, str):
+            raise serializers.ValidationError(f"must be a UUID string, got {type(data).__name__} {data!r}.")
+        value = super().to_internal_value(data)
+        if value.int == 0:
+            raise serializers.ValidationError("must be a random UUID, not the all-zero one.")
+        return value
+
+
+class AwareDateTimeField(serializers.DateTimeField):
+    """An ISO-8601 timestamp that says its time zone (an offset or Z): a bare local time from a
+    client's clock cannot be placed on the server's time line."""
+
+    def to_internal_value(self, value: Any) -> Any:
+        if isinstance(value, str):
+            try:
+                parsed = parse_datetime(value.strip())
+            except ValueError:
+                parsed = None
+            if parsed is not None and parsed.tzinfo is None:
+                raise serializers.ValidationError(
+                    f"must carry a time zone offset or Z (e.g. 2026-11-25T10:00:00Z), got {value!r}."
+                )
+        return super().to_internal_value(value)
+
+
 def id_field(**kwargs: Any) -> serializers.IntegerField:
     return serializers.IntegerField(min_value=1, max_value=MAX_ID, **kwargs)
 
@@ -59,13 +91,13 @@ class TokenOut(serializers.Serializer):
 
 # --- events -----------------------------------------------------------------------------------------
 class EventIn(serializers.Serializer):
-    id = serializers.UUIDField(help_text="Client-generated UUID: the idempotency key.")
+    id = EventIdField(help_text="Client-generated UUID string (not all zeros): the idempotency key.")
     campaign = id_field()
     unit = id_field(required=False, allow_null=True, default=None)
     query = id_field(required=False, allow_null=True, default=None)
     type = serializers.ChoiceField(choices=EventType.choices)
     payload = JSONObjectField(required=False, default=dict)
-    client_ts = serializers.DateTimeField(help_text="ISO-8601 timestamp from the client's clock.")
+    client_ts = AwareDateTimeField(help_text="ISO-8601 timestamp from the client's clock, with an offset or Z.")
     seq = serializers.IntegerField(min_value=0, max_value=MAX_SEQ, required=False, default=0)
     session_id = serializers.CharField(max_length=64, required=False, allow_blank=True, default="")
 
@@ -100,8 +132,8 @@ class OrderingIn(serializers.Serializer):
     campaign = id_field()
     query = id_field()
     items = serializers.ListField(child=serializers.CharField(max_length=40), max_length=10000)
-    id = serializers.UUIDField(required=False, help_text="Optional client UUID; replays return the original result.")
-    client_ts = serializers.DateTimeField(required=False)
+    id = EventIdField(required=False, help_text="Optional client UUID; replays return the original result.")
+    client_ts = AwareDateTimeField(required=False, help_text="With an offset or Z.")
     seq = serializers.IntegerField(min_value=0, max_value=MAX_SEQ, required=False, default=0)
     session_id = serializers.CharField(max_length=64, required=False, allow_blank=True, default="")
 

@@ -19,9 +19,10 @@ from rest_framework.response import Response
 from evalutron.limits import TokenThrottle
 from grading import selectors, selectors_organizer
 from grading.api import serializers as s
-from grading.api.base import GradingAPIView, error_body, validated
+from grading.api.base import GradingAPIView, TolerantJSONParser, error_body, validated
 from grading.api.fast_events import event_input_fast
 from grading.errors import GradingError, InvalidValue
+from grading.jsontext import json_problem
 from grading.models import Campaign
 from grading.models.choices import EventType
 from grading.services import allocation, lifecycle, organizer
@@ -238,11 +239,27 @@ def _event_input(data: dict[str, Any]) -> EventInput:
     )
 
 
+def _event_from(raw: Any) -> EventInput:
+    """An event's input: the fast reading of a well-formed one, else the serializer's, which names
+    what is wrong. A number the JSON standard lacks (NaN, Infinity) is named where it stands
+    (`payload.value`), not as the whole payload."""
+    fast = event_input_fast(raw)
+    if fast is not None:
+        return fast
+    payload = raw.get("payload") if isinstance(raw, dict) else None
+    problem = json_problem(payload, "payload") if isinstance(payload, dict) else None
+    if problem is not None:
+        raise InvalidValue(
+            f"{problem[0]} must be a finite number or clean text, got {problem[1]}.", field=problem[0], value=problem[1]
+        )
+    return _event_input(validated(s.EventIn, raw))
+
+
 def _record_one(user: Any, raw: Any) -> tuple[int, dict[str, Any]]:
     """Validate and record one event in its own transaction: (http status, result)."""
     event_id = str(raw.get("id")) if isinstance(raw, dict) and raw.get("id") is not None else None
     try:
-        outcome = event_record(grader=user, data=event_input_fast(raw) or _event_input(validated(s.EventIn, raw)))
+        outcome = event_record(grader=user, data=_event_from(raw))
     except GradingError as exc:
         return exc.http_status, {"id": event_id, "status": "rejected", "error": error_body(exc)}
     code = status.HTTP_200_OK if outcome.replayed else status.HTTP_201_CREATED
@@ -254,8 +271,10 @@ class EventView(GradingAPIView):
 
     A single event: 201 when stored, 200 when its id was seen before (the original result), 4xx
     when rejected (nothing stored). A list: each event in its own transaction; 200 with a per-event
-    status (`stored`, `replayed`, `rejected` with its error), in the order sent.
+    status (`stored`, `replayed`, `rejected` with its error), in the order sent. JSON only (415).
     """
+
+    parser_classes = [TolerantJSONParser]
 
     @extend_schema(
         request=s.EventIn,
@@ -275,6 +294,8 @@ class EventView(GradingAPIView):
 
     @staticmethod
     def _batch(user: Any, events: list[Any]) -> dict[str, Any]:
+        if not events:
+            raise InvalidValue("the batch is empty: send at least one event.", field="body", value=0)
         if len(events) > s.MAX_BATCH:
             raise InvalidValue(
                 f"a batch holds at most {s.MAX_BATCH} events, got {len(events)}.", field="body", value=len(events)
@@ -283,7 +304,7 @@ class EventView(GradingAPIView):
         accepted: list[tuple[int, EventInput]] = []
         for index, raw in enumerate(events):
             try:
-                accepted.append((index, event_input_fast(raw) or _event_input(validated(s.EventIn, raw))))
+                accepted.append((index, _event_from(raw)))
             except GradingError as exc:
                 results[index] = _rejected(index, raw, exc)
         # The valid events are recorded together: each accepted or rejected on its own, in order.

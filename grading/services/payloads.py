@@ -39,6 +39,8 @@ VALUE_FIELD = {
     Scheme.PAIRWISE: "verdict",
 }
 AUDITION_ACTIONS = ("play", "pause", "seek", "ended")
+# The media's length is not stored, so a position is bounded by a day: longer than any clip graded.
+MAX_AUDITION_SECONDS = 86_400
 MAX_COMMENT = 5000
 
 
@@ -89,6 +91,8 @@ def parse(campaign: Campaign, kind: str, payload: dict[str, Any], *, query: Quer
         return _optional_text(payload, "text", MAX_COMMENT, required=True)
     if kind == EventType.AUDITION:
         return _audition(payload)
+    if kind == EventType.GUIDELINES_VIEWED:
+        return _guidelines_version(campaign, payload)
     if kind in (EventType.ORDERING_CHANGED, EventType.ORDERING_SUBMITTED):
         return parse_ordering(query, payload.get("items"), field="payload.items")
     return None
@@ -130,14 +134,26 @@ def _audition(payload: dict[str, Any]) -> dict[str, Any]:
         isinstance(position, bool)
         or not isinstance(position, int | float)
         or not math.isfinite(position)
-        or position < 0
+        or not 0 <= position <= MAX_AUDITION_SECONDS
     ):
         raise InvalidValue(
-            f"payload.position must be a non-negative number of seconds, got {position!r}.",
+            f"payload.position must be a number of seconds from 0 to {MAX_AUDITION_SECONDS}, got {position!r}.",
             field="payload.position",
             value=position,
         )
     return {"action": action, "position": float(position)}
+
+
+def _guidelines_version(campaign: Campaign, payload: dict[str, Any]) -> None:
+    """The version of the guidelines read: one the campaign has had (1 to its current one)."""
+    version = payload.get("version")
+    current = campaign.guidelines_version
+    if isinstance(version, bool) or not isinstance(version, int) or not 1 <= version <= current:
+        raise InvalidValue(
+            f"payload.version must be a guidelines version of this campaign, 1 to {current}, got {version!r}.",
+            field="payload.version",
+            value=version,
+        )
 
 
 def parse_ordering(query: Query | None, items: Any, *, field: str = "items") -> list[str]:

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 from django.contrib import messages
 from django.contrib.auth.decorators import login_required
+from django.core.exceptions import PermissionDenied
 from django.http import Http404, HttpRequest, HttpResponse
 from django.shortcuts import redirect, render
 
@@ -18,7 +19,12 @@ from grading.views.organizer import organized
 
 @login_required
 def adjudicate(request: HttpRequest, campaign_id: int) -> HttpResponse:
-    campaign = organized(request, campaign_id)
+    """The page sits beside the graders' pages (/campaigns/<id>/…), where a campaign one may not
+    see answers 404 exactly like a missing one: so does this page to its graders too."""
+    try:
+        campaign = organized(request, campaign_id)
+    except PermissionDenied:
+        raise Http404("No such campaign among those you organize.") from None
     errors: dict[int, str] = {}
     if request.method == "POST":
         try:

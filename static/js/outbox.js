@@ -10,6 +10,9 @@
  * forever: the batch is sent again one event at a time, and the event that is refused on its own
  * is dropped and reported as rejected, with the server's reason, so the page can show the grader
  * what was not saved. 401, 403 (logged out), 408 and 429 (busy) are retried: the events are fine.
+ * When the server says how long to wait (429 or 503 with Retry-After), nothing is sent before that
+ * time, whatever else happens meanwhile (new events, the browser coming back online): the events
+ * wait on this device, and the page says it is waiting, not that anything failed.
  */
 (function () {
   "use strict";
@@ -18,6 +21,16 @@
   const BATCH = 100;
   const MAX_DELAY = 30000;
   const RETRY_STATUSES = new Set([401, 403, 408, 429]);
+  const MAX_TOLD_WAIT = 3600000; // a Retry-After beyond an hour is read as an hour
+
+  /* The wait a response asks for, in ms (Retry-After in seconds or as an HTTP date), or null. */
+  function toldWait(response) {
+    if (response.status !== 429 && response.status !== 503) return null;
+    const header = (response.headers.get("Retry-After") || "").trim();
+    if (!header) return null;
+    const ms = /^\d+$/.test(header) ? Number(header) * 1000 : Date.parse(header) - Date.now();
+    return Number.isFinite(ms) ? Math.min(Math.max(ms, 0), MAX_TOLD_WAIT) : null;
+  }
 
   function uuid() {
     if (window.crypto && crypto.randomUUID) return crypto.randomUUID();
@@ -63,6 +76,7 @@
       this.listeners = [];
       this.lastProblem = null;
       this.oneByOne = false; // after a 4xx to a batch: find the event the server refuses
+      this.notBefore = 0; // Date.now() before which the server asked us not to send
       window.addEventListener("online", () => this.flush(true));
       window.addEventListener("storage", (e) => {
         if (e.key === STORAGE_KEY) this.memory = load();
@@ -113,6 +127,12 @@
         return;
       }
       if (soon) this.delay = 1000;
+      const wait = this.notBefore - Date.now();
+      if (wait > 0) {
+        this.emit("waiting", { count: items.length, retryIn: wait });
+        this.schedule(wait);
+        return;
+      }
       this.sending = true;
       const batch = items.slice(0, this.oneByOne ? 1 : BATCH);
       this.emit("sending", { count: items.length });
@@ -123,6 +143,16 @@
           headers: { "Content-Type": "application/json", "X-CSRFToken": csrfToken(), Accept: "application/json" },
           body: JSON.stringify(batch),
         });
+        const told = toldWait(response);
+        if (told !== null) {
+          // Busy: not a failure. Send again when told, at the usual pace after that.
+          this.notBefore = Date.now() + told;
+          this.sending = false;
+          this.lastProblem = null;
+          this.emit("waiting", { count: load().length, retryIn: told });
+          this.schedule(told);
+          return;
+        }
         if (response.status >= 400 && response.status < 500 && !RETRY_STATUSES.has(response.status)) {
           await this.refused(batch, response);
           this.sending = false;

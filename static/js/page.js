@@ -72,7 +72,7 @@ export class Page {
         this.savedSomething = true;
         if (!this.pendingByTarget.get(this.key(event))) this.onStored(event, result);
       }
-    } else if (kind === "offline") {
+    } else if (kind === "offline" || kind === "waiting") {
       for (const e of pending) this.setIndicator(e, "offline", "Kept on this device, will send");
     }
     this.updateStatus(kind, pending.length, detail || {});
@@ -92,6 +92,11 @@ export class Page {
       state = "offline";
       text = `Offline: ${count} change${count === 1 ? "" : "s"} kept on this device, retrying`;
       this.status.title = detail.problem || "";
+    } else if (kind === "waiting" && count) {
+      const seconds = Math.max(1, Math.ceil(detail.retryIn / 1000));
+      state = "waiting";
+      text = `Busy server: ${count} change${count === 1 ? "" : "s"} kept on this device, sending in ${seconds} s`;
+      this.status.title = "The server asked to wait before sending more; nothing is lost.";
     } else if (count) {
       state = "saving";
       text = `Saving ${count}…`;

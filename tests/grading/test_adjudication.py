@@ -65,7 +65,7 @@ def test_the_page_lists_disagreeing_units_and_records_a_value(client, setup):
     done = client.post(url, {"unit": unit.pk, "value": "SS", "note": "both half right"})
     assert done.status_code == 302 and Adjudication.objects.get(unit=unit).value == "SS"
     client.force_login(a)
-    assert client.get(url).status_code == 403
+    assert client.get(url).status_code == 404
 
 
 def test_the_disputed_units_are_the_same_read_from_the_state_or_from_the_judgments():
@@ -99,13 +99,28 @@ def test_the_disputed_units_are_the_same_read_from_the_state_or_from_the_judgmen
     assert units_in_dispute(campaign=campaign, sort="confusability") == from_judgments
 
 
-def test_a_member_who_does_not_organize_gets_403_and_anyone_else_404(client, setup):
+@pytest.mark.parametrize("who", ["grader", "stranger", "organizer elsewhere"])
+def test_whoever_does_not_organize_the_campaign_gets_the_404_of_a_missing_one(client, setup, who):
     campaign, _, _ = setup
-    url = f"/campaigns/{campaign.pk}/adjudicate/"
-    client.force_login(graders_of(campaign)[0])
-    assert client.get(url).status_code == 403
-    client.force_login(make_user())
-    assert client.get(url).status_code == 404
+    user = graders_of(campaign)[0] if who == "grader" else make_user()
+    if who == "organizer elsewhere":
+        make_campaign(graders=1, organizer=user)
+    client.force_login(user)
+    missing = 10**6
+    for method in ("get", "post"):
+        existing = getattr(client, method)(f"/campaigns/{campaign.pk}/adjudicate/")
+        absent = getattr(client, method)(f"/campaigns/{missing}/adjudicate/")
+        assert existing.status_code == absent.status_code == 404, method
+
+
+@pytest.mark.parametrize("campaign_id", ["0", "99999999999999999999"])
+@pytest.mark.parametrize(
+    "path", ["/campaigns/{}/adjudicate/", "/organize/campaigns/{}/", "/organize/campaigns/{}/gold/"]
+)
+def test_an_id_no_campaign_can_have_is_a_404_not_a_server_error(client, setup, path, campaign_id):
+    _, organizer, _ = setup
+    client.force_login(organizer)
+    assert client.get(path.format(campaign_id)).status_code == 404
 
 
 @pytest.mark.parametrize("unit", ["", "abc", "-1", "999999"])

@@ -122,8 +122,9 @@ def test_a_batch_answers_each_event_and_stores_the_good_ones(api, campaign, grad
     assert GradingEvent.objects.count() == 2
 
 
-def test_an_empty_batch_is_fine_and_an_oversized_one_is_refused(api):
-    assert post(api, []).json() == {"stored": 0, "replayed": 0, "rejected": 0, "results": []}
+def test_an_empty_batch_and_an_oversized_one_are_refused(api):
+    empty = post(api, [])
+    assert empty.status_code == 400 and empty.json()["field"] == "body"
     response = post(api, [{}] * 501)
     assert response.status_code == 400 and response.json()["field"] == "body"
 
@@ -160,8 +161,8 @@ def test_an_empty_batch_is_fine_and_an_oversized_one_is_refused(api):
         ({"session_id": "a\x00b"}, "session_id", "a\x00b"),
         (
             {"payload": {"value": "VS", "note": "a\x00b"}},
-            "payload",
-            "payload.note must be a finite number or clean text, got a\\u0000b.",
+            "payload.note",
+            "a\\u0000b",
         ),
         ({"type": "audition", "payload": {"action": "rewind", "position": 1}}, "payload.action", "rewind"),
         ({"type": "audition", "payload": {"action": "play", "position": -3}}, "payload.position", -3),

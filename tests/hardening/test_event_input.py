@@ -6,6 +6,7 @@ from datetime import UTC, datetime, timedelta
 import pytest
 
 from grading.models import GradingEvent, Judgment
+from grading.models.choices import Scheme
 from tests.factories import make_campaign, make_user
 from tests.grading.api_helpers import client_for, event, fast_passwords, graders_of, my_units  # noqa: F401
 from tests.grading.test_api_events import URL, post
@@ -244,3 +245,92 @@ def test_paging_within_bounds_works(api, campaign, grader):
     body = api.get(f"/api/assignments/?campaign={campaign.pk}&limit=2&offset=1").json()
     assert body["count"] == len(my_units(grader, campaign)) and len(body["results"]) == 2
     assert api.get("/api/campaigns/?limit=1000").status_code == 200
+
+
+# --- 5. values the event path used to take ------------------------------------------------------------
+@pytest.mark.parametrize("bad_id", [12345, 0, "00000000-0000-0000-0000-000000000000", True, 1.5])
+def test_an_event_id_must_be_a_uuid_string_and_not_the_nil_uuid(api, campaign, unit, bad_id):
+    response = post(api, event(campaign, "broad_set", {"value": "VS"}, unit=unit, id=bad_id))
+    assert response.status_code == 400, response.content
+    assert response.json()["field"] == "id" and str(response.json()["value"]).lower() == str(bad_id).lower()
+    assert GradingEvent.objects.count() == 0
+
+
+def test_two_clients_sending_integers_cannot_collide_on_one_id(api, campaign, unit):
+    batch = [event(campaign, "broad_set", {"value": "VS"}, unit=unit, id=12345)]
+    body = post(api, batch).json()
+    assert body["rejected"] == 1 and body["results"][0]["error"]["field"] == "id"
+
+
+@pytest.mark.parametrize("stamp", ["2026-11-25T10:00:00", "2026-11-25T10:00:00.123", "2026-11-25 10:00"])
+def test_a_client_ts_without_an_offset_or_z_is_refused(api, campaign, unit, stamp):
+    for body in (event(campaign, "broad_set", {"value": "VS"}, unit=unit, client_ts=stamp),):
+        response = post(api, body)
+        assert response.status_code == 400, response.content
+        assert response.json()["field"] == "client_ts" and response.json()["value"] == stamp
+        assert "offset" in response.json()["detail"]
+    assert GradingEvent.objects.count() == 0
+
+
+def test_an_ordering_s_client_ts_needs_an_offset_too():
+    campaign = make_campaign(scheme=Scheme.ORDERING, graders=1)
+    query = campaign.queries.first()
+    items = sorted({u.candidate.public_id for u in query.units.all()})
+    body = {"campaign": campaign.pk, "query": query.pk, "items": items, "client_ts": "2026-11-25T10:00:00"}
+    response = client_for(graders_of(campaign)[0]).post("/api/orderings/", body, format="json")
+    assert response.status_code == 400 and response.json()["field"] == "client_ts", response.content
+    assert GradingEvent.objects.count() == 0
+
+
+@pytest.mark.parametrize("position", [1e300, 86_400.5, 10**30])
+def test_an_audition_position_beyond_any_clip_is_refused(api, campaign, unit, position):
+    response = post(api, event(campaign, "audition", {"action": "seek", "position": position}, unit=unit))
+    assert response.status_code == 400, response.content
+    assert response.json()["field"] == "payload.position" and response.json()["value"] == position
+    assert "86400" in response.json()["detail"]
+    assert GradingEvent.objects.count() == 0
+
+
+def test_an_audition_position_within_a_long_clip_is_stored(api, campaign, unit):
+    response = post(api, event(campaign, "audition", {"action": "seek", "position": 3 * 3600.25}, unit=unit))
+    assert response.status_code == 201, response.content
+
+
+@pytest.mark.parametrize("version", [1e30, 2, 0, -1, "1", True, 1.5, None])
+def test_a_guidelines_version_the_campaign_never_had_is_refused(api, campaign, version):
+    assert campaign.guidelines_version == 1
+    response = post(api, event(campaign, "guidelines_viewed", {"version": version}))
+    assert response.status_code == 400, response.content
+    assert response.json()["field"] == "payload.version" and "1" in response.json()["detail"]
+    assert GradingEvent.objects.count() == 0
+
+
+def test_an_empty_batch_is_a_400(api):
+    response = post(api, [])
+    assert response.status_code == 400
+    assert response.json()["field"] == "body" and response.json()["value"] == 0
+    assert "empty" in response.json()["detail"]
+
+
+def test_the_events_endpoint_takes_json_only(api, campaign, unit):
+    body = event(campaign, "broad_set", {"value": "VS"}, unit=unit)
+    for response in (
+        api.post(URL, {k: json.dumps(v) if isinstance(v, dict) else v for k, v in body.items()}, format="multipart"),
+        api.post(URL, "id=x&type=broad_set", content_type="application/x-www-form-urlencoded"),
+    ):
+        assert response.status_code == 415, response.content
+        assert response.json()["code"] == "unsupported_media_type" and response.json()["field"] == "body"
+        assert "application/json" in response.json()["detail"]
+    assert GradingEvent.objects.count() == 0
+
+
+@pytest.mark.parametrize("constant", ["NaN", "Infinity", "-Infinity"])
+def test_nan_is_reported_on_payload_value_as_the_docs_say(api, campaign, unit, constant):
+    raw = json.dumps(event(campaign, "fine_set", {}, unit=unit)).replace(
+        '"payload": {}', f'"payload": {{"value": {constant}}}'
+    )
+    for text in (raw, f"[{raw}]"):
+        body = post_raw(api, text).json()
+        error = body["results"][0]["error"] if "results" in body else body
+        assert error["field"] == "payload.value" and error["value"] in ("nan", "inf", "-inf"), error
+    assert GradingEvent.objects.count() == 0

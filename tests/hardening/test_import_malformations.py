@@ -37,6 +37,13 @@ def mutate(path: str, value) -> dict:
     return d
 
 
+def numeric_scale(**params) -> dict:
+    """The example as a numeric campaign with these scale parameters."""
+    d = mutate("campaign.scheme_params", params)
+    d["campaign"]["scheme"] = "numeric"
+    return d
+
+
 def nested(depth: int) -> str:
     return "[" * depth + "]" * depth
 
@@ -112,6 +119,13 @@ JSON_CASES = [
     ("JSON nested too deeply", None, "whole file", "(json)", None),
     ("unknown scheme", mutate("campaign.scheme", "stars"), "campaign", "scheme", "stars"),
     ("a list of numbers as guidelines", mutate("campaign.guidelines", [1, 2]), "campaign", "guidelines", "[1, 2]"),
+    (
+        "a numeric scale of more than 1,000 points",
+        numeric_scale(min=0, max=1, step=1e-300),
+        "campaign",
+        "scheme_params.step",
+        "1e-300",
+    ),
 ]
 
 
