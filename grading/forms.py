@@ -124,3 +124,12 @@ class MembersForm(forms.Form):
         "exist yet are created with a one-time link to set a password.",
     )
     role = forms.ChoiceField(choices=Role.choices, initial=Role.GRADER)
+
+
+class OrganizerForm(forms.Form):
+    username = forms.CharField(
+        max_length=150,
+        label="User name",
+        help_text="The person's user name on this site. To add someone new, invite them to a campaign first, "
+        "or create their account in the Django admin.",
+    )

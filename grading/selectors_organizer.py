@@ -10,6 +10,7 @@ import statistics
 from datetime import datetime, timedelta
 from typing import Any
 
+from django.contrib.auth import get_user_model
 from django.contrib.auth.models import AbstractBaseUser
 from django.db.models import Count, Max, Min, Q, QuerySet
 from django.utils import timezone
@@ -302,3 +303,13 @@ def members_of(*, campaign: Campaign) -> list[CampaignRole]:
 def member_get(*, campaign: Campaign, user_id: int, role: str) -> CampaignRole | None:
     """One member's role in the campaign, with the user, or None."""
     return CampaignRole.objects.filter(campaign=campaign, user_id=user_id, role=role).select_related("user").first()
+
+
+def site_organizers() -> list[AbstractBaseUser]:
+    """The users who may create campaigns without being staff (the `grading.add_campaign`
+    permission, given directly or through a group), by user name."""
+    perm = Q(user_permissions__codename="add_campaign", user_permissions__content_type__app_label="grading")
+    group = Q(groups__permissions__codename="add_campaign", groups__permissions__content_type__app_label="grading")
+    return list(
+        get_user_model().objects.filter(perm | group, is_active=True, is_staff=False).distinct().order_by("username")
+    )

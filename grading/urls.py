@@ -6,6 +6,7 @@ from grading.views.organizer import campaign as org_campaign
 from grading.views.organizer import create as org_create
 from grading.views.organizer import gold as org_gold
 from grading.views.organizer import members as org_members
+from grading.views.organizer import organizers as org_organizers
 from grading.views.organizer import progress as org_progress
 
 app_name = "grading"
@@ -17,6 +18,7 @@ urlpatterns = [
     path("campaigns/<int:campaign_id>/grade/<int:page>/", grader.grade, name="grade"),
     path("campaigns/<int:campaign_id>/guidelines/", grader.guidelines, name="guidelines"),
     # Organizers
+    path("organize/organizers/", org_organizers.organizers, name="organizers"),
     path("organize/new/", org_create.campaign_new, name="campaign-new"),
     path("organize/new/confirm/", org_create.campaign_new_confirm, name="campaign-new-confirm"),
     path("organize/campaigns/<int:campaign_id>/", org_campaign.campaign_detail, name="campaign"),

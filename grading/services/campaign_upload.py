@@ -33,7 +33,7 @@ from grading.services.campaign_files import (
 )
 from grading.services.campaign_io import campaign_import
 from grading.services.members import member_grant
-from grading.services.organizer import can_create_campaigns
+from grading.services.organizers import can_create_campaigns
 
 # The same ceilings whichever way a campaign arrives: a definition file, and a zip of media.
 DEFINITION_MAX_BYTES = 20 * 2**20
@@ -128,7 +128,7 @@ def campaign_upload_stage(
     InvalidValue, and keeps nothing, when anything is wrong.
     """
     if not can_create_campaigns(user):
-        raise NotAllowed("you may not create campaigns (staff or the grading.add_campaign permission is needed).")
+        raise NotAllowed("you may not create campaigns: an admin makes you an organizer on the Organizers page.")
     staging_sweep()
     token = secrets.token_hex(16)
     folder = staging_root() / token

@@ -29,7 +29,7 @@ from grading.models.choices import (
 from grading.services.events import EventInput, event_record
 from grading.services.lifecycle import guidelines_changes
 from grading.services.more_work import batch_size, more_work_request, reason_message
-from grading.services.organizer import can_create_campaigns
+from grading.services.organizers import can_create_campaigns
 
 TEMPLATES = {
     Scheme.BROAD_FINE: "grading/grade_broad_fine.html",
