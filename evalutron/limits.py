@@ -1,6 +1,6 @@
 """Limits every request passes before any view reads it: body size per endpoint (413), request rate
-per client for token requests and anonymous API calls (429 + Retry-After, DRF throttles), and
-failed logins on the browser login page. Counts live in the shared cache (Redis when configured),
+per client for token requests and anonymous API calls (429 + Retry-After, DRF throttles), visits
+of join links per client (`visit_allowed`), and failed logins on the browser login page. Counts live in the shared cache (Redis when configured),
 so that every web process sees the same counts."""
 
 from __future__ import annotations
@@ -71,6 +71,28 @@ class TokenThrottle(_RatesFromSettings, ScopedRateThrottle):
 
     def get_cache_key(self, request: Any, view: Any) -> str:
         return self.cache_format % {"scope": self.scope, "ident": self.get_ident(request)}
+
+
+_PERIODS = {"s": 1, "sec": 1, "m": 60, "min": 60, "h": 3600, "hour": 3600, "d": 86400, "day": 86400}
+
+
+def visit_allowed(request: HttpRequest, scope: str) -> tuple[bool, int]:
+    """Count one request of `scope` (a key of THROTTLE_RATES, e.g. "join") from the client's address
+    and say whether it is within the rate, with the seconds to wait when it is not. A fixed window
+    per address, kept in the shared cache like the other limits."""
+    rate = settings.THROTTLE_RATES.get(scope)
+    if not rate:
+        return True, 0
+    number, _, period = rate.partition("/")
+    limit, window = int(number), _PERIODS[period.strip().lower()]
+    key = f"visits:{scope}:{request.META.get('REMOTE_ADDR', '')}"
+    cache.add(key, 0, timeout=window)
+    try:
+        count = cache.incr(key)
+    except ValueError:  # the window ended between add and incr
+        cache.set(key, 1, timeout=window)
+        count = 1
+    return count <= limit, window
 
 
 class LoginView(auth_views.LoginView):

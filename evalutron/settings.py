@@ -198,7 +198,12 @@ BODY_LIMITS = [  # (path pattern, the setting holding its limit)
 ]
 # Throttling (429 with Retry-After), counted in the shared cache: token requests per client
 # address, anonymous API calls per address; failed browser logins per address and per user name.
-THROTTLE_RATES = {"token": env_str("THROTTLE_TOKEN", "10/min"), "anon": env_str("THROTTLE_ANON", "60/min")}
+THROTTLE_RATES = {
+    "token": env_str("THROTTLE_TOKEN", "10/min"),
+    "anon": env_str("THROTTLE_ANON", "60/min"),
+    # Visits of join links (crowd studies), per client address: GET and POST alike.
+    "join": env_str("THROTTLE_JOIN", "30/min"),
+}
 REST_FRAMEWORK["DEFAULT_THROTTLE_CLASSES"] = ["evalutron.limits.AnonThrottle"]
 LOGIN_FAILURE_LIMIT = env_int("LOGIN_FAILURE_LIMIT", 10, minimum=1)
 LOGIN_FAILURE_WINDOW = env_int("LOGIN_FAILURE_WINDOW", 900, minimum=1)

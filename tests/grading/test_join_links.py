@@ -1,0 +1,264 @@
+"""Join links (crowd studies): organizers make them on the campaign page and over the API, pause and
+reopen them; a participant who opens one with a platform id becomes a pseudonymous grader of the
+campaign, logged in on that browser, and the same id from any browser comes back to the same grader.
+A full, paused or expired link says so and creates nothing; ids are bounded; visits are rate-limited."""
+
+from __future__ import annotations
+
+from datetime import timedelta
+
+import pytest
+from django.contrib.auth import get_user_model
+from django.test import Client
+from django.utils import timezone
+
+from grading.models import Assignment, AuditEntry, CampaignRole, JoinLink, Participant
+from grading.models.choices import Role
+from grading.services.join_links import Identity, join_link_create, join_link_pause, participant_join
+from tests.factories import make_campaign, make_user
+
+pytestmark = pytest.mark.django_db
+PROLIFIC = {"PROLIFIC_PID": "5f1a2b3c4d5e6f7a8b9c0d1e", "STUDY_ID": "st-1", "SESSION_ID": "se-1"}
+
+
+@pytest.fixture
+def organizer():
+    return make_user("org")
+
+
+@pytest.fixture
+def campaign(organizer):
+    return make_campaign(n_queries=2, n_candidates=3, graders=1, organizer=organizer)
+
+
+@pytest.fixture
+def link(campaign, organizer):
+    return join_link_create(
+        campaign=campaign, actor=organizer, completion_code="C0MPLETE", max_participants=2, units_per_participant=4
+    )
+
+
+def users() -> int:
+    return get_user_model().objects.count()
+
+
+def join_url(link, **params) -> str:
+    query = "&".join(f"{k}={v}" for k, v in params.items())
+    return f"/join/{link.key}/" + (f"?{query}" if query else "")
+
+
+# --- organizers --------------------------------------------------------------------------------------
+def test_an_organizer_makes_a_link_over_the_api_and_the_answer_has_its_url(client, campaign, organizer):
+    client.force_login(organizer)
+    response = client.post(
+        f"/api/campaigns/{campaign.pk}/join-links/",
+        {
+            "completion_code": "ABC123",
+            "max_participants": 30,
+            "expires_at": (timezone.now() + timedelta(days=3)).isoformat(),
+            "consent_text": "You agree to take part.",
+            "qualification": {"gold_units": 3, "pass_mark": 0.7},
+            "return_url": "https://app.prolific.com/submissions/complete?cc={code}",
+        },
+        content_type="application/json",
+    )
+    assert response.status_code == 201, response.content
+    body = response.json()
+    link = JoinLink.objects.get()
+    assert body["url"] == f"http://testserver/join/{link.key}/"
+    assert (body["max_participants"], body["participants"], body["taking_participants"]) == (30, 0, True)
+    assert link.qualification == {"gold_units": 3, "pass_mark": 0.7} and link.consent_text
+    assert AuditEntry.objects.filter(action="join_link.created", campaign=campaign).count() == 1
+    listed = client.get(f"/api/campaigns/{campaign.pk}/join-links/").json()
+    assert [entry["id"] for entry in listed] == [link.pk]
+
+
+def test_a_bad_completion_code_is_refused_naming_the_field_and_nothing_is_stored(client, campaign, organizer):
+    client.force_login(organizer)
+    response = client.post(
+        f"/api/campaigns/{campaign.pk}/join-links/",
+        {"completion_code": "no spaces please", "max_participants": 3},
+        content_type="application/json",
+    )
+    assert response.status_code == 400
+    assert response.json()["field"] == "completion_code"
+    assert not JoinLink.objects.exists() and not AuditEntry.objects.filter(action="join_link.created").exists()
+
+
+def test_a_grader_of_the_campaign_may_not_make_links(client, campaign):
+    grader = CampaignRole.objects.get(campaign=campaign, role=Role.GRADER).user
+    client.force_login(grader)
+    response = client.post(
+        f"/api/campaigns/{campaign.pk}/join-links/",
+        {"completion_code": "X", "max_participants": 3},
+        content_type="application/json",
+    )
+    assert response.status_code == 403 and not JoinLink.objects.exists()
+
+
+def test_a_link_is_paused_and_reopened_over_the_api_and_both_are_audited(client, link, organizer):
+    client.force_login(organizer)
+    url = f"/api/campaigns/{link.campaign_id}/join-links/{link.pk}/"
+    paused = client.patch(url, {"paused": True}, content_type="application/json").json()
+    assert (paused["paused"], paused["taking_participants"], paused["closed_reason"]) == (True, False, "paused")
+    reopened = client.patch(url, {"paused": False}, content_type="application/json").json()
+    assert reopened["taking_participants"] is True
+    actions = list(
+        AuditEntry.objects.filter(action__startswith="join_link").order_by("id").values_list("action", flat=True)
+    )
+    assert actions == ["join_link.created", "join_link.paused", "join_link.reopened"]
+
+
+def test_the_campaign_page_makes_a_link_and_lists_it_with_its_address_and_pause_button(client, campaign, organizer):
+    client.force_login(organizer)
+    page = client.get(f"/organize/campaigns/{campaign.pk}/").content.decode()
+    assert 'id="new-link"' in page and 'id="no-join-links"' in page
+    response = client.post(
+        f"/organize/campaigns/{campaign.pk}/join-links/",
+        {"label": "pilot", "completion_code": "PILOT1", "max_participants": "10"},
+    )
+    assert response.status_code == 302
+    link = JoinLink.objects.get()
+    page = client.get(f"/organize/campaigns/{campaign.pk}/").content.decode()
+    assert f"http://testserver/join/{link.key}/" in page and f'id="pause-link-{link.pk}"' in page
+    client.post(f"/organize/campaigns/{campaign.pk}/join-links/{link.pk}/pause/")
+    link.refresh_from_db()
+    assert link.paused
+    page = client.get(f"/organize/campaigns/{campaign.pk}/").content.decode()
+    assert f'id="reopen-link-{link.pk}"' in page
+
+
+def test_a_bad_link_form_shows_the_problem_next_to_it_and_makes_nothing(client, campaign, organizer):
+    client.force_login(organizer)
+    response = client.post(
+        f"/organize/campaigns/{campaign.pk}/join-links/",
+        {"completion_code": "ok", "max_participants": "5", "return_url": "javascript:alert(1)"},
+    )
+    assert response.status_code == 400
+    html = response.content.decode()
+    assert "return_url must be an http(s) address" in html and "No link was made." in html
+    assert not JoinLink.objects.exists()
+
+
+# --- participants --------------------------------------------------------------------------------------
+def test_opening_the_link_with_prolific_ids_offers_to_start_and_writes_nothing(link):
+    before = users()
+    response = Client().get(join_url(link, **PROLIFIC))
+    assert response.status_code == 200
+    assert 'id="join-start"' in response.content.decode()
+    assert users() == before and not Participant.objects.exists()
+
+
+def test_starting_makes_a_pseudonymous_grader_without_password_logged_in_with_their_share_of_work(link):
+    browser = Client()
+    response = browser.post(f"/join/{link.key}/", PROLIFIC)
+    assert response.status_code == 302 and response["Location"] == f"/campaigns/{link.campaign_id}/guidelines/"
+    participant = Participant.objects.get()
+    user = participant.user
+    assert (participant.platform, participant.external_id, participant.study_id, participant.session_id) == (
+        "prolific",
+        PROLIFIC["PROLIFIC_PID"],
+        "st-1",
+        "se-1",
+    )
+    assert not user.has_usable_password() and PROLIFIC["PROLIFIC_PID"] not in user.username
+    role = CampaignRole.objects.get(campaign=link.campaign, user=user)
+    assert role.role == Role.GRADER and role.pseudonym.startswith("G")
+    assert AuditEntry.objects.filter(action="member.added", target=user.username).exists()
+    assert Assignment.objects.filter(grader=user).count() == 4
+    assert browser.get(f"/campaigns/{link.campaign_id}/continue/").status_code == 302  # logged in: their work
+
+
+def test_the_same_id_from_another_browser_comes_back_to_the_same_grader(link):
+    Client().post(f"/join/{link.key}/", PROLIFIC)
+    first = Participant.objects.get().user
+    before = users()
+    other = Client()
+    page = other.get(join_url(link, **PROLIFIC)).content.decode()
+    assert 'id="welcome-back"' in page
+    response = other.post(f"/join/{link.key}/", PROLIFIC)
+    assert response["Location"] == f"/campaigns/{link.campaign_id}/continue/"
+    assert users() == before and Participant.objects.count() == 1
+    assert int(other.session["_auth_user_id"]) == first.pk
+    assert Assignment.objects.filter(grader=first).count() == 4  # the same work, none added
+
+
+def test_without_an_id_the_page_asks_for_one(link):
+    response = Client().get(join_url(link))
+    assert response.status_code == 200
+    html = response.content.decode()
+    assert 'id="ask-id"' in html and 'name="pid"' in html
+
+
+@pytest.mark.parametrize(
+    ("params", "field"),
+    [
+        ({"PROLIFIC_PID": "x" * 65}, "PROLIFIC_PID"),
+        ({"pid": "<script>alert(1)</script>"}, "pid"),
+        ({"workerId": "A1 B2"}, "workerId"),
+        ({"PROLIFIC_PID": "ok", "STUDY_ID": "'; drop table"}, "STUDY_ID"),
+    ],
+)
+def test_a_hostile_id_is_refused_naming_the_parameter_and_nothing_is_made(link, params, field):
+    before = users()
+    for response in (Client().get(f"/join/{link.key}/", params), Client().post(f"/join/{link.key}/", params)):
+        assert response.status_code == 400
+        assert field in response.content.decode()
+    assert users() == before and not Participant.objects.exists()
+
+
+def test_mturk_and_generic_ids_are_told_apart_by_platform(link):
+    Client().post(f"/join/{link.key}/", {"workerId": "A1B2C3", "assignmentId": "asg", "hitId": "hit"})
+    Client().post(f"/join/{link.key}/", {"pid": "A1B2C3"})
+    assert sorted(Participant.objects.values_list("platform", "external_id", "study_id")) == [
+        ("generic", "A1B2C3", ""),
+        ("mturk", "A1B2C3", "hit"),
+    ]
+
+
+@pytest.mark.parametrize("how", ["full", "paused", "expired"])
+def test_a_full_paused_or_expired_link_says_so_and_creates_nothing(link, organizer, how):
+    if how == "full":
+        for n in range(link.max_participants):
+            participant_join(link=link, identity=Identity(platform="generic", external_id=f"p{n}"))
+    elif how == "paused":
+        join_link_pause(link=link, paused=True, actor=organizer)
+    else:
+        JoinLink.objects.filter(pk=link.pk).update(expires_at=timezone.now() - timedelta(minutes=1))
+    before, participants = users(), Participant.objects.count()
+    shown = Client().get(join_url(link, **PROLIFIC))
+    assert shown.status_code == 403 and 'id="join-closed"' in shown.content.decode()
+    assert {"full": "is full", "paused": "is paused", "expired": "has expired"}[how] in shown.content.decode()
+    posted = Client().post(f"/join/{link.key}/", PROLIFIC)
+    assert posted.status_code == 403
+    assert users() == before and Participant.objects.count() == participants
+
+
+def test_someone_already_in_may_come_back_to_a_full_link(link):
+    participant_join(link=link, identity=Identity(platform="prolific", external_id="first"))
+    participant_join(link=link, identity=Identity(platform="prolific", external_id="second"))
+    response = Client().post(f"/join/{link.key}/", {"PROLIFIC_PID": "first"})
+    assert response.status_code == 302
+
+
+def test_link_visits_are_rate_limited_per_address(link, settings):
+    settings.THROTTLE_RATES = {**settings.THROTTLE_RATES, "join": "3/min"}
+    browser = Client()
+    codes = [browser.get(join_url(link, pid=f"p{n}")).status_code for n in range(4)]
+    assert codes == [200, 200, 200, 429]
+    refused = browser.post(f"/join/{link.key}/", {"pid": "p9"})
+    assert refused.status_code == 429 and int(refused["Retry-After"]) > 0
+    assert not Participant.objects.exists()
+    assert Client(REMOTE_ADDR="10.0.0.9").get(join_url(link, pid="p1")).status_code == 200
+
+
+def test_an_unknown_link_is_not_found():
+    assert Client().get("/join/nosuchlink/?pid=abc").status_code == 404
+
+
+def test_a_link_of_a_draft_campaign_takes_nobody(organizer):
+    draft = make_campaign(status="draft", graders=1, organizer=organizer)
+    link = join_link_create(campaign=draft, actor=organizer, completion_code="X", max_participants=3)
+    response = Client().post(f"/join/{link.key}/", {"pid": "abc"})
+    assert response.status_code == 403 and "not open" in response.content.decode()
+    assert not Participant.objects.exists()
