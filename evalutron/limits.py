@@ -1,7 +1,7 @@
 """Limits every request passes before any view reads it: body size per endpoint (413), request rate
 per client for token requests and anonymous API calls (429 + Retry-After, DRF throttles), visits
-of join links per client (`visit_allowed`), and failed logins on the browser login page. Counts live in the shared cache (Redis when configured),
-so that every web process sees the same counts."""
+of join links per client (`visit_allowed`), and failed logins on the browser login page. Counts
+live in the shared cache (Redis when configured), so that every web process sees the same counts."""
 
 from __future__ import annotations
 

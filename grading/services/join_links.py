@@ -12,11 +12,13 @@ graders, and only used to find the participant again.
 
 from __future__ import annotations
 
+import hashlib
 import re
 import secrets
 from dataclasses import dataclass
 from datetime import datetime
 from typing import Any
+from uuid import uuid4
 
 from django.contrib.auth import get_user_model
 from django.contrib.auth.models import AbstractBaseUser
@@ -27,8 +29,8 @@ from django.urls import reverse
 from django.utils import timezone
 
 from grading.errors import InvalidValue, NotAllowed
-from grading.models import Campaign, JoinLink, Participant, Platform
-from grading.models.choices import Role
+from grading.models import Campaign, GradingEvent, JoinLink, Participant, Platform
+from grading.models.choices import EventType, Role
 from grading.selectors_organizer import participant_find
 from grading.services.audit import audit_record
 from grading.services.campaigns import assignments_create_for_grader
@@ -242,14 +244,16 @@ def join_link_pause(*, link: JoinLink, paused: bool, actor: AbstractBaseUser | N
     return link
 
 
-def participant_join(*, link: JoinLink, identity: Identity) -> Joined:
+def participant_join(*, link: JoinLink, identity: Identity, consent: bool = False) -> Joined:
     """The participant with this platform id in the link's campaign: found again (from any browser,
     through any of the campaign's links), or made now: a pseudonymous grader without a usable
     password, a grader of the campaign (as members are added), with their share of the work.
     A paused, expired or full link, a campaign not open, or a campaign with no work left raises
-    LinkClosed and stores nothing."""
+    LinkClosed and stores nothing. A link with consent text takes a new participant only with
+    `consent` (they pressed "I agree"): the agreement is a `consent_given` event of the new grader,
+    written in the same transaction (InvalidValue without it, nothing stored)."""
     try:
-        return _join(link=link, identity=identity)
+        return _join(link=link, identity=identity, consent=consent)
     except IntegrityError:
         # The same platform id joined at the same moment through another link: that one won.
         found = participant_find(campaign=link.campaign, platform=identity.platform, external_id=identity.external_id)
@@ -259,7 +263,7 @@ def participant_join(*, link: JoinLink, identity: Identity) -> Joined:
 
 
 @transaction.atomic
-def _join(*, link: JoinLink, identity: Identity) -> Joined:
+def _join(*, link: JoinLink, identity: Identity, consent: bool) -> Joined:
     # One join of a link at a time: the count of participants is current under this lock.
     link = JoinLink.objects.select_for_update().select_related("campaign").get(pk=link.pk)
     campaign = link.campaign
@@ -269,6 +273,8 @@ def _join(*, link: JoinLink, identity: Identity) -> Joined:
     reason = closed_reason(link)
     if reason is not None:
         raise LinkClosed(reason)
+    if link.consent_text and not consent:
+        raise InvalidValue("to take part, agree to the consent text (the “I agree” button).", field="consent", value="")
     user = get_user_model().objects.create_user(username=_free_username())
     user.set_unusable_password()
     user.save(update_fields=["password"])
@@ -287,7 +293,26 @@ def _join(*, link: JoinLink, identity: Identity) -> Joined:
     )
     if not made:
         raise LinkClosed(NO_WORK)  # rolls the new account back with everything else
+    if link.consent_text:
+        consent_record(participant=participant, link=link)
     return Joined(participant=participant, created=True)
+
+
+def consent_record(*, participant: Participant, link: JoinLink) -> GradingEvent:
+    """The participant agreed to the link's consent text: a `consent_given` event of their grader,
+    naming the link and the text agreed to (its SHA-256). Runs in the transaction that admits them."""
+    if not transaction.get_connection().in_atomic_block:
+        raise RuntimeError("consent_record must run inside the transaction that admits the participant.")
+    return GradingEvent.objects.create(
+        id=uuid4(),
+        campaign=link.campaign,
+        grader=participant.user,
+        type=EventType.CONSENT_GIVEN,
+        payload={"link": link.pk, "text_sha256": hashlib.sha256(link.consent_text.encode("utf-8")).hexdigest()},
+        client_ts=timezone.now(),
+        session_id="server",
+        guidelines_version=link.campaign.guidelines_version,
+    )
 
 
 def _free_username() -> str:

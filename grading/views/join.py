@@ -67,9 +67,13 @@ def join(request: HttpRequest, key: str) -> HttpResponse:
                 return _render(request, link, status=403, closed=join_links.CLOSED_WORDS[closed])
         return _render(request, link, identity=identity, hidden=_hidden(identity), returning=found is not None)
     try:
-        joined = join_links.participant_join(link=link, identity=identity)
+        joined = join_links.participant_join(link=link, identity=identity, consent=request.POST.get("consent") == "yes")
     except LinkClosed as exc:
         return _render(request, link, status=403, closed=exc.message)
+    except InvalidValue as exc:  # no agreement to the consent text: it is shown again, with the reason
+        return _render(
+            request, link, status=400, identity=identity, hidden=_hidden(identity), consent_error=exc.message
+        )
     login(request, joined.participant.user, backend=BACKEND)
     if joined.created:
         return redirect("grading:guidelines", campaign_id=link.campaign_id)

@@ -12,8 +12,8 @@ from django.contrib.auth import get_user_model
 from django.test import Client
 from django.utils import timezone
 
-from grading.models import Assignment, AuditEntry, CampaignRole, JoinLink, Participant
-from grading.models.choices import Role
+from grading.models import Assignment, AuditEntry, Campaign, CampaignRole, GradingEvent, JoinLink, Participant
+from grading.models.choices import EventType, Role
 from grading.services.join_links import Identity, join_link_create, join_link_pause, participant_join
 from tests.factories import make_campaign, make_user
 
@@ -262,3 +262,72 @@ def test_a_link_of_a_draft_campaign_takes_nobody(organizer):
     response = Client().post(f"/join/{link.key}/", {"pid": "abc"})
     assert response.status_code == 403 and "not open" in response.content.decode()
     assert not Participant.objects.exists()
+
+
+# --- consent, then the guidelines, then the work ----------------------------------------------------------
+@pytest.fixture
+def consent_link(campaign, organizer):
+    return join_link_create(
+        campaign=campaign,
+        actor=organizer,
+        completion_code="C0MPLETE",
+        max_participants=5,
+        consent_text="I agree that my ratings are used for research.",
+    )
+
+
+def test_the_consent_text_is_shown_first_with_an_agree_button(consent_link):
+    html = Client().get(join_url(consent_link, **PROLIFIC)).content.decode()
+    assert "my ratings are used for research" in html and 'name="consent" value="yes"' in html
+
+
+def test_agreeing_is_recorded_as_an_event_of_the_new_grader_then_the_guidelines_then_the_work(consent_link):
+    browser = Client()
+    response = browser.post(f"/join/{consent_link.key}/", {**PROLIFIC, "consent": "yes"})
+    assert response["Location"] == f"/campaigns/{consent_link.campaign_id}/guidelines/"
+    user = Participant.objects.get().user
+    event = GradingEvent.objects.get(grader=user)
+    assert event.type == EventType.CONSENT_GIVEN and event.payload["link"] == consent_link.pk
+    assert len(event.payload["text_sha256"]) == 64 and event.unit_id is None
+    guidelines = browser.get(response["Location"])
+    assert guidelines.status_code == 200 and 'id="guidelines-read"' in guidelines.content.decode()
+    onward = browser.post(response["Location"])
+    assert onward["Location"] == f"/campaigns/{consent_link.campaign_id}/continue/"
+    assert browser.get(onward["Location"])["Location"].startswith(f"/campaigns/{consent_link.campaign_id}/grade/")
+
+
+def test_without_agreeing_nobody_is_made_and_the_consent_is_asked_again(consent_link):
+    before = users()
+    response = Client().post(f"/join/{consent_link.key}/", PROLIFIC)
+    assert response.status_code == 400
+    assert 'id="consent-error"' in response.content.decode()
+    assert users() == before and not GradingEvent.objects.filter(type=EventType.CONSENT_GIVEN).exists()
+
+
+def test_a_refused_join_stores_no_consent_event(organizer):
+    small = make_campaign(n_queries=1, n_candidates=1, graders=1, organizer=organizer)
+    Campaign.objects.filter(pk=small.pk).update(max_overlap=1)  # its one unit has its one grader already
+    link = join_link_create(
+        campaign=small, actor=organizer, completion_code="X", max_participants=3, consent_text="Agree?"
+    )
+    response = Client().post(f"/join/{link.key}/", {"pid": "abc", "consent": "yes"})
+    assert response.status_code == 403 and "no work left" in response.content.decode()
+    assert not Participant.objects.exists() and not GradingEvent.objects.filter(type=EventType.CONSENT_GIVEN).exists()
+
+
+def test_graders_cannot_send_a_consent_event_themselves(client, campaign):
+    grader = CampaignRole.objects.get(campaign=campaign, role=Role.GRADER).user
+    client.force_login(grader)
+    response = client.post(
+        "/api/events/",
+        {
+            "id": "6f1c0000-0000-4000-8000-000000000001",
+            "campaign": campaign.pk,
+            "type": "consent_given",
+            "payload": {},
+            "client_ts": timezone.now().isoformat(),
+        },
+        content_type="application/json",
+    )
+    assert response.status_code == 400 and response.json()["field"] == "type"
+    assert not GradingEvent.objects.filter(type=EventType.CONSENT_GIVEN).exists()
