@@ -18,6 +18,7 @@ urlpatterns = [
     path("campaigns/<int:campaign_id>/more/", grader.more_work, name="more"),
     path("campaigns/<int:campaign_id>/grade/<int:page>/", grader.grade, name="grade"),
     path("campaigns/<int:campaign_id>/guidelines/", grader.guidelines, name="guidelines"),
+    path("campaigns/<int:campaign_id>/completion/", grader.completion, name="completion"),
     # Crowd studies: a participant's way in, from a recruitment platform.
     path("join/<slug:key>/", join.join, name="join"),
     # Organizers

@@ -58,6 +58,10 @@ class JoinLink(models.Model):
     def __str__(self) -> str:
         return f"join link {self.pk} of {self.campaign}"
 
+    def completion_url(self) -> str:
+        """The platform's return address with the completion code in it ({code} replaced), or ''."""
+        return self.return_url.replace("{code}", self.completion_code) if self.return_url else ""
+
     def closed_reason(self, *, n_participants: int, now: datetime) -> str | None:
         """Why the link takes nobody new ("paused", "expired", "not_open", "full"), or None."""
         if self.paused:

@@ -321,8 +321,3 @@ def _free_username() -> str:
         name = f"p-{secrets.token_hex(5)}"
         if not users.filter(username=name).exists():
             return name
-
-
-def completion_url(link: JoinLink) -> str:
-    """The platform's return address with the completion code in it ({code} replaced), or ''."""
-    return link.return_url.replace("{code}", link.completion_code) if link.return_url else ""

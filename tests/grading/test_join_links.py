@@ -15,7 +15,7 @@ from django.utils import timezone
 from grading.models import Assignment, AuditEntry, Campaign, CampaignRole, GradingEvent, JoinLink, Participant
 from grading.models.choices import EventType, Role
 from grading.services.join_links import Identity, join_link_create, join_link_pause, participant_join
-from tests.factories import make_campaign, make_user
+from tests.factories import make_campaign, make_user, record
 
 pytestmark = pytest.mark.django_db
 PROLIFIC = {"PROLIFIC_PID": "5f1a2b3c4d5e6f7a8b9c0d1e", "STUDY_ID": "st-1", "SESSION_ID": "se-1"}
@@ -331,3 +331,55 @@ def test_graders_cannot_send_a_consent_event_themselves(client, campaign):
     )
     assert response.status_code == 400 and response.json()["field"] == "type"
     assert not GradingEvent.objects.filter(type=EventType.CONSENT_GIVEN).exists()
+
+
+# --- completion ------------------------------------------------------------------------------------------
+def rate(user, campaign, assignment) -> None:
+    record(user, campaign, "broad_set", {"value": "VS"}, unit=assignment.unit)
+    record(user, campaign, "fine_set", {"value": 8.5}, unit=assignment.unit)
+
+
+def test_the_completion_code_is_shown_only_once_the_whole_share_is_rated(organizer):
+    campaign = make_campaign(n_queries=1, n_candidates=3, graders=1, organizer=organizer)
+    link = join_link_create(
+        campaign=campaign,
+        actor=organizer,
+        completion_code="SECRET42",
+        max_participants=3,
+        return_url="https://app.prolific.com/submissions/complete?cc={code}",
+    )
+    browser = Client()
+    browser.post(f"/join/{link.key}/", PROLIFIC)
+    user = Participant.objects.get().user
+    work = list(Assignment.objects.filter(grader=user).select_related("unit").order_by("position"))
+    assert len(work) == 3
+    pages = [f"/campaigns/{campaign.pk}/grade/1/", f"/campaigns/{campaign.pk}/completion/"]
+    for assignment in [None, *work]:
+        if assignment is not None:
+            rate(user, campaign, assignment)
+        finished = assignment is work[-1]
+        for url in pages:
+            html = browser.get(url).content.decode()
+            assert ("SECRET42" in html) is finished, (url, assignment)
+    html = browser.get(pages[1]).content.decode()
+    assert 'id="completion-code"' in html
+    assert 'href="https://app.prolific.com/submissions/complete?cc=SECRET42"' in html
+
+
+def test_a_half_rated_unit_is_not_finished(organizer):
+    campaign = make_campaign(n_queries=1, n_candidates=1, graders=1, organizer=organizer)
+    link = join_link_create(campaign=campaign, actor=organizer, completion_code="SECRET42", max_participants=3)
+    browser = Client()
+    browser.post(f"/join/{link.key}/", {"pid": "abc"})
+    user = Participant.objects.get().user
+    unit = Assignment.objects.get(grader=user).unit
+    record(user, campaign, "broad_set", {"value": "VS"}, unit=unit)
+    html = browser.get(f"/campaigns/{campaign.pk}/completion/").content.decode()
+    assert "SECRET42" not in html and 'id="units-left"' in html
+
+
+def test_graders_who_did_not_come_through_a_link_have_no_completion_page(client, link):
+    grader = CampaignRole.objects.get(campaign=link.campaign, role=Role.GRADER).user
+    client.force_login(grader)
+    assert client.get(f"/campaigns/{link.campaign_id}/completion/").status_code == 404
+    assert "C0MPLETE" not in client.get(f"/campaigns/{link.campaign_id}/grade/1/").content.decode()
