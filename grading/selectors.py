@@ -11,7 +11,6 @@ from django.db.models import Count, Max, Q, QuerySet
 
 from grading.errors import InvalidValue, NotFound, NotOrganizer
 from grading.models import (
-    Participant,
     Assignment,
     Campaign,
     CampaignRole,
@@ -19,6 +18,7 @@ from grading.models import (
     GuidelinesVersion,
     Judgment,
     Ordering,
+    Participant,
     Query,
     RepeatAnswer,
     Unit,
