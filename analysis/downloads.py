@@ -11,6 +11,7 @@ from django.http import FileResponse, Http404, HttpRequest, HttpResponse, Stream
 from django.shortcuts import redirect
 
 from analysis import export, selectors, streams
+from analysis.services.participants import participants_csv, participants_report
 from grading.models.choices import Scheme
 from grading.services.audit import export_record
 from grading.views.organizer import organized
@@ -23,6 +24,7 @@ DOWNLOADS: dict[tuple[str, str], str] = {
     ("events", "csv"): "text/csv; charset=utf-8",
     ("events", "parquet"): "application/vnd.apache.parquet",
     ("ordering-ground-truth", "csv"): "text/csv; charset=utf-8",
+    ("participants", "csv"): "text/csv; charset=utf-8",
 }
 
 
@@ -38,6 +40,10 @@ def download(request: HttpRequest, campaign_id: int, what: str, fmt: str) -> Htt
         messages.info(request, "The ground truth comes from an analysis: run one first, then download it.")
         return redirect("analysis:report", campaign_id=campaign.pk)
     export_record(actor=request.user, campaign=campaign, what=what, fmt=fmt, analysis=run.number if run else None)
+    if what == "participants":
+        response = HttpResponse(participants_csv(participants_report(campaign=campaign)), content_type=content_type)
+        response["Content-Disposition"] = f'attachment; filename="{filename}"'
+        return response
     if what == "ground-truth":
         filters = export.Filters()
         body = {

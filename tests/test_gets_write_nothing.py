@@ -49,6 +49,7 @@ EXPORTS = (  # the routes whose GET is a download, recorded in the audit trail
     "reports/campaigns/<int:campaign_id>/download/<slug:what>.<slug:fmt>",
     "api/campaigns/<int:campaign_id>/ground-truth/",
     "api/campaigns/<int:campaign_id>/events/",
+    "api/campaigns/<int:campaign_id>/participants/",
 )
 PARAMETER = re.compile(r"<(?:(?P<converter>\w+):)?(?P<name>\w+)>|\(\?P<(?P<group>\w+)>[^)]*(?:\([^)]*\)[^)]*)*\)")
 

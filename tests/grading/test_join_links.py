@@ -14,6 +14,7 @@ from django.utils import timezone
 
 from grading.models import Assignment, AuditEntry, Campaign, CampaignRole, GradingEvent, JoinLink, Participant
 from grading.models.choices import EventType, Role
+from grading.services.gold import gold_set
 from grading.services.join_links import Identity, join_link_create, join_link_pause, participant_join
 from tests.factories import make_campaign, make_user, record
 
@@ -383,3 +384,78 @@ def test_graders_who_did_not_come_through_a_link_have_no_completion_page(client,
     client.force_login(grader)
     assert client.get(f"/campaigns/{link.campaign_id}/completion/").status_code == 404
     assert "C0MPLETE" not in client.get(f"/campaigns/{link.campaign_id}/grade/1/").content.decode()
+
+
+# --- participants -------------------------------------------------------------------------------------------
+def test_the_participants_list_has_ids_work_active_time_and_completion_for_organizers_only(client, organizer):
+    campaign = make_campaign(n_queries=1, n_candidates=2, graders=1, organizer=organizer)
+    link = join_link_create(campaign=campaign, actor=organizer, completion_code="DONE1", max_participants=5)
+    joined = participant_join(link=link, identity=Identity(platform="prolific", external_id="abc123", study_id="s9"))
+    participant_join(link=link, identity=Identity(platform="mturk", external_id="-1+1"))
+    user = joined.participant.user
+    start = timezone.now() - timedelta(hours=2)
+    work = list(Assignment.objects.filter(grader=user).select_related("unit").order_by("position"))
+    assert len(work) == 2
+    for i, assignment in enumerate(work):  # 30 s on each unit, and an idle hour between them
+        at = start + timedelta(hours=i)
+        record(user, campaign, "broad_set", {"value": "VS"}, unit=assignment.unit, client_ts=at)
+        record(user, campaign, "fine_set", {"value": 8.0}, unit=assignment.unit, client_ts=at + timedelta(seconds=30))
+    client.force_login(organizer)
+    rows = client.get(f"/api/campaigns/{campaign.pk}/participants/").json()
+    assert [r["external_id"] for r in rows] == ["abc123", "-1+1"]
+    first = rows[0]
+    assert (first["platform"], first["study_id"], first["units_rated"], first["units_assigned"]) == (
+        "prolific",
+        "s9",
+        2,
+        2,
+    )
+    assert first["pseudonym"].startswith("G") and first["completed_at"] is not None
+    # 30 s + the idle hour counted as 5 minutes + 30 s; time after the last event is not counted
+    assert first["active_seconds"] == 360.0
+    assert first["gold_accuracy"] is None and first["repeat_agreement"] is None
+    assert rows[1]["units_rated"] == 0 and rows[1]["completed_at"] is None
+    csv_text = client.get(f"/reports/campaigns/{campaign.pk}/download/participants.csv").content.decode()
+    lines = csv_text.splitlines()
+    assert lines[0].startswith("external_id,platform,study_id,session_id,pseudonym")
+    assert len(lines) == 3 and lines[1].startswith("abc123,prolific,s9,")
+    assert lines[2].startswith("'-1+1,mturk")  # a spreadsheet does not take it for a formula
+    assert AuditEntry.objects.filter(action="export.downloaded", target__startswith="participants").count() == 2
+    page = client.get(f"/organize/campaigns/{campaign.pk}/").content.decode()
+    assert 'id="participants-csv"' in page
+
+
+def test_graders_never_see_the_participants_or_their_ids(client, organizer):
+    campaign = make_campaign(n_queries=1, n_candidates=2, graders=1, organizer=organizer)
+    link = join_link_create(campaign=campaign, actor=organizer, completion_code="DONE1", max_participants=5)
+    joined = participant_join(link=link, identity=Identity(platform="prolific", external_id="secretpid42"))
+    for grader in (
+        joined.participant.user,
+        CampaignRole.objects.get(campaign=campaign, role=Role.GRADER, pseudonym="G01").user,
+    ):
+        client.force_login(grader)
+        assert client.get(f"/api/campaigns/{campaign.pk}/participants/").status_code == 403
+        assert client.get(f"/reports/campaigns/{campaign.pk}/download/participants.csv").status_code == 403
+        for url in (
+            "/",
+            f"/campaigns/{campaign.pk}/continue/",
+            f"/campaigns/{campaign.pk}/grade/1/",
+            f"/api/assignments/?campaign={campaign.pk}",
+            f"/api/campaigns/{campaign.pk}/",
+        ):
+            response = client.get(url, follow=True)
+            assert b"secretpid42" not in response.content, url
+
+
+def test_gold_accuracy_of_a_participant_is_their_share_of_gold_units_answered_right(client, organizer):
+    campaign = make_campaign(n_queries=1, n_candidates=2, graders=1, organizer=organizer)
+    units = list(campaign.units.order_by("pk"))
+    for unit in units:
+        gold_set(organizer=organizer, campaign=campaign, unit_external_id=unit.external_id, value="VS")
+    link = join_link_create(campaign=campaign, actor=organizer, completion_code="DONE1", max_participants=5)
+    user = participant_join(link=link, identity=Identity(platform="generic", external_id="g1")).participant.user
+    for unit, broad in zip(units, ["VS", "NS"], strict=True):
+        record(user, campaign, "broad_set", {"value": broad}, unit=unit)
+    client.force_login(organizer)
+    (row,) = client.get(f"/api/campaigns/{campaign.pk}/participants/").json()
+    assert row["gold_accuracy"] == 0.5
