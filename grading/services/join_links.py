@@ -60,6 +60,15 @@ CLOSED_WORDS = {
 }
 
 
+# The same, in the organizer's words (the campaign page).
+ORGANIZER_WORDS = {
+    PAUSED: "Paused: nobody new can join; participants already in keep working.",
+    EXPIRED: "Expired: nobody new can join; participants already in keep working.",
+    FULL: "Full: every place is taken. Make another link for more participants.",
+    NOT_OPEN: "Nobody can join while the campaign is not open.",
+}
+
+
 class LinkClosed(NotAllowed):
     code = "link_closed"
 
