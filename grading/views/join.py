@@ -65,7 +65,15 @@ def join(request: HttpRequest, key: str) -> HttpResponse:
             closed = join_links.closed_reason(link)
             if closed is not None:
                 return _render(request, link, status=403, closed=join_links.CLOSED_WORDS[closed])
-        return _render(request, link, identity=identity, hidden=_hidden(identity), returning=found is not None)
+        other = request.user.is_authenticated and (found is None or found.user_id != request.user.pk)
+        return _render(
+            request,
+            link,
+            identity=identity,
+            hidden=_hidden(identity),
+            returning=found is not None,
+            other_account=other,
+        )
     try:
         joined = join_links.participant_join(link=link, identity=identity, consent=request.POST.get("consent") == "yes")
     except LinkClosed as exc:

@@ -459,3 +459,12 @@ def test_gold_accuracy_of_a_participant_is_their_share_of_gold_units_answered_ri
     client.force_login(organizer)
     (row,) = client.get(f"/api/campaigns/{campaign.pk}/participants/").json()
     assert row["gold_accuracy"] == 0.5
+
+
+def test_a_browser_logged_in_as_someone_else_is_told_the_button_logs_it_in_as_the_participant(client, link, organizer):
+    client.force_login(organizer)
+    html = client.get(join_url(link, **PROLIFIC)).content.decode()
+    assert 'id="other-account"' in html and "logged in as org" in html
+    client.post(f"/join/{link.key}/", PROLIFIC)
+    assert int(client.session["_auth_user_id"]) == Participant.objects.get().user_id
+    assert 'id="other-account"' not in client.get(join_url(link, **PROLIFIC)).content.decode()
