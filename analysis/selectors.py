@@ -535,7 +535,18 @@ def participants_rows(*, campaign_id: int) -> list[dict[str, Any]]:
     participants = list(
         Participant.objects.filter(campaign_id=campaign_id)
         .order_by("pk")
-        .values("user_id", "platform", "external_id", "study_id", "session_id", "link_id", "created_at")
+        .values(
+            "user_id",
+            "platform",
+            "external_id",
+            "study_id",
+            "session_id",
+            "link_id",
+            "created_at",
+            "link__pay_per_unit",
+            "link__pay_per_hour",
+            "link__currency",
+        )
     )
     pseudonyms = dict(
         CampaignRole.objects.filter(campaign_id=campaign_id, role=Role.GRADER).values_list("user_id", "pseudonym")

@@ -167,6 +167,23 @@ class JoinLinkForm(forms.Form):
         help_text="Where participants go back to when done; {code} becomes the completion code. Prolific: "
         "https://app.prolific.com/submissions/complete?cc={code}",
     )
+    pay_per_unit = forms.DecimalField(
+        min_value=0,
+        max_digits=8,
+        decimal_places=2,
+        required=False,
+        label="Pay per unit rated",
+        help_text="For the participants file's pay column; empty: none.",
+    )
+    pay_per_hour = forms.DecimalField(
+        min_value=0,
+        max_digits=8,
+        decimal_places=2,
+        required=False,
+        label="Pay per hour of active time",
+        help_text="Active time from the event log (an idle gap counts at most 5 minutes); empty: none.",
+    )
+    currency = forms.CharField(max_length=3, required=False, help_text="A three-letter code, e.g. GBP.")
     consent_text = forms.CharField(
         widget=forms.Textarea(attrs={"rows": 4}),
         required=False,

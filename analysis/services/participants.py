@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import csv
 import io
+from decimal import ROUND_HALF_UP, Decimal
 from typing import Any
 
 import pandas as pd
@@ -37,6 +38,8 @@ COLUMNS = (
     "gold_accuracy",
     "repeat_agreement",
     "completed_at",
+    "pay",
+    "currency",
 )
 
 
@@ -67,9 +70,25 @@ def participants_report(*, campaign: Campaign) -> list[dict[str, Any]]:
                 "gold_accuracy": gold.get(grader),
                 "repeat_agreement": repeats.get(grader),
                 "completed_at": r["completed_at"],
+                "pay": _pay(r, active.get(grader, 0.0) if active is not None else None),
+                "currency": r["link__currency"],
             }
         )
     return out
+
+
+def _pay(row: dict[str, Any], active_seconds: float | None) -> str | None:
+    """The link's rates applied: per unit rated plus per hour of active time, to the cent (as text,
+    so that JSON and CSV say exactly the same amount); None when the link sets no rate."""
+    per_unit, per_hour = row["link__pay_per_unit"], row["link__pay_per_hour"]
+    if per_unit is None and per_hour is None:
+        return None
+    total = Decimal(0)
+    if per_unit is not None:
+        total += per_unit * row["units_rated"]
+    if per_hour is not None and active_seconds:
+        total += per_hour * Decimal(str(active_seconds)) / Decimal(3600)
+    return str(total.quantize(Decimal("0.01"), rounding=ROUND_HALF_UP))
 
 
 def _active_seconds(campaign: Campaign, graders: list[int]) -> dict[int, float] | None:

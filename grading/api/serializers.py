@@ -272,6 +272,13 @@ class JoinLinkIn(serializers.Serializer):
         max_length=500,
         help_text="The platform's return address; {code} becomes the completion code.",
     )
+    pay_per_unit = serializers.DecimalField(
+        max_digits=8, decimal_places=2, min_value=0, required=False, allow_null=True
+    )
+    pay_per_hour = serializers.DecimalField(
+        max_digits=8, decimal_places=2, min_value=0, required=False, allow_null=True
+    )
+    currency = serializers.CharField(required=False, allow_blank=True, max_length=3)
 
 
 class JoinLinkPatch(serializers.Serializer):
@@ -290,6 +297,9 @@ class JoinLinkOut(serializers.Serializer):
     expires_at = serializers.DateTimeField(allow_null=True)
     consent_text = serializers.CharField()
     qualification = serializers.JSONField()
+    pay_per_unit = serializers.DecimalField(max_digits=8, decimal_places=2, allow_null=True)
+    pay_per_hour = serializers.DecimalField(max_digits=8, decimal_places=2, allow_null=True)
+    currency = serializers.CharField()
     paused = serializers.BooleanField()
     taking_participants = serializers.BooleanField()
     closed_reason = serializers.CharField(allow_null=True)

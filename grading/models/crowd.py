@@ -37,6 +37,11 @@ class JoinLink(models.Model):
     units_per_participant = models.PositiveIntegerField(null=True, blank=True)
     expires_at = models.DateTimeField(null=True, blank=True)
     consent_text = models.TextField(blank=True)
+    # What a participant earns, from which the participants file computes `pay`: per unit rated and
+    # per hour of active time (either, both or neither), in `currency` (a label, e.g. GBP).
+    pay_per_unit = models.DecimalField(max_digits=8, decimal_places=2, null=True, blank=True)
+    pay_per_hour = models.DecimalField(max_digits=8, decimal_places=2, null=True, blank=True)
+    currency = models.CharField(max_length=3, blank=True)
     # A screening rule (stored as given; not applied yet).
     qualification = models.JSONField(default=dict, blank=True)
     paused = models.BooleanField(default=False)

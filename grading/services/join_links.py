@@ -17,6 +17,7 @@ import re
 import secrets
 from dataclasses import dataclass
 from datetime import datetime
+from decimal import Decimal
 from typing import Any
 from uuid import uuid4
 
@@ -42,6 +43,7 @@ CODE = re.compile(r"^[A-Za-z0-9_-]{1,64}$")
 MAX_CONSENT = 20000
 MAX_PARTICIPANTS = 100_000
 MAX_LABEL = 100
+MAX_RATE = Decimal("100000")
 # Query parameters per platform: (participant id, study id, session id).
 PARAMETERS = {
     Platform.PROLIFIC: ("PROLIFIC_PID", "STUDY_ID", "SESSION_ID"),
@@ -151,6 +153,9 @@ def join_link_create(
     label: str = "",
     return_url: str = "",
     units_per_participant: int | None = None,
+    pay_per_unit: Decimal | None = None,
+    pay_per_hour: Decimal | None = None,
+    currency: str = "",
 ) -> JoinLink:
     """A new join link for the campaign (recorded in the audit trail as `actor`'s)."""
     completion_code = (completion_code or "").strip()
@@ -204,6 +209,13 @@ def join_link_create(
             ) from None
         if len(return_url) > 500:
             raise InvalidValue("return_url is longer than 500 characters.", field="return_url", value=return_url[:80])
+    rates = {"pay_per_unit": pay_per_unit, "pay_per_hour": pay_per_hour}
+    for name, rate in rates.items():
+        if rate is not None and not (0 <= rate <= MAX_RATE):
+            raise InvalidValue(f"{name} must be from 0 to {MAX_RATE}.", field=name, value=str(rate))
+    currency = (currency or "").strip().upper()
+    if currency and not re.fullmatch(r"[A-Z]{3}", currency):
+        raise InvalidValue("currency must be a three-letter code such as GBP or USD.", field="currency", value=currency)
     link = JoinLink.objects.create(
         campaign=campaign,
         key=secrets.token_urlsafe(16),
@@ -215,6 +227,9 @@ def join_link_create(
         expires_at=expires_at,
         consent_text=consent_text,
         qualification=qualification,
+        pay_per_unit=pay_per_unit,
+        pay_per_hour=pay_per_hour,
+        currency=currency,
         created_by=actor if actor is not None and actor.is_authenticated else None,
     )
     audit_record(
@@ -229,6 +244,9 @@ def join_link_create(
             "consent": bool(consent_text),
             "return_url": return_url,
             "qualification": qualification,
+            "pay_per_unit": pay_per_unit,
+            "pay_per_hour": pay_per_hour,
+            "currency": currency,
         },
     )
     return link

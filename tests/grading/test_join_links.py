@@ -468,3 +468,44 @@ def test_a_browser_logged_in_as_someone_else_is_told_the_button_logs_it_in_as_th
     client.post(f"/join/{link.key}/", PROLIFIC)
     assert int(client.session["_auth_user_id"]) == Participant.objects.get().user_id
     assert 'id="other-account"' not in client.get(join_url(link, **PROLIFIC)).content.decode()
+
+
+def test_pay_is_the_links_rate_per_unit_rated_plus_per_hour_of_active_time(client, organizer):
+    campaign = make_campaign(n_queries=1, n_candidates=2, graders=1, organizer=organizer)
+    client.force_login(organizer)
+    made = client.post(
+        f"/api/campaigns/{campaign.pk}/join-links/",
+        {
+            "completion_code": "PAY1",
+            "max_participants": 5,
+            "pay_per_unit": "0.50",
+            "pay_per_hour": "12.00",
+            "currency": "gbp",
+        },
+        content_type="application/json",
+    ).json()
+    assert (made["pay_per_unit"], made["pay_per_hour"], made["currency"]) == ("0.50", "12.00", "GBP")
+    link = JoinLink.objects.get()
+    user = participant_join(link=link, identity=Identity(platform="prolific", external_id="payme")).participant.user
+    start = timezone.now() - timedelta(hours=1)
+    for i, assignment in enumerate(Assignment.objects.filter(grader=user).select_related("unit").order_by("position")):
+        at = start + timedelta(minutes=10 * i)  # 30 s on each unit and 9.5 idle minutes between: 6 minutes
+        record(user, campaign, "broad_set", {"value": "SS"}, unit=assignment.unit, client_ts=at)
+        record(user, campaign, "fine_set", {"value": 5.0}, unit=assignment.unit, client_ts=at + timedelta(seconds=30))
+    (row,) = client.get(f"/api/campaigns/{campaign.pk}/participants/").json()
+    assert (row["units_rated"], row["active_seconds"]) == (2, 360.0)
+    assert (row["pay"], row["currency"]) == ("2.20", "GBP")  # 2 × 0.50 + 12.00 × 0.1 h
+    csv_text = client.get(f"/reports/campaigns/{campaign.pk}/download/participants.csv").content.decode()
+    assert csv_text.splitlines()[1].endswith(",2.20,GBP")
+
+
+def test_a_negative_rate_or_a_bad_currency_is_refused_naming_the_field(client, campaign, organizer):
+    client.force_login(organizer)
+    for body, field in (({"pay_per_unit": "-1"}, "pay_per_unit"), ({"currency": "£"}, "currency")):
+        response = client.post(
+            f"/api/campaigns/{campaign.pk}/join-links/",
+            {"completion_code": "X", "max_participants": 2, **body},
+            content_type="application/json",
+        )
+        assert response.status_code == 400 and response.json()["field"] == field
+    assert not JoinLink.objects.exists()
