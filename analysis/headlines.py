@@ -9,6 +9,7 @@ from django.db.models import OuterRef, Subquery
 
 from analysis.metrics.agreement import landis_koch
 from analysis.models import AnalysisRun, RunStatus
+from analysis.presentation.summary import ordering_agreement
 from grading.models import Campaign
 
 
@@ -31,7 +32,7 @@ def runs_headline(*, campaign_ids: list[int]) -> dict[int, dict[str, Any]]:
     found = {
         r["id"]: r
         for r in AnalysisRun.objects.filter(pk__in=wanted).values(
-            "id", "number", "status", "error", "finished_at", "result__agreement"
+            "id", "number", "status", "error", "finished_at", "result__agreement", "result__orderings"
         )
     }
     out: dict[int, dict[str, Any]] = {}
@@ -52,12 +53,28 @@ def _headline(run: dict[str, Any]) -> dict[str, Any]:
         est, name = levels[0]["kappa"], f"Fleiss' κ ({levels[0].get('name', '')})"
     elif (agreement.get("alpha") or {}).get("value") is not None:
         est, name = agreement["alpha"], "Krippendorff's α"
+    elif (w := ordering_agreement(run.get("result__orderings") or {})) is not None:
+        # An ordering campaign: its agreement is that of the graders' orderings, per query.
+        return {
+            "ordering": True,
+            "statistic": "Kendall's W",
+            "value": w["median"],
+            "low": w["low"],
+            "high": w["high"],
+            "queries": w["queries"],
+            "run": run.get("number") or run["id"],
+        }
     else:
         first = (levels[0].get("kappa") if levels else agreement.get("alpha")) or {}
         return {
             "undefined": True,
             "run": run.get("number") or run["id"],
-            "reason": first.get("reason") or "too few units with two or more judgments",
+            "reason": first.get("reason")
+            or (
+                "no query has two orderings or more yet"
+                if run.get("result__orderings")
+                else "too few units with two or more judgments"
+            ),
         }
     return {
         "statistic": name,

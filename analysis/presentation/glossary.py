@@ -113,6 +113,12 @@ _TERMS = [
         "A small p (below 0.05) says at least two systems differ.",
     ),
     Term(
+        "ordering_w",
+        "Ordering agreement (Kendall's W)",
+        "How alike the graders' orderings of one query's candidates are: 1 = every grader gave the "
+        "same order, 0 = no agreement at all.",
+    ),
+    Term(
         "kendall_w",
         "W (Kendall's W)",
         "How consistently the queries rank the systems the same way: 0 = no "

@@ -198,10 +198,45 @@ def _uploaded(section: dict[str, Any], out: Summary) -> None:
         )
 
 
+# Below this median ordering agreement, the orderings are worth a look.
+ORDERING_CONCERN = 0.5
+
+
+def ordering_agreement(orderings: dict[str, Any]) -> dict[str, Any] | None:
+    """Kendall's W of the graders' orderings per query (queries with two orderings or more): the
+    median, lowest and highest, and the number of queries; None when no query has two orderings."""
+    ws = [
+        q["kendall_w"]
+        for q in orderings.get("queries") or []
+        if isinstance(q.get("kendall_w"), int | float) and not math.isnan(q["kendall_w"])
+    ]
+    if not ws:
+        return None
+    return {"median": median(ws), "low": min(ws), "high": max(ws), "queries": len(ws)}
+
+
+def _orderings(orderings: dict[str, Any], out: Summary) -> None:
+    w = ordering_agreement(orderings)
+    if w is None:
+        return
+    spread = f", from {_num(w['low'])} to {_num(w['high'])}" if w["queries"] > 1 else ""
+    how = "well" if w["median"] >= 0.7 else "moderately" if w["median"] >= ORDERING_CONCERN else "little"
+    queries = f"{w['queries']} quer{'ies' if w['queries'] != 1 else 'y'}"
+    out.findings.append(
+        Sentence(
+            f"Graders' orderings agree {how}: Kendall's W is {_num(w['median'])} (median over {queries}"
+            f"{spread}; 1 = the same order from every grader).",
+            "ordering_w",
+            concern=w["median"] < ORDERING_CONCERN,
+        )
+    )
+
+
 def report_summary(result: dict[str, Any]) -> Summary:
     """The summary's sentences, each drawn from a figure of the stored result."""
     out = Summary()
     _agreement(result.get("agreement") or {}, out)
+    _orderings(result.get("orderings") or {}, out)
     _confusable(result, out)
     _graders(result.get("graders") or [], out)
     _systems(result.get("systems") or {}, out)

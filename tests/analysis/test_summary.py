@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from analysis.headlines import _headline
 from analysis.presentation.glossary import TERMS, glossary
 from analysis.presentation.summary import report_summary
 from analysis.presentation.table import Table
@@ -106,3 +107,30 @@ def test_uploaded_scores_give_a_verdict_per_pair_over_graders() -> None:
         "graders' correlations, t = 0.97, p = 0.370."
     ) in texts
     assert any(t.startswith("By their uploaded scores, A and C differ") for t in texts)
+
+
+def test_an_ordering_campaign_summary_speaks_of_ordering_agreement_with_its_figures():
+    result = {
+        "agreement": {"levels": [], "alpha": {"value": float("nan"), "reason": "too few units"}},
+        "orderings": {"queries": [{"kendall_w": 0.79}, {"kendall_w": 0.97}, {"kendall_w": 0.9}, {"orderings": 1}]},
+    }
+    findings = report_summary(result).findings
+    assert len(findings) == 1
+    text = findings[0].text
+    assert "orderings agree well" in text and "Kendall's W is 0.90" in text and "from 0.79 to 0.97" in text
+    assert "median over 3 queries" in text and findings[0].term == "ordering_w" and not findings[0].concern
+    assert findings[0].explained is TERMS["ordering_w"]
+
+
+def test_the_home_card_of_an_ordering_campaign_gives_its_ordering_agreement():
+    run = {
+        "id": 7,
+        "number": 2,
+        "result__agreement": {"levels": []},
+        "result__orderings": {"queries": [{"kendall_w": 0.79}, {"kendall_w": 0.97}]},
+    }
+    headline = _headline(run)
+    assert headline["ordering"] and headline["statistic"] == "Kendall's W"
+    assert (headline["value"], headline["low"], headline["high"], headline["queries"]) == (0.88, 0.79, 0.97, 2)
+    none_yet = _headline({**run, "result__orderings": {"queries": [{"orderings": 1}]}})
+    assert none_yet["undefined"] and none_yet["reason"] == "no query has two orderings or more yet"
