@@ -55,6 +55,10 @@ class Preview:
     counts: dict[str, int]
     examples: dict[str, list[str]] = field(default_factory=dict)
     media_files: int = 0
+    status: str = "draft"  # what the campaign will be once created
+    # Assignments confirming makes: every unit (ordering: query) gets `initial_overlap` of the
+    # file's graders (0: none is made, the file names too few graders or asks for none).
+    assigned_overlap: int = 0
 
 
 def staging_root() -> Path:
@@ -176,8 +180,16 @@ def campaign_preview(*, definition: dict[str, Any], media_dir: Path | None, toke
         "units": [u["id"] for u in plan["units"][:PREVIEW_ROWS]],
         "systems": [s["name"] for s in plan["systems"][:PREVIEW_ROWS]],
     }
+    assigns = plan["assign"] and len(plan["graders"]) >= camp["initial_overlap"] and bool(plan["graders"])
     return Preview(
-        token=token, name=camp["name"], slug=camp["slug"], scheme=camp["scheme"], counts=counts, examples=examples
+        token=token,
+        name=camp["name"],
+        slug=camp["slug"],
+        scheme=camp["scheme"],
+        counts=counts,
+        examples=examples,
+        status=camp["status"],
+        assigned_overlap=camp["initial_overlap"] if assigns else 0,
     )
 
 

@@ -53,6 +53,10 @@ def test_a_campaign_file_with_media_is_previewed_then_created_by_confirming(clie
     assert response.status_code == 200
     html = response.content.decode()
     assert "Check before creating: Example audio similarity" in html
+    # The example is open and names its graders: the preview says so, not "a draft".
+    assert "It starts <strong>open</strong>" in html and "starts as a <strong>draft</strong>" not in html
+    preview = response.context["preview"]
+    assert f"Every unit is assigned to 2 of the {preview.counts['graders']} graders the file names." in html
     assert counts() == (0,) * 7  # the preview stores nothing
     token = response.context["preview"].token
     assert response.context["preview"].counts["units"] == 3
