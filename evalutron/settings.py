@@ -203,6 +203,8 @@ THROTTLE_RATES = {
     "anon": env_str("THROTTLE_ANON", "60/min"),
     # Visits of join links (crowd studies), per client address: GET and POST alike.
     "join": env_str("THROTTLE_JOIN", "30/min"),
+    # Password-reset requests, per client address.
+    "reset": env_str("THROTTLE_RESET", "5/min"),
 }
 REST_FRAMEWORK["DEFAULT_THROTTLE_CLASSES"] = ["evalutron.limits.AnonThrottle"]
 LOGIN_FAILURE_LIMIT = env_int("LOGIN_FAILURE_LIMIT", 10, minimum=1)
@@ -289,8 +291,13 @@ CONTENT_SECURITY_POLICY = {
 # --- E-mail ---------------------------------------------------------------------------------
 # Invitations (set-password links) are e-mailed only when EMAIL_BACKEND is set, e.g.
 # django.core.mail.backends.smtp.EmailBackend with EMAIL_HOST; otherwise the organizer copies them.
+# Password-reset links too; without EMAIL_BACKEND the embedded development default (DEBUG) prints
+# them on the web process's console, and a production server offers no reset (evalutron/accounts.py).
 EMAIL_ENABLED = bool(env_str("EMAIL_BACKEND"))
-EMAIL_BACKEND = env_str("EMAIL_BACKEND", "django.core.mail.backends.locmem.EmailBackend")
+EMAIL_BACKEND = env_str(
+    "EMAIL_BACKEND",
+    "django.core.mail.backends.console.EmailBackend" if DEBUG else "django.core.mail.backends.locmem.EmailBackend",
+)
 EMAIL_HOST = env_str("EMAIL_HOST", "localhost")
 EMAIL_PORT = env_int("EMAIL_PORT", 25, minimum=1)
 EMAIL_HOST_USER = env_str("EMAIL_HOST_USER")
