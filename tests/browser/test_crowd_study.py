@@ -9,6 +9,7 @@ from __future__ import annotations
 from pathlib import Path
 
 import pytest
+from axe_playwright_python.sync_playwright import Axe
 from django.contrib.auth import get_user_model
 
 from grading.models import Assignment, GradingEvent, JoinLink, Judgment, Participant
@@ -48,6 +49,14 @@ def all_saved(page) -> None:
     )
 
 
+def serious_violations(page, context: str | None = None) -> list:
+    """axe-core's serious and critical violations (the script comes from the installed package)."""
+    found = (
+        Axe().run(page, context=context).response["violations"] if context else Axe().run(page).response["violations"]
+    )
+    return [(v["id"], [n["target"] for n in v["nodes"]][:3]) for v in found if v["impact"] in ("serious", "critical")]
+
+
 def close_quietly(context) -> None:
     context.route("**/api/**", lambda route: route.abort())
     context.close()
@@ -74,6 +83,7 @@ def test_a_prolific_participant_consents_reads_grades_everything_by_keyboard_and
     page.goto(url)
     page.get_by_text("kept under a pseudonym").wait_for()
     assert "C7X9PAID" not in page.content()
+    assert serious_violations(page) == []
     assert page.evaluate("document.activeElement.id") == "join-start"  # "I agree: start" has the focus
     page.keyboard.press("Enter")
     page.wait_for_url(f"**/campaigns/{campaign.pk}/guidelines/")
@@ -109,6 +119,7 @@ def test_a_prolific_participant_consents_reads_grades_everything_by_keyboard_and
         == "https://app.prolific.com/submissions/complete?cc=C7X9PAID"
     )
     assert page.evaluate("document.documentElement.scrollWidth") <= 390
+    assert serious_violations(page) == []
     ARTIFACTS.mkdir(exist_ok=True)
     page.screenshot(path=str(ARTIFACTS / "crowd-completion-390.png"), full_page=True)
     close_quietly(context)
@@ -165,6 +176,7 @@ def test_an_organizer_makes_a_join_link_on_the_campaign_page_by_keyboard(
     link.refresh_from_db()
     assert link.paused
     assert page.evaluate("document.documentElement.scrollWidth") <= 1280
+    assert serious_violations(page, "#join-links") == []
     ARTIFACTS.mkdir(exist_ok=True)
     page.screenshot(path=str(ARTIFACTS / "crowd-join-links-1280.png"), full_page=True)
     page.locator("#join-links").screenshot(path=str(ARTIFACTS / "crowd-join-links-section.png"))
