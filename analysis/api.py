@@ -18,6 +18,7 @@ from rest_framework.views import APIView
 from analysis import export, selectors
 from analysis.models import AnalysisRun, RunStatus, RunTrigger
 from analysis.services import runs
+from analysis.services.participants import participants_report
 from analysis.services.uploads import systems_upload
 from grading.errors import InvalidValue
 from grading.models import Campaign
@@ -199,6 +200,21 @@ def _float_param(request: Request, name: str) -> float | None:
         return None if raw in (None, "") else float(raw)
     except ValueError:
         raise ValidationError({name: [f"must be a number; got {raw!r}"]}) from None
+
+
+class ParticipantsView(APIView):
+    @extend_schema(
+        summary="The campaign's crowd participants (organizers)",
+        description="One object per participant who joined through a join link: external_id, platform, "
+        "study_id, session_id, pseudonym, link, joined_at, units_assigned, units_rated, active_seconds, "
+        "gold_accuracy, repeat_agreement, completed_at (null where a figure does not apply).",
+        responses={200: OpenApiTypes.OBJECT},
+    )
+    def get(self, request: Request, campaign_id: int) -> Response:
+        campaign = _campaign_for_reports(request, campaign_id)
+        rows = participants_report(campaign=campaign)
+        export_record(actor=request.user, campaign=campaign, what="participants", fmt="json")
+        return Response(rows)
 
 
 class GroundTruthView(APIView):

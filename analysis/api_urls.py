@@ -10,6 +10,7 @@ urlpatterns = [
     path("analyses/<int:run_id>/", api.AnalysisRunView.as_view(), name="api-analysis"),
     path("campaigns/<int:campaign_id>/ground-truth/", api.GroundTruthView.as_view(), name="api-ground-truth"),
     path("campaigns/<int:campaign_id>/events/", api.EventLogView.as_view(), name="api-events"),
+    path("campaigns/<int:campaign_id>/participants/", api.ParticipantsView.as_view(), name="api-participants"),
     path(
         "campaigns/<int:campaign_id>/system-scores/", api_systems.SystemScoresView.as_view(), name="api-system-scores"
     ),

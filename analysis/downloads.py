@@ -12,6 +12,7 @@ from django.shortcuts import redirect
 
 from analysis import export, qrels, selectors, streams
 from analysis.models import AnalysisRun
+from analysis.services.participants import participants_csv, participants_report
 from grading.models import Campaign
 from grading.models.choices import Scheme
 from grading.services.audit import export_record
@@ -26,6 +27,7 @@ DOWNLOADS: dict[tuple[str, str], str] = {
     ("events", "csv"): "text/csv; charset=utf-8",
     ("events", "parquet"): "application/vnd.apache.parquet",
     ("ordering-ground-truth", "csv"): "text/csv; charset=utf-8",
+    ("participants", "csv"): "text/csv; charset=utf-8",
 }
 
 
@@ -43,6 +45,10 @@ def download(request: HttpRequest, campaign_id: int, what: str, fmt: str) -> Htt
     if fmt == "qrels":
         return _qrels(request, campaign, run, filename)
     export_record(actor=request.user, campaign=campaign, what=what, fmt=fmt, analysis=run.number if run else None)
+    if what == "participants":
+        response = HttpResponse(participants_csv(participants_report(campaign=campaign)), content_type=content_type)
+        response["Content-Disposition"] = f'attachment; filename="{filename}"'
+        return response
     if what == "ground-truth":
         filters = export.Filters()
         body = {

@@ -60,7 +60,12 @@ def _headline(run: dict[str, Any]) -> dict[str, Any]:
         return {
             "undefined": True,
             "run": run.get("number") or run["id"],
-            "reason": first.get("reason") or "too few units with two or more judgments",
+            "reason": first.get("reason")
+            or (
+                "no query has two orderings or more yet"
+                if run.get("result__orderings__queries")
+                else "too few units with two or more judgments"
+            ),
         }
     return {
         "statistic": name,

@@ -29,6 +29,7 @@ from grading.models import (
     GradingEvent,
     Judgment,
     Ordering,
+    Participant,
     Query,
     RepeatAnswer,
     SystemOutput,
@@ -525,3 +526,55 @@ def repeat_pairs_frame(*, campaign_id: int, fields: list[str]) -> pd.DataFrame:
     )
     columns = ["grader", "unit", *(f"again_{f}" for f in fields), *(f"first_{f}" for f in fields)]
     return pd.DataFrame(list(qs), columns=columns).dropna().reset_index(drop=True)
+
+
+def participants_rows(*, campaign_id: int) -> list[dict[str, Any]]:
+    """The campaign's crowd participants in the order they joined (three queries): their platform
+    ids, pseudonym, link, when they joined, units assigned, units rated (judged, not skipped; hidden
+    repeats not counted), units still open, and when their last unit was finished."""
+    participants = list(
+        Participant.objects.filter(campaign_id=campaign_id)
+        .order_by("pk")
+        .values(
+            "user_id",
+            "platform",
+            "external_id",
+            "study_id",
+            "session_id",
+            "link_id",
+            "created_at",
+            "link__pay_per_unit",
+            "link__pay_per_hour",
+            "link__currency",
+        )
+    )
+    pseudonyms = dict(
+        CampaignRole.objects.filter(campaign_id=campaign_id, role=Role.GRADER).values_list("user_id", "pseudonym")
+    )
+    counts = {
+        row["grader_id"]: row
+        for row in Assignment.objects.filter(
+            campaign_id=campaign_id, repeat=False, grader_id__in=[p["user_id"] for p in participants]
+        )
+        .order_by()
+        .values("grader_id")
+        .annotate(
+            assigned=Count("pk"),
+            rated=Count("pk", filter=Q(status=AssignmentStatus.DONE)),
+            open=Count("pk", filter=Q(status=AssignmentStatus.OPEN)),
+            last=Max("completed_at"),
+        )
+    }
+    rows = []
+    for p in participants:
+        c = counts.get(p["user_id"], {"assigned": 0, "rated": 0, "open": 0, "last": None})
+        rows.append(
+            {
+                **p,
+                "pseudonym": pseudonyms.get(p["user_id"], ""),
+                "units_assigned": c["assigned"],
+                "units_rated": c["rated"],
+                "completed_at": c["last"] if c["assigned"] and not c["open"] else None,
+            }
+        )
+    return rows

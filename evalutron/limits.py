@@ -1,6 +1,7 @@
 """Limits every request passes before any view reads it: body size per endpoint (413), request rate
-per client for token requests and anonymous API calls (429 + Retry-After, DRF throttles), and
-failed logins on the browser login page and the admin's. Counts live in the shared cache (Redis when
+per client for token requests and anonymous API calls (429 + Retry-After, DRF throttles), visits
+of join links and password-reset requests per client (`visit_allowed`), and failed logins on the
+browser login page and the admin's. Counts live in the shared cache (Redis when
 configured), so that every web process sees the same counts.
 
 A client is counted by the address the server sees (REMOTE_ADDR). X-Forwarded-For is read only when
@@ -233,6 +234,19 @@ class UserRateThrottle(BaseThrottle):
 
     def wait(self) -> float | None:
         return self._wait
+
+
+def visit_allowed(request: HttpRequest, scope: str) -> tuple[bool, int]:
+    """Count one request of `scope` (a key of THROTTLE_RATES, e.g. "join" or "reset") from the client's
+    address (client_address) and say whether it is within the rate, with the seconds to wait when it
+    is not: a fixed window per address, counted like the users' API rates."""
+    rate = settings.THROTTLE_RATES.get(scope)
+    if not rate:
+        return True, 0
+    limit, seconds = parse_rate(rate)
+    now = _now()
+    [count] = window_counts([(f"visits:{scope}:{client_address(request)}:{int(now // seconds)}", seconds)])
+    return count <= limit, math.ceil(seconds - now % seconds)
 
 
 class LoginView(auth_views.LoginView):

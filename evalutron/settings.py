@@ -223,7 +223,14 @@ for _proxy in TRUSTED_PROXIES:
         ) from None
 # Throttling (429 with Retry-After), counted in the shared cache: token requests per client
 # address, anonymous API calls per address; failed browser logins per address and per user name.
-THROTTLE_RATES = {"token": env_rate("THROTTLE_TOKEN", "10/min"), "anon": env_rate("THROTTLE_ANON", "60/min")}
+THROTTLE_RATES = {
+    "token": env_rate("THROTTLE_TOKEN", "10/min"),
+    "anon": env_rate("THROTTLE_ANON", "60/min"),
+    # Visits of join links (crowd studies), per client address: GET and POST alike.
+    "join": env_rate("THROTTLE_JOIN", "30/min"),
+    # Password-reset requests, per client address.
+    "reset": env_rate("THROTTLE_RESET", "5/min"),
+}
 # API calls of a logged-in user (token or browser session), in fixed windows: a burst rate per minute
 # and a sustained rate per hour. The grading page's outbox sends at most one request at a time and
 # puts whatever was recorded meanwhile in the next batch, so a grader makes at most one request per
@@ -318,8 +325,13 @@ CONTENT_SECURITY_POLICY = {
 # --- E-mail ---------------------------------------------------------------------------------
 # Invitations (set-password links) are e-mailed only when EMAIL_BACKEND is set, e.g.
 # django.core.mail.backends.smtp.EmailBackend with EMAIL_HOST; otherwise the organizer copies them.
+# Password-reset links too; without EMAIL_BACKEND the embedded development default (DEBUG) prints
+# them on the web process's console, and a production server offers no reset (evalutron/accounts.py).
 EMAIL_ENABLED = bool(env_str("EMAIL_BACKEND"))
-EMAIL_BACKEND = env_str("EMAIL_BACKEND", "django.core.mail.backends.locmem.EmailBackend")
+EMAIL_BACKEND = env_str(
+    "EMAIL_BACKEND",
+    "django.core.mail.backends.console.EmailBackend" if DEBUG else "django.core.mail.backends.locmem.EmailBackend",
+)
 EMAIL_HOST = env_str("EMAIL_HOST", "localhost")
 EMAIL_PORT = env_int("EMAIL_PORT", 25, minimum=1)
 EMAIL_HOST_USER = env_str("EMAIL_HOST_USER")

@@ -5,7 +5,7 @@ from django.urls import include, path, re_path
 from django.views.static import serve
 from drf_spectacular.views import SpectacularAPIView, SpectacularRedocView, SpectacularSwaggerSplitView
 
-from evalutron import limits
+from evalutron import accounts, limits
 from grading.views import media as media_views
 
 # The admin's URLs, its login page replaced by the same page under the site's failed-login limit.
@@ -30,6 +30,9 @@ urlpatterns = [
         ),
         name="password-set",
     ),
+    # Password reset by e-mail; the link it sends is the set-password page above.
+    path("accounts/password-reset/", accounts.PasswordResetView.as_view(), name="password-reset"),
+    path("accounts/password-reset/sent/", accounts.PasswordResetDoneView.as_view(), name="password_reset_done"),
     path("api/schema/", SpectacularAPIView.as_view(), name="api-schema"),
     # Swagger UI's own script is served as a file (no inline code), its assets from drf-spectacular-sidecar.
     path("api/docs/", SpectacularSwaggerSplitView.as_view(url_name="api-schema"), name="api-docs"),

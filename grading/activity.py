@@ -127,6 +127,11 @@ def sentence(entry: AuditEntry) -> str:
         "export.downloaded": f"downloaded {target}",
         "systems.scores_uploaded": f"uploaded per-unit scores of {target}",
         "systems.orderings_uploaded": f"uploaded the orderings of {target}",
+        "join_link.created": f"made {target} for a crowd study",
+        "join_link.paused": f"paused {target}: nobody new joins",
+        "join_link.reopened": f"reopened {target}",
+        "organizer.granted": f"made {target} an organizer (may create campaigns)",
+        "organizer.withdrawn": f"made {target} no longer an organizer",
     }
     return said.get(entry.action, f"{entry.action.replace('.', ': ').replace('_', ' ')} {target}".strip())
 

@@ -223,3 +223,69 @@ class MembersForm(forms.Form):
         "exist yet are created with a one-time link to set a password.",
     )
     role = forms.ChoiceField(choices=Role.choices, initial=Role.GRADER)
+
+
+class OrganizerForm(forms.Form):
+    username = forms.CharField(
+        max_length=150,
+        label="User name",
+        help_text="The person's user name on this site. To add someone new, invite them to a campaign first, "
+        "or create their account in the Django admin.",
+    )
+
+
+class JoinLinkForm(forms.Form):
+    label = forms.CharField(
+        max_length=100,
+        required=False,
+        help_text="For you: which recruitment this link is for (e.g. “Prolific, pilot”).",
+    )
+    completion_code = forms.CharField(
+        max_length=64,
+        help_text="The code the platform gave you for this study. Participants see it only once their work is done.",
+    )
+    max_participants = forms.IntegerField(
+        min_value=1, max_value=100000, label="Participants", help_text="How many people may join through this link."
+    )
+    units_per_participant = forms.IntegerField(
+        min_value=1,
+        required=False,
+        label="Units per participant",
+        help_text="Each participant's share of the work (ordering campaigns: queries); empty: every unit.",
+    )
+    expires_at = forms.DateTimeField(
+        required=False,
+        label="Expires",
+        help_text="After this moment nobody new may join (the server's time zone).",
+        widget=forms.DateTimeInput(attrs={"type": "datetime-local"}),
+    )
+    return_url = forms.CharField(
+        max_length=500,
+        required=False,
+        label="Return address",
+        help_text="Where participants go back to when done; {code} becomes the completion code. Prolific: "
+        "https://app.prolific.com/submissions/complete?cc={code}",
+    )
+    pay_per_unit = forms.DecimalField(
+        min_value=0,
+        max_digits=8,
+        decimal_places=2,
+        required=False,
+        label="Pay per unit rated",
+        help_text="For the participants file's pay column; empty: none.",
+    )
+    pay_per_hour = forms.DecimalField(
+        min_value=0,
+        max_digits=8,
+        decimal_places=2,
+        required=False,
+        label="Pay per hour of active time",
+        help_text="Active time from the event log (an idle gap counts at most 5 minutes); empty: none.",
+    )
+    currency = forms.CharField(max_length=3, required=False, help_text="A three-letter code, e.g. GBP.")
+    consent_text = forms.CharField(
+        widget=forms.Textarea(attrs={"rows": 4}),
+        required=False,
+        label="Consent text",
+        help_text="Shown first; participants agree before they see the guidelines. Empty: no consent step.",
+    )

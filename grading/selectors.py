@@ -18,6 +18,7 @@ from grading.models import (
     GuidelinesVersion,
     Judgment,
     Ordering,
+    Participant,
     Query,
     RepeatAnswer,
     Unit,
@@ -199,6 +200,45 @@ def page_to_continue(*, grader: AbstractBaseUser, campaign: Campaign) -> int | N
     if not pages:
         return None
     return next((p.number for p in pages if p.open_count), pages[-1].number)
+
+
+@dataclass(frozen=True)
+class Completion:
+    """A crowd participant's progress on their share. `code` and `return_url` are filled only once
+    every unit of the share is rated or skipped: the completion code is never shown earlier."""
+
+    participant: Participant
+    total: int
+    open: int
+    completed_at: Any = None
+    code: str = ""
+    return_url: str = ""
+
+    @property
+    def done(self) -> bool:
+        return self.total > 0 and self.open == 0
+
+
+def participant_completion(*, grader: AbstractBaseUser, campaign: Campaign) -> Completion | None:
+    """The grader's completion as a crowd participant of the campaign, or None when they joined
+    otherwise (two queries)."""
+    participant = Participant.objects.filter(user=grader, campaign=campaign).select_related("link").first()
+    if participant is None:
+        return None
+    counts = Assignment.objects.filter(campaign=campaign, grader=grader).aggregate(
+        total=Count("pk"), open=Count("pk", filter=Q(status=AssignmentStatus.OPEN)), last=Max("completed_at")
+    )
+    if not counts["total"] or counts["open"]:
+        return Completion(participant=participant, total=counts["total"], open=counts["open"])
+    link = participant.link
+    return Completion(
+        participant=participant,
+        total=counts["total"],
+        open=0,
+        completed_at=counts["last"],
+        code=link.completion_code,
+        return_url=link.completion_url(),
+    )
 
 
 def ordering_for_grader(*, grader: AbstractBaseUser, query: Query | None) -> list[Any]:

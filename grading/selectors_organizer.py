@@ -10,12 +10,23 @@ import statistics
 from datetime import datetime, timedelta
 from typing import Any
 
+from django.contrib.auth import get_user_model
 from django.contrib.auth.models import AbstractBaseUser
 from django.db.models import Count, Max, Min, Q, QuerySet
 from django.utils import timezone
 
 from grading import hooks
-from grading.models import Assignment, AuditEntry, Campaign, CampaignRole, GoldAnswer, GradingEvent, Unit
+from grading.models import (
+    Assignment,
+    AuditEntry,
+    Campaign,
+    CampaignRole,
+    GoldAnswer,
+    GradingEvent,
+    JoinLink,
+    Participant,
+    Unit,
+)
 from grading.models.choices import ORGANIZER_EVENTS, AssignmentStatus, EventType, Role, Scheme
 
 # A grader with open work and no event for this long is "idle" on the home page.
@@ -302,3 +313,48 @@ def members_of(*, campaign: Campaign) -> list[CampaignRole]:
 def member_get(*, campaign: Campaign, user_id: int, role: str) -> CampaignRole | None:
     """One member's role in the campaign, with the user, or None."""
     return CampaignRole.objects.filter(campaign=campaign, user_id=user_id, role=role).select_related("user").first()
+
+
+def site_organizers() -> list[AbstractBaseUser]:
+    """The users who may create campaigns without being staff (the `grading.add_campaign`
+    permission, given directly or through a group), by user name."""
+    perm = Q(user_permissions__codename="add_campaign", user_permissions__content_type__app_label="grading")
+    group = Q(groups__permissions__codename="add_campaign", groups__permissions__content_type__app_label="grading")
+    return list(
+        get_user_model().objects.filter(perm | group, is_active=True, is_staff=False).distinct().order_by("username")
+    )
+
+
+def join_links_of(*, campaign: Campaign) -> list[JoinLink]:
+    """The campaign's join links, each with `n_participants` and `closed` (why it takes nobody new,
+    a key of grading.services.join_links.CLOSED_WORDS, or None). One query."""
+    links = list(
+        JoinLink.objects.filter(campaign=campaign).annotate(n_participants=Count("participants")).order_by("pk")
+    )
+    now = timezone.now()
+    for link in links:
+        link.campaign = campaign
+        link.closed = link.closed_reason(n_participants=link.n_participants, now=now)
+    return links
+
+
+def join_link_get(*, campaign: Campaign, link_id: int) -> JoinLink | None:
+    return JoinLink.objects.filter(campaign=campaign, pk=link_id).first()
+
+
+def join_link_by_key(*, key: str) -> JoinLink | None:
+    """The link with this address key, with its campaign, or None."""
+    return JoinLink.objects.filter(key=key).select_related("campaign").first()
+
+
+def participant_find(*, campaign: Campaign, platform: str, external_id: str) -> Participant | None:
+    """The campaign's participant with this platform id, with their account and link, or None."""
+    return (
+        Participant.objects.filter(campaign=campaign, platform=platform, external_id=external_id)
+        .select_related("user", "link")
+        .first()
+    )
+
+
+def join_link_participants(*, link: JoinLink) -> int:
+    return Participant.objects.filter(link=link).count()

@@ -32,6 +32,7 @@ from analysis.services.execute import run_execute
 from grading.models import Campaign
 from grading.models.choices import CampaignStatus, Policy, Scheme
 from grading.services.adjudication import adjudication_record
+from grading.services.join_links import Identity, join_link_create, participant_join
 from grading.services.lifecycle import campaign_settings_update
 from grading.services.system_scores import system_scores_import, system_scores_rows_from_csv
 from tests.analysis.conftest import judge_broad_fine, judge_orderings
@@ -48,6 +49,7 @@ EXPORTS = (  # the routes whose GET is a download, recorded in the audit trail
     "reports/campaigns/<int:campaign_id>/download/<slug:what>.<slug:fmt>",
     "api/campaigns/<int:campaign_id>/ground-truth/",
     "api/campaigns/<int:campaign_id>/events/",
+    "api/campaigns/<int:campaign_id>/participants/",
 )
 PARAMETER = re.compile(r"<(?:(?P<converter>\w+):)?(?P<name>\w+)>|\(\?P<(?P<group>\w+)>[^)]*(?:\([^)]*\)[^)]*)*\)")
 
@@ -94,6 +96,8 @@ def _values(name: str, route: str, entry: URLPattern, site: Site, campaign: Camp
         "name": [unit.candidate.public_id],
         "path": ["no-such-file.wav"],
         "id": [site.grader.pk],
+        "key": [campaign.join_links.get().key],
+        "link_id": [campaign.join_links.get().pk],
     }
     if name == "object_id":
         model = model_admin.model if model_admin else Campaign
@@ -132,6 +136,8 @@ QUERIES = {  # query strings that reach more of a view than its bare URL
     "api/": ["?campaign={c}", "?campaign={c}&format=json", "?campaign={c}&format=parquet", "?result=true"],
     "reports/campaigns/<int:campaign_id>/": ["?aggregate=median&measure=entropy&threshold=0.5"],
     "campaigns/<int:campaign_id>/adjudicate/": ["?sort=uncertainty"],
+    # A newcomer (the page offers to join), a participant who comes back, a hostile id, no id.
+    "join/<slug:key>/": ["?PROLIFIC_PID=newcomer1&STUDY_ID=s1&SESSION_ID=x1", "?pid=walker-p1", "?pid=%3Cscript%3E"],
 }
 
 
@@ -163,6 +169,8 @@ def site() -> Site:
     ordering = make_campaign(scheme=Scheme.ORDERING, n_queries=2, n_candidates=4, graders=[grader], organizer=organizer)
     judge_orderings(ordering)
     for campaign in (rating, ordering):
+        link = join_link_create(campaign=campaign, actor=organizer, completion_code="C0DE", max_participants=5)
+        participant_join(link=link, identity=Identity(platform="generic", external_id="walker-p1"))
         run = AnalysisRun.objects.create(campaign=campaign, parameters=runs.parameters_clean({"n_boot": 20}), seed=1)
         assert run_execute(run_id=run.pk) == RunStatus.SUCCEEDED
     return Site(rating=rating, ordering=ordering, grader=grader, organizer=organizer, staff=staff)

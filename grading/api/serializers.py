@@ -290,6 +290,53 @@ class MemberOut(serializers.Serializer):
     pseudonym = serializers.CharField()
 
 
+class JoinLinkIn(serializers.Serializer):
+    completion_code = serializers.CharField(max_length=64)
+    max_participants = serializers.IntegerField(min_value=1, max_value=100000)
+    units_per_participant = serializers.IntegerField(min_value=1, required=False, allow_null=True)
+    expires_at = serializers.DateTimeField(required=False, allow_null=True)
+    consent_text = serializers.CharField(required=False, allow_blank=True, max_length=20000, trim_whitespace=False)
+    qualification = JSONObjectField(required=False, help_text="Stored as given; not applied yet.")
+    label = serializers.CharField(required=False, allow_blank=True, max_length=100)
+    return_url = serializers.CharField(
+        required=False,
+        allow_blank=True,
+        max_length=500,
+        help_text="The platform's return address; {code} becomes the completion code.",
+    )
+    pay_per_unit = serializers.DecimalField(
+        max_digits=8, decimal_places=2, min_value=0, required=False, allow_null=True
+    )
+    pay_per_hour = serializers.DecimalField(
+        max_digits=8, decimal_places=2, min_value=0, required=False, allow_null=True
+    )
+    currency = serializers.CharField(required=False, allow_blank=True, max_length=3)
+
+
+class JoinLinkPatch(serializers.Serializer):
+    paused = serializers.BooleanField()
+
+
+class JoinLinkOut(serializers.Serializer):
+    id = serializers.IntegerField()
+    url = serializers.CharField(help_text="The address to give the platform; it appends the participant's id.")
+    label = serializers.CharField()
+    completion_code = serializers.CharField()
+    return_url = serializers.CharField()
+    max_participants = serializers.IntegerField()
+    participants = serializers.IntegerField()
+    units_per_participant = serializers.IntegerField(allow_null=True)
+    expires_at = serializers.DateTimeField(allow_null=True)
+    consent_text = serializers.CharField()
+    qualification = serializers.JSONField()
+    pay_per_unit = serializers.DecimalField(max_digits=8, decimal_places=2, allow_null=True)
+    pay_per_hour = serializers.DecimalField(max_digits=8, decimal_places=2, allow_null=True)
+    currency = serializers.CharField()
+    paused = serializers.BooleanField()
+    taking_participants = serializers.BooleanField()
+    closed_reason = serializers.CharField(allow_null=True)
+
+
 class AssignIn(serializers.Serializer):
     grader = serializers.CharField(
         max_length=20, required=False, help_text="Pseudonym; omit to create the initial overlap."

@@ -11,6 +11,10 @@ urlpatterns = [
     path("campaigns/<int:pk>/progress/", views.CampaignProgressView.as_view(), name="campaign-progress"),
     path("campaigns/<int:pk>/members/", views.CampaignMembersView.as_view(), name="campaign-members"),
     path("campaigns/<int:pk>/activity/", views.CampaignActivityView.as_view(), name="campaign-activity"),
+    path("campaigns/<int:pk>/join-links/", views.CampaignJoinLinksView.as_view(), name="campaign-join-links"),
+    path(
+        "campaigns/<int:pk>/join-links/<int:link_id>/", views.CampaignJoinLinkView.as_view(), name="campaign-join-link"
+    ),
     path("campaigns/<int:pk>/assignments/", views.CampaignAssignView.as_view(), name="campaign-assign"),
     path("assignments/", views.AssignmentListView.as_view(), name="assignments"),
     path("assignments/next/", views.NextAssignmentView.as_view(), name="assignments-next"),

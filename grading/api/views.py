@@ -8,6 +8,7 @@ from typing import Any
 from uuid import uuid4
 
 from django.contrib.auth import authenticate
+from django.utils import timezone
 from drf_spectacular.types import OpenApiTypes
 from drf_spectacular.utils import OpenApiParameter, OpenApiResponse, extend_schema
 from rest_framework import exceptions, status
@@ -21,11 +22,11 @@ from grading import selectors, selectors_organizer
 from grading.api import serializers as s
 from grading.api.base import GradingAPIView, TolerantJSONParser, error_body, validated
 from grading.api.fast_events import event_input_fast
-from grading.errors import GradingError, InvalidValue
+from grading.errors import GradingError, InvalidValue, NotFound
 from grading.jsontext import json_problem
 from grading.models import Campaign
 from grading.models.choices import EventType
-from grading.services import allocation, lifecycle, organizer
+from grading.services import allocation, join_links, lifecycle, organizer
 from grading.services.event_input import EventInput
 from grading.services.events import event_record, events_record
 from grading.services.tokens import token_get_or_create
@@ -135,6 +136,61 @@ class CampaignMembersView(GradingAPIView):
         data = validated(s.MemberIn, request.data)
         role = organizer.member_add(campaign=campaign, actor=request.user, **data)
         return Response({"role": role.role, "pseudonym": role.pseudonym}, status=status.HTTP_201_CREATED)
+
+
+def _link_out(request: Request, link: Any, n_participants: int) -> dict[str, Any]:
+    closed = link.closed_reason(n_participants=n_participants, now=timezone.now())
+    return {
+        "id": link.pk,
+        "url": request.build_absolute_uri(join_links.link_url_path(link)),
+        "label": link.label,
+        "completion_code": link.completion_code,
+        "return_url": link.return_url,
+        "max_participants": link.max_participants,
+        "participants": n_participants,
+        "units_per_participant": link.units_per_participant,
+        "expires_at": link.expires_at,
+        "consent_text": link.consent_text,
+        "qualification": link.qualification,
+        "pay_per_unit": link.pay_per_unit,
+        "pay_per_hour": link.pay_per_hour,
+        "currency": link.currency,
+        "paused": link.paused,
+        "taking_participants": closed is None,
+        "closed_reason": closed,
+    }
+
+
+class CampaignJoinLinksView(GradingAPIView):
+    """Organizers: the campaign's join links (crowd studies), and making one."""
+
+    @extend_schema(responses={200: s.JoinLinkOut(many=True), **ERRORS})
+    def get(self, request: Request, pk: int) -> Response:
+        campaign = selectors.campaign_get_for_organizer(user=request.user, campaign_id=pk)
+        links = selectors_organizer.join_links_of(campaign=campaign)
+        return Response([s.JoinLinkOut(_link_out(request, link, link.n_participants)).data for link in links])
+
+    @extend_schema(request=s.JoinLinkIn, responses={201: s.JoinLinkOut, **ERRORS})
+    def post(self, request: Request, pk: int) -> Response:
+        campaign = selectors.campaign_get_for_organizer(user=request.user, campaign_id=pk)
+        data = validated(s.JoinLinkIn, request.data)
+        link = join_links.join_link_create(campaign=campaign, actor=request.user, **data)
+        return Response(s.JoinLinkOut(_link_out(request, link, 0)).data, status=status.HTTP_201_CREATED)
+
+
+class CampaignJoinLinkView(GradingAPIView):
+    """Organizers: pause a join link (nobody new joins) or reopen it."""
+
+    @extend_schema(request=s.JoinLinkPatch, responses={200: s.JoinLinkOut, **ERRORS})
+    def patch(self, request: Request, pk: int, link_id: int) -> Response:
+        campaign = selectors.campaign_get_for_organizer(user=request.user, campaign_id=pk)
+        link = selectors_organizer.join_link_get(campaign=campaign, link_id=link_id)
+        if link is None:
+            raise NotFound(f"join link {link_id} does not exist in campaign {pk}.", field="link", value=link_id)
+        data = validated(s.JoinLinkPatch, request.data)
+        link = join_links.join_link_pause(link=link, paused=data["paused"], actor=request.user)
+        n = selectors_organizer.join_link_participants(link=link)
+        return Response(s.JoinLinkOut(_link_out(request, link, n)).data)
 
 
 class CampaignAssignView(GradingAPIView):

@@ -10,6 +10,7 @@ from grading.models.allocation import (
 )
 from grading.models.audit import AuditEntry
 from grading.models.campaigns import Campaign, CampaignRole, GuidelinesVersion
+from grading.models.crowd import JoinLink, Participant, Platform
 from grading.models.items import Candidate, CandidateProvenance, Query, System, SystemOutput, Unit
 from grading.models.judgments import Assignment, GradingEvent, Judgment, Ordering
 
@@ -25,8 +26,11 @@ __all__ = [
     "GoldAnswer",
     "GradingEvent",
     "GuidelinesVersion",
+    "JoinLink",
     "Judgment",
     "Ordering",
+    "Participant",
+    "Platform",
     "Query",
     "QueryAllocation",
     "RepeatAnswer",

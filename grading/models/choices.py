@@ -72,12 +72,16 @@ class EventType(models.TextChoices):
     ADJUDICATED = "adjudicated"  # an organizer settles a unit's value (never a grader judgment)
     GOLD_SET = "gold_set"  # an organizer makes a unit gold, or changes its answer
     GOLD_REMOVED = "gold_removed"  # an organizer makes a gold unit ordinary again
+    CONSENT_GIVEN = "consent_given"  # a crowd participant agreed to a join link's consent text
 
 
 # Events an organizer records about a unit (docs/design.md §5.6, "Hidden units", "Adjudication").
 # Graders cannot send them, and they are no grader's work: the statistics of graders' behaviour
 # (stability, engagement, time on unit) leave them out, and they never start grading.
 ORGANIZER_EVENTS = frozenset({EventType.ADJUDICATED, EventType.GOLD_SET, EventType.GOLD_REMOVED})
+# Events the server records for a grader when they do something outside the grading pages (a crowd
+# participant agrees to the consent text of a join link); graders cannot send them.
+SERVER_EVENTS = frozenset({EventType.CONSENT_GIVEN})
 
 
 class PairwiseVerdict(models.TextChoices):

@@ -33,26 +33,15 @@ from grading.services.campaign_files import (
 )
 from grading.services.campaign_io import campaign_import
 from grading.services.members import member_grant
-from grading.services.organizer import can_create_campaigns
-from grading.services.trec_runs import docs_parse, pool_definition, run_parse, text_read, topics_parse
+from grading.services.organizers import can_create_campaigns
 
-# The same ceilings whichever way a campaign arrives: a definition file or items CSV at most
-# IMPORT_MAX_BYTES, a zip of media at most MEDIA_ZIP_MAX_BYTES as uploaded and
-# MEDIA_UNPACKED_MAX_BYTES unpacked, in at most this many files.
+# The same ceilings whichever way a campaign arrives: a definition file, and a zip of media.
+DEFINITION_MAX_BYTES = 20 * 2**20
+MEDIA_ZIP_MAX_BYTES = 512 * 2**20
 MEDIA_ZIP_MAX_FILES = 20_000
 PREVIEW_ROWS = 5
 # A preview nobody confirmed is forgotten after this long (its staged files are removed).
 STAGING_MAX_AGE_SECONDS = 24 * 3600
-
-
-@dataclass
-class RunsUpload:
-    """TREC run files to pool (grading/services/trec_runs.py), with the optional texts."""
-
-    runs: list[Any]
-    depth: int
-    topics: Any | None = None
-    docs: Any | None = None
 
 
 @dataclass
@@ -66,8 +55,10 @@ class Preview:
     counts: dict[str, int]
     examples: dict[str, list[str]] = field(default_factory=dict)
     media_files: int = 0
-    status: str = "draft"  # the status the campaign is created with
-    assigns: bool = False  # confirming hands the graders their first units at once
+    status: str = "draft"  # what the campaign will be once created
+    # Assignments confirming makes: every unit (ordering: query) gets `initial_overlap` of the
+    # file's graders (0: none is made, the file names too few graders or asks for none).
+    assigned_overlap: int = 0
 
 
 def staging_root() -> Path:
@@ -84,16 +75,7 @@ def _staging_dir(token: str) -> Path:
 
 def media_zip_extract(*, source: IO[bytes], target: Path) -> int:
     """Unpack a zip of media files into `target`, refusing paths that leave it, links, and archives
-    larger than MEDIA_ZIP_MAX_BYTES (or MEDIA_UNPACKED_MAX_BYTES unpacked). The zip is read where it
-    lies (an upload streamed to a temporary file), never into memory. Returns the number of files."""
-    size = getattr(source, "size", None)
-    if size is not None and size > settings.MEDIA_ZIP_MAX_BYTES:
-        raise CampaignFileError(
-            "media zip",
-            "(size)",
-            size,
-            f"the zip may be at most {_mb(settings.MEDIA_ZIP_MAX_BYTES)}",
-        )
+    larger than MEDIA_ZIP_MAX_BYTES unpacked. Returns the number of files."""
     try:
         archive = zipfile.ZipFile(source)
     except zipfile.BadZipFile:
@@ -107,12 +89,9 @@ def media_zip_extract(*, source: IO[bytes], target: Path) -> int:
                 "media zip", "(files)", len(members), f"at most {MEDIA_ZIP_MAX_FILES} files are accepted"
             )
         total = sum(m.file_size for m in members)
-        if total > settings.MEDIA_UNPACKED_MAX_BYTES:
+        if total > MEDIA_ZIP_MAX_BYTES:
             raise CampaignFileError(
-                "media zip",
-                "(size)",
-                total,
-                f"unpacked, the media may take at most {_mb(settings.MEDIA_UNPACKED_MAX_BYTES)}",
+                "media zip", "(size)", total, f"unpacked, the media may take at most {MEDIA_ZIP_MAX_BYTES // 2**20} MB"
             )
         for member in members:
             name = PurePosixPath(member.filename)
@@ -127,14 +106,10 @@ def media_zip_extract(*, source: IO[bytes], target: Path) -> int:
     return len(members)
 
 
-def _mb(limit: int) -> str:
-    return f"{limit / 2**20:g} MB"
-
-
 def _save(upload: Any, path: Path, *, what: str) -> Path:
-    if upload.size > settings.IMPORT_MAX_BYTES:
+    if upload.size > DEFINITION_MAX_BYTES:
         raise CampaignFileError(
-            what, "(size)", upload.size, f"the file may be at most {_mb(settings.IMPORT_MAX_BYTES)} (IMPORT_MAX_BYTES)"
+            what, "(size)", upload.size, f"the file may be at most {DEFINITION_MAX_BYTES // 2**20} MB"
         )
     with open(path, "wb") as dst:
         for chunk in upload.chunks():
@@ -149,16 +124,15 @@ def campaign_upload_stage(
     items_csv: Any | None = None,
     media_zip: Any | None = None,
     settings_fields: dict[str, Any] | None = None,
-    runs: RunsUpload | None = None,
 ) -> Preview:
     """Check an upload completely and stage it for `campaign_upload_confirm`.
 
     Either a campaign JSON (`definition_file`), or campaign settings from the form (`settings_fields`)
-    with an optional items CSV or TREC runs to pool (`runs`); media come as a zip. Raises
-    CampaignFileError (row, field, value) or InvalidValue, and keeps nothing, when anything is wrong.
+    with an optional items CSV; media come as a zip. Raises CampaignFileError (row, field, value) or
+    InvalidValue, and keeps nothing, when anything is wrong.
     """
     if not can_create_campaigns(user):
-        raise NotAllowed("you may not create campaigns (staff or the grading.add_campaign permission is needed).")
+        raise NotAllowed("you may not create campaigns: an admin makes you an organizer on the Organizers page.")
     staging_sweep()
     token = secrets.token_hex(16)
     folder = staging_root() / token
@@ -168,8 +142,6 @@ def campaign_upload_stage(
         n_media = media_zip_extract(source=media_zip, target=media_dir) if media_zip is not None else 0
         if definition_file is not None:
             definition = definition_from_json(_save(definition_file, folder / "upload.json", what="campaign file"))
-        elif settings_fields is not None and runs is not None:
-            definition = _definition_from_runs(settings_fields, runs, folder)
         elif settings_fields is not None:
             definition = _definition_from_form(settings_fields, items_csv, folder)
         else:
@@ -194,26 +166,6 @@ def _definition_from_form(fields: dict[str, Any], items_csv: Any | None, folder:
     return {"campaign": fields, "systems": [], "queries": [], "candidates": []}
 
 
-def _definition_from_runs(fields: dict[str, Any], upload: RunsUpload, folder: Path) -> dict[str, Any]:
-    """The depth-K pool of the uploaded runs as a definition; errors name each file as it was uploaded."""
-
-    def text(file: Any, stem: str) -> str:
-        return text_read(_save(file, folder / stem, what=file.name), name=file.name)
-
-    runs = [run_parse(text(f, f"run-{i}.txt"), name=f.name) for i, f in enumerate(upload.runs)]
-    topics = topics_parse(text(upload.topics, "topics.tsv"), name=upload.topics.name) if upload.topics else None
-    docs = docs_parse(text(upload.docs, "docs.jsonl"), name=upload.docs.name) if upload.docs else None
-    return pool_definition(
-        campaign=fields,
-        runs=runs,
-        depth=upload.depth,
-        topics=topics,
-        docs=docs,
-        topics_name=upload.topics.name if upload.topics else "",
-        docs_name=upload.docs.name if upload.docs else "",
-    )
-
-
 def campaign_preview(*, definition: dict[str, Any], media_dir: Path | None, token: str = "") -> Preview:
     """Check a definition as the importer will and say what it would create."""
     plan = definition_check(definition, media_dir)
@@ -228,6 +180,7 @@ def campaign_preview(*, definition: dict[str, Any], media_dir: Path | None, toke
         "units": [u["id"] for u in plan["units"][:PREVIEW_ROWS]],
         "systems": [s["name"] for s in plan["systems"][:PREVIEW_ROWS]],
     }
+    assigns = plan["assign"] and len(plan["graders"]) >= camp["initial_overlap"] and bool(plan["graders"])
     return Preview(
         token=token,
         name=camp["name"],
@@ -236,7 +189,7 @@ def campaign_preview(*, definition: dict[str, Any], media_dir: Path | None, toke
         counts=counts,
         examples=examples,
         status=camp["status"],
-        assigns=bool(plan["assign"]) and len(plan["graders"]) >= camp["initial_overlap"],
+        assigned_overlap=camp["initial_overlap"] if assigns else 0,
     )
 
 

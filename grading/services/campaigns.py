@@ -186,6 +186,44 @@ def assignments_create_initial(*, campaign: Campaign, seed: int = 0) -> int:
     return len(new)
 
 
+@transaction.atomic
+def assignments_create_for_grader(*, campaign: Campaign, grader: AbstractBaseUser, limit: int | None, seed: int) -> int:
+    """Give one grader (a crowd participant joining) up to `limit` units (ordering campaigns:
+    queries), all of them when `limit` is None: those with the fewest graders first, below the
+    campaign's maximum overlap, never one the grader already has; ties broken by a seeded shuffle.
+    The grader sees them in an order shuffled for them. Returns how many were made (0: none left)."""
+    by_ordering = campaign.scheme == Scheme.ORDERING
+    key = "query_id" if by_ordering else "unit_id"
+    targets: list[Unit | Query] = list(
+        campaign.queries.order_by("position", "pk")
+        if by_ordering
+        else campaign.units.order_by("query_id", "position", "pk")
+    )
+    assigned = Assignment.objects.filter(campaign=campaign, repeat=False)
+    load = dict(assigned.order_by().values_list(key).annotate(n=Count("pk")))
+    have = set(Assignment.objects.filter(campaign=campaign, grader=grader).values_list(key, flat=True))
+    pool = [t for t in targets if t.pk not in have and load.get(t.pk, 0) < campaign.max_overlap]
+    rng = random.Random(seed)
+    rng.shuffle(pool)
+    pool.sort(key=lambda t: load.get(t.pk, 0))
+    chosen = pool if limit is None else pool[:limit]
+    new = [
+        Assignment(
+            campaign=campaign,
+            grader=grader,
+            source=AssignmentSource.INITIAL,
+            **({"query": t} if by_ordering else {"unit": t, "query_id": t.query_id}),
+        )
+        for t in chosen
+    ]
+    start = Assignment.objects.filter(campaign=campaign, grader=grader).aggregate(m=Max("position"))["m"]
+    _shuffle_positions(new, rng, {grader.pk: start})
+    Assignment.objects.bulk_create(new)
+    if new:
+        allocation_state.assignments_added(campaign=campaign)
+    return len(new)
+
+
 def _shuffle_positions(new: list[Assignment], rng: random.Random, start: dict[int, int | None]) -> None:
     """Per grader, a random order of queries (and of candidates within each query)."""
     per_grader: dict[int, list[Assignment]] = {}

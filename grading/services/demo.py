@@ -21,6 +21,7 @@ from django.db import transaction
 from grading.models import Assignment, Campaign
 from grading.services.campaign_io import campaign_import
 from grading.services.events import EventInput, event_record
+from grading.services.organizers import create_permission
 from grading.services.system_scores import system_scores_import
 
 PASSWORD = {"admin": "evalutron-admin", "organizer": "evalutron-organizer", "grader": "evalutron-grader"}
@@ -115,6 +116,8 @@ def _users() -> None:
         if created or not user.has_usable_password():
             user.set_password(password)
             user.save(update_fields=["password"])
+        if name == "organizer":  # the demo's organizer can create campaigns (docs/design.md §1)
+            user.user_permissions.add(create_permission())
 
 
 def _write_wav(path: Path, signal: np.ndarray, rate: int = 16000) -> None:

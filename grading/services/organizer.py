@@ -21,18 +21,15 @@ from grading.services.campaigns import (
     campaign_set_guidelines,
 )
 from grading.services.members import member_grant
+from grading.services.organizers import can_create_campaigns
 from grading.services.policy_params import policy_params_clean
-
-
-def can_create_campaigns(user: AbstractBaseUser) -> bool:
-    return bool(user.is_staff or user.has_perm("grading.add_campaign"))
 
 
 @transaction.atomic
 def campaign_create_for(*, user: AbstractBaseUser, **fields: Any) -> Campaign:
     """Create a campaign; its creator becomes its organizer (both recorded in the audit trail)."""
     if not can_create_campaigns(user):
-        raise NotAllowed("you may not create campaigns (staff or the grading.add_campaign permission is needed).")
+        raise NotAllowed("you may not create campaigns: an admin makes you an organizer on the Organizers page.")
     if Campaign.objects.filter(slug=fields.get("slug")).exists():
         raise InvalidValue(f"slug {fields.get('slug')!r} is already taken.", field="slug", value=fields.get("slug"))
     campaign = campaign_create(created_by=user, **fields)

@@ -8,7 +8,7 @@ from typing import Any
 from grading import schemes
 from grading.errors import InvalidValue
 from grading.models import Campaign, Candidate, Judgment, Query
-from grading.models.choices import ORGANIZER_EVENTS, Broad, EventType, Scheme
+from grading.models.choices import ORGANIZER_EVENTS, SERVER_EVENTS, Broad, EventType, Scheme
 
 # Event type -> the Judgment field it sets.
 JUDGMENT_FIELD = {
@@ -48,6 +48,12 @@ def check_type_fits_scheme(campaign: Campaign, kind: str) -> None:
     if kind in ORGANIZER_EVENTS:  # organizers only, through grading.services.adjudication and .gold
         raise InvalidValue(
             f"{kind} events are recorded by the campaign's organizers, not by graders.", field="type", value=kind
+        )
+    if kind in SERVER_EVENTS:  # through grading.services.join_links, when a participant agrees
+        raise InvalidValue(
+            f"{kind} events are recorded by the join page when a participant agrees, not sent by graders.",
+            field="type",
+            value=kind,
         )
     wanted = SCHEME_OF.get(kind)
     if wanted is not None and wanted != campaign.scheme:

@@ -29,7 +29,7 @@ from grading.models.choices import (
 from grading.services.events import EventInput, event_record
 from grading.services.lifecycle import guidelines_changes
 from grading.services.more_work import batch_size, more_work_request, reason_message
-from grading.services.organizer import can_create_campaigns
+from grading.services.organizers import can_create_campaigns
 
 TEMPLATES = {
     Scheme.BROAD_FINE: "grading/grade_broad_fine.html",
@@ -136,12 +136,24 @@ def grade(request: HttpRequest, campaign_id: int, page: int) -> HttpResponse:
         "params": params,
         "wording": schemes.wording(campaign.scheme, params),
         "can_ask_for_more": campaign.is_open and campaign.policy != Policy.FIXED and campaign.scheme != Scheme.ORDERING,
+        "completion": selectors.participant_completion(grader=request.user, campaign=campaign),
     }
     if campaign.scheme == Scheme.ORDERING:
         context["order"] = grading_page.ordering
         context["submitted"] = all(a.status == "done" for a in grading_page.assignments)
         context["counted_as"] = "submitted"
     return render(request, TEMPLATES[campaign.scheme], context)
+
+
+@login_required
+def completion(request: HttpRequest, campaign_id: int) -> HttpResponse:
+    """A crowd participant's end: the completion code (and the platform's return link) once their
+    whole share is rated, else how much is left. Other graders have no such page."""
+    campaign = _campaign_for(request, campaign_id)
+    done = selectors.participant_completion(grader=request.user, campaign=campaign)
+    if done is None:
+        raise Http404("You did not join this campaign through a study link.")
+    return render(request, "grading/completion.html", {"campaign": campaign, "completion": done})
 
 
 STATE_TEXT = {"unrated": "Not rated yet", "saved": "Saved", "skipped": "Skipped"}

@@ -77,7 +77,7 @@ def test_the_activity_api_lists_entries_newest_first_for_organizers_and_admins(c
 
 
 def test_an_action_added_later_still_reads_and_values_read_in_words():
-    entry = AuditEntry(actor_name="ann", action="join_link.created", target="link 3", after={"expires": None})
-    assert sentence(entry) == "join link: created link 3"
+    entry = AuditEntry(actor_name="ann", action="pay_rate.changed", target="link 3", after={"expires": None})
+    assert sentence(entry) == "pay rate: changed link 3"
     assert words("budget", None) == "no limit" and words("policy", "consensus") == "Until consensus"
     assert words("emailed", False) == "no" and words("policy_params", {"b": 1, "a": 2}) == '{"a": 2, "b": 1}'

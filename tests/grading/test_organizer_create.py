@@ -53,6 +53,8 @@ def test_a_campaign_file_with_media_is_previewed_then_created_by_confirming(clie
     assert response.status_code == 200
     html = response.content.decode()
     assert "Check before creating: Example audio similarity" in html
+    # The example is open and names its graders: the preview says so, not "a draft".
+    assert "It starts <strong>open</strong>" in html and "starts as a <strong>draft</strong>" not in html
     assert counts() == (0,) * 7  # the preview stores nothing
     token = response.context["preview"].token
     assert response.context["preview"].counts["units"] == 3
@@ -155,16 +157,14 @@ def test_the_preview_says_what_confirming_will_do_with_the_files_status_and_grad
     assert example["campaign"]["status"] == "open" and example["graders"]
     response = client.post("/organize/new/", {"source": "file", "file": json_file(example), "media": media_zip()})
     text = " ".join(response.content.decode().split())
-    assert (
-        "It starts <strong>open</strong>, as the file says: graders can grade as soon as you confirm; "
-        "the first units of its" in text
-    )
-    assert "draft" not in text.split('id="preview"')[1].split("</section>")[0]
+    assert "It starts <strong>open</strong>: its graders can start grading at once." in text
+    assert f"Every unit is assigned to 2 of the {len(example['graders'])} graders the file names." in text
     client.post("/organize/new/confirm/", {"token": response.context["preview"].token, "action": "confirm"})
     campaign = Campaign.objects.get(slug="example-audio")
     assert campaign.status == "open" and campaign.assignments.exists()  # as the preview said
 
-    drafted = {**example, "campaign": {**example["campaign"], "status": "draft", "slug": "drafted"}}
+    drafted = {**example, "campaign": {**example["campaign"], "status": "draft", "slug": "drafted"}, "assign": False}
     response = client.post("/organize/new/", {"source": "file", "file": json_file(drafted), "media": media_zip()})
     text = " ".join(response.content.decode().split())
-    assert "It starts as a <strong>draft</strong>: graders see it only when you open it; the first units of its" in text
+    assert "It starts as a <strong>draft</strong>: graders see it only when you open it." in text
+    assert "No work is assigned yet: assign it from the Members page." in text

@@ -11,10 +11,11 @@ from django.shortcuts import redirect, render
 
 from grading import selectors, selectors_organizer
 from grading.errors import GradingError
-from grading.forms import CampaignEditForm
+from grading.forms import CampaignEditForm, JoinLinkForm
 from grading.models import Campaign
 from grading.models.choices import CampaignStatus
 from grading.services import lifecycle
+from grading.services.join_links import ORGANIZER_WORDS, link_url_path
 from grading.views.organizer import error_list, organized
 
 STATUS_VERBS = {CampaignStatus.OPEN: "Open", CampaignStatus.CLOSED: "Close"}
@@ -38,13 +39,18 @@ def _json(value: dict) -> str:
     return json.dumps(value) if value else ""
 
 
-def _page(
+def page(
     request: HttpRequest,
     campaign: Campaign,
     form: CampaignEditForm | None = None,
     errors: list[str] | None = None,
     status: int = 200,
+    *,
+    link_form: JoinLinkForm | None = None,
+    link_errors: list[str] | None = None,
 ) -> HttpResponse:
+    """The campaign's page; `errors` go next to the settings form, `link_errors` next to the
+    join-link form."""
     started = lifecycle.grading_started(campaign)
     form = form or CampaignEditForm(initial=_initial(campaign))
     if started:  # shown, not editable (a disabled input is not sent: the service keeps the parameters)
@@ -65,6 +71,12 @@ def _page(
             "lock_reason": lifecycle.LOCK_REASON,
             "steps": steps,
             "counts": selectors_organizer.campaign_counts(campaign=campaign),
+            "link_form": link_form or JoinLinkForm(),
+            "link_errors": link_errors or [],
+            "join_links": [
+                (link, request.build_absolute_uri(link_url_path(link)), ORGANIZER_WORDS.get(link.closed or "", ""))
+                for link in selectors_organizer.join_links_of(campaign=campaign)
+            ],
         },
         status=status,
     )
@@ -74,17 +86,17 @@ def _page(
 def campaign_detail(request: HttpRequest, campaign_id: int) -> HttpResponse:
     campaign = organized(request, campaign_id)
     if request.method != "POST":
-        return _page(request, campaign)
+        return page(request, campaign)
     form = CampaignEditForm(request.POST)
     if not form.is_valid():
-        return _page(request, campaign, form=form, status=400)
+        return page(request, campaign, form=form, status=400)
     fields = dict(form.cleaned_data)
     if not fields["scheme_params"]:
         fields.pop("scheme_params")  # left empty: keep the current parameters
     try:
         lifecycle.campaign_settings_update(campaign=campaign, actor=request.user, **fields)
     except GradingError as exc:
-        return _page(request, campaign, form=form, errors=[*error_list(exc), "Nothing was changed."], status=400)
+        return page(request, campaign, form=form, errors=[*error_list(exc), "Nothing was changed."], status=400)
     messages.success(request, "Settings saved.")
     return redirect("grading:campaign", campaign_id=campaign.pk)
 
@@ -97,7 +109,7 @@ def campaign_status(request: HttpRequest, campaign_id: int, to: str) -> HttpResp
         try:
             lifecycle.campaign_transition(campaign=campaign, to=to, actor=request.user)
         except GradingError as exc:
-            return _page(request, campaign, errors=error_list(exc), status=400)
+            return page(request, campaign, errors=error_list(exc), status=400)
         messages.success(request, f"{campaign.name} is now {to}.")
         return redirect("grading:campaign", campaign_id=campaign.pk)
     verb = (

@@ -13,7 +13,7 @@ from grading.errors import GradingError
 from grading.forms import CampaignFileForm, CampaignItemsForm, CampaignRunsForm
 from grading.services import campaign_upload
 from grading.services.campaign_files import CampaignFileError
-from grading.services.organizer import can_create_campaigns
+from grading.services.organizers import can_create_campaigns
 from grading.views.organizer import error_list
 
 
@@ -63,7 +63,7 @@ def _field_problems(form: CampaignFileForm | CampaignItemsForm | CampaignRunsFor
 def campaign_new(request: HttpRequest) -> HttpResponse:
     """GET: the three ways in. POST (`source` = file | form | runs): check everything, then show a preview."""
     if not can_create_campaigns(request.user):
-        raise PermissionDenied("Creating campaigns needs staff status or the grading.add_campaign permission.")
+        raise PermissionDenied("Creating campaigns needs an organizer: an admin makes you one on the Organizers page.")
     if request.method != "POST":
         return _render(request)
     source = request.POST.get("source")

@@ -1,0 +1,183 @@
+"""A crowd study as its participants meet it, in Chromium: from a join link with Prolific's
+parameters at 390 px, keyboard only, through the consent text and the guidelines to grading every
+unit of a small BROAD/FINE campaign and reading the completion code; the same id in a fresh browser
+context comes back to the same grader; a full link makes nobody. And an organizer at 1280 px makes a
+link on the campaign page by keyboard."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+from axe_playwright_python.sync_playwright import Axe
+from django.contrib.auth import get_user_model
+
+from grading.models import Assignment, GradingEvent, JoinLink, Judgment, Participant
+from grading.models.choices import EventType
+from grading.services.join_links import join_link_create
+from tests.browser.test_report_page import _page_as, browser  # noqa: F401 — the shared Chromium fixture
+from tests.factories import make_campaign, make_user
+
+ARTIFACTS = Path(__file__).resolve().parents[2] / "test-artifacts"
+pytestmark = pytest.mark.browser
+PROLIFIC = "PROLIFIC_PID=5f1a2b3c4d5e6f7a8b9c0d1e&STUDY_ID=study42&SESSION_ID=sess7"
+TIMEOUT = 15_000
+
+
+def participant_page(browser, width: int):  # noqa: F811
+    context = browser.new_context(viewport={"width": width, "height": 800})
+    context.set_default_timeout(TIMEOUT)
+    page = context.new_page()
+    errors: list[str] = []
+    page.on("pageerror", lambda exc: errors.append(str(exc)))
+    return context, page, errors
+
+
+def tab_to(page, element_id: str, limit: int = 250) -> None:
+    """Press Tab until the element has the focus (keyboard only, as a participant would)."""
+    for _ in range(limit):
+        if page.evaluate("document.activeElement && document.activeElement.id") == element_id:
+            return
+        page.keyboard.press("Tab")
+    raise AssertionError(f"Tab never reached #{element_id}")
+
+
+def all_saved(page) -> None:
+    page.wait_for_function(
+        "() => document.querySelector('#save-status').dataset.state === 'saved'"
+        " && JSON.parse(localStorage.getItem('evalutron.outbox.v1') || '[]').length === 0"
+    )
+
+
+def serious_violations(page, context: str | None = None) -> list:
+    """axe-core's serious and critical violations (the script comes from the installed package)."""
+    found = (
+        Axe().run(page, context=context).response["violations"] if context else Axe().run(page).response["violations"]
+    )
+    return [(v["id"], [n["target"] for n in v["nodes"]][:3]) for v in found if v["impact"] in ("serious", "critical")]
+
+
+def close_quietly(context) -> None:
+    context.route("**/api/**", lambda route: route.abort())
+    context.close()
+
+
+def test_a_prolific_participant_consents_reads_grades_everything_by_keyboard_and_gets_the_code(
+    browser,  # noqa: F811
+    live_server,
+    transactional_db,
+):
+    organizer = make_user("organizer")
+    campaign = make_campaign(n_queries=1, n_candidates=3, graders=1, organizer=organizer)
+    link = join_link_create(
+        campaign=campaign,
+        actor=organizer,
+        completion_code="C7X9PAID",
+        max_participants=1,
+        consent_text="Your ratings are used for research and kept under a pseudonym.",
+        return_url="https://app.prolific.com/submissions/complete?cc={code}",
+    )
+    users_before = get_user_model().objects.count()
+    url = f"{live_server.url}/join/{link.key}/?{PROLIFIC}"
+    context, page, errors = participant_page(browser, 390)
+    page.goto(url)
+    page.get_by_text("kept under a pseudonym").wait_for()
+    assert "C7X9PAID" not in page.content()
+    assert serious_violations(page) == []
+    assert page.evaluate("document.activeElement.id") == "join-start"  # "I agree: start" has the focus
+    page.keyboard.press("Enter")
+    page.wait_for_url(f"**/campaigns/{campaign.pk}/guidelines/")
+    participant = Participant.objects.get()
+    assert GradingEvent.objects.filter(grader=participant.user, type=EventType.CONSENT_GIVEN).count() == 1
+    tab_to(page, "guidelines-read")
+    page.keyboard.press("Enter")
+    page.wait_for_url(f"**/campaigns/{campaign.pk}/grade/1/")
+    assert "C7X9PAID" not in page.content()
+    assert page.evaluate("document.documentElement.scrollWidth") <= 390
+
+    # Every unit by keyboard: 3 is VS, arrows move FINE from the middle, j goes to the next unit.
+    n = Assignment.objects.filter(grader=participant.user).count()
+    assert n == 3
+    page.locator(".card").first.wait_for()
+    for i in range(n):
+        page.keyboard.press("3")
+        for _ in range(2):
+            page.keyboard.press("ArrowRight")
+        if i < n - 1:
+            page.keyboard.press("j")
+    page.wait_for_function("() => document.querySelectorAll('.card[data-status=done]').length === 3")
+    all_saved(page)
+    assert Judgment.objects.filter(grader=participant.user, broad="VS", fine__isnull=False).count() == 3
+    page.locator("#completion-link").wait_for(state="visible")
+    assert "C7X9PAID" not in page.content()  # the page was rendered before the work was done
+    tab_to(page, "completion-link")
+    page.keyboard.press("Enter")
+    page.wait_for_url(f"**/campaigns/{campaign.pk}/completion/")
+    assert page.locator("#completion-code").inner_text() == "C7X9PAID"
+    assert (
+        page.locator("#return-link").get_attribute("href")
+        == "https://app.prolific.com/submissions/complete?cc=C7X9PAID"
+    )
+    assert page.evaluate("document.documentElement.scrollWidth") <= 390
+    assert serious_violations(page) == []
+    ARTIFACTS.mkdir(exist_ok=True)
+    page.screenshot(path=str(ARTIFACTS / "crowd-completion-390.png"), full_page=True)
+    close_quietly(context)
+    assert errors == []
+
+    # The same Prolific id in a fresh browser (no cookies): the same grader, their code again.
+    context, page, errors = participant_page(browser, 390)
+    page.goto(url)
+    page.locator("#welcome-back").wait_for()
+    assert page.evaluate("document.activeElement.id") == "join-start"
+    page.keyboard.press("Enter")
+    page.wait_for_url(f"**/campaigns/{campaign.pk}/grade/**")
+    assert page.locator("#completion-code").inner_text() == "C7X9PAID"
+    assert Participant.objects.count() == 1 and get_user_model().objects.count() == users_before + 1
+    close_quietly(context)
+    assert errors == []
+
+    # Another Prolific id: the link's one place is taken, so it says so and makes nobody.
+    context, page, errors = participant_page(browser, 390)
+    page.goto(f"{live_server.url}/join/{link.key}/?PROLIFIC_PID=someoneelse01&STUDY_ID=study42&SESSION_ID=s2")
+    assert "study is full" in page.locator("#join-closed").inner_text()
+    assert get_user_model().objects.count() == users_before + 1 and Participant.objects.count() == 1
+    close_quietly(context)
+
+
+def test_an_organizer_makes_a_join_link_on_the_campaign_page_by_keyboard(
+    browser,  # noqa: F811
+    live_server,
+    transactional_db,
+):
+    organizer = make_user("organizer")
+    campaign = make_campaign(n_queries=1, n_candidates=3, graders=1, organizer=organizer)
+    page, errors = _page_as(browser, live_server, organizer)
+    page.set_viewport_size({"width": 1280, "height": 900})
+    page.goto(f"{live_server.url}/")
+    page.get_by_role("link", name=campaign.name).first.focus()
+    page.keyboard.press("Enter")
+    page.wait_for_url(f"**/organize/campaigns/{campaign.pk}/")
+    page.locator("#id_label").focus()
+    page.keyboard.type("Prolific pilot")
+    page.keyboard.press("Tab")
+    page.keyboard.type("PILOT2026")
+    page.keyboard.press("Tab")
+    page.keyboard.type("20")
+    page.keyboard.press("Enter")
+    page.get_by_text("Join link").first.wait_for()
+    link = JoinLink.objects.get()
+    assert (link.label, link.completion_code, link.max_participants) == ("Prolific pilot", "PILOT2026", 20)
+    page.locator(f"#link-{link.pk}").wait_for()
+    assert page.locator(f"#link-{link.pk} .join-url").input_value() == f"{live_server.url}/join/{link.key}/"
+    tab_to(page, f"pause-link-{link.pk}")
+    page.keyboard.press("Enter")
+    page.locator(f"#reopen-link-{link.pk}").wait_for()
+    link.refresh_from_db()
+    assert link.paused
+    assert page.evaluate("document.documentElement.scrollWidth") <= 1280
+    assert serious_violations(page, "#join-links") == []
+    ARTIFACTS.mkdir(exist_ok=True)
+    page.screenshot(path=str(ARTIFACTS / "crowd-join-links-1280.png"), full_page=True)
+    page.locator("#join-links").screenshot(path=str(ARTIFACTS / "crowd-join-links-section.png"))
+    assert errors == []
