@@ -11,7 +11,7 @@ from analysis import plots
 from analysis.presentation.table import Table
 
 
-def _card_rows(result: dict[str, Any]) -> list[dict[str, Any]]:
+def card_rows(result: dict[str, Any]) -> list[dict[str, Any]]:
     precision = (result.get("confusability") or {}).get("precision") or {}
     alpha = (result.get("agreement") or {}).get("alpha") or {}
     band = precision.get("band_67") or [None, None]
@@ -61,7 +61,7 @@ def instrument_tables(result: dict[str, Any]) -> dict[str, Table]:
         "instrument": Table(
             "The campaign as an instrument",
             [("what", "Figure"), ("value", "Value"), ("low", "from"), ("high", "to")],
-            _card_rows(result),
+            card_rows(result),
             note=_notes(result),
             explain={"value": "interval", "low": "band67"},
         )

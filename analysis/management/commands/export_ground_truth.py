@@ -1,4 +1,4 @@
-"""python manage.py export_ground_truth CAMPAIGN --format csv|json|parquet|qrels [--output F] [filters] [grades]"""
+"""python manage.py export_ground_truth CAMPAIGN --format csv|json|parquet|qrels|hf [--output F] [filters] [grades]"""
 
 from __future__ import annotations
 
@@ -9,7 +9,7 @@ from typing import Any
 
 from django.core.management.base import BaseCommand, CommandError, CommandParser
 
-from analysis import export, qrels
+from analysis import export, hf_dataset, qrels
 from analysis.management.commands._campaign_arg import (
     add_grade_arguments,
     campaign_from_arg,
@@ -32,6 +32,13 @@ and ranx read it). The grade:
 Adjudicated units take the adjudicated value (a BROAD category through the BROAD grades, a score
 through the thresholds). Units without a value of the chosen source are left out; the mapping and
 the counts are printed on standard error.
+
+--format hf -o DIR writes a folder the Hugging Face datasets library loads as it is
+(load_dataset(DIR), and load_dataset(DIR, "judgments")): data/ground_truth.parquet (the Parquet
+export, with the filters above), data/judgments.parquet (one row per grader and unit, graders by
+pseudonym, comments left out) and README.md, a dataset card generated from the same analysis run
+(how the data was collected, agreement with intervals, the instrument card, the fields) whose
+licence the organizer fills in.
 """
 
 
@@ -48,8 +55,10 @@ class Command(BaseCommand):
 
     def add_arguments(self, parser: CommandParser) -> None:
         parser.add_argument("campaign")
-        parser.add_argument("--format", choices=[*export.FORMATS, "qrels"], default="csv")
-        parser.add_argument("--output", "-o", help="file to write (default: standard output; parquet needs a file)")
+        parser.add_argument("--format", choices=[*export.FORMATS, "qrels", "hf"], default="csv")
+        parser.add_argument(
+            "--output", "-o", help="file to write (default: standard output; parquet needs a file, hf a folder)"
+        )
         parser.add_argument("--min-judgments", type=int, default=1, help="leave out units with fewer judgments")
         parser.add_argument(
             "--max-confusability", type=float, default=None, help="leave out units whose --measure is above this"
@@ -69,7 +78,18 @@ class Command(BaseCommand):
         except ValueError as exc:
             raise CommandError(str(exc)) from None
         mapping = grade_mapping_from_options(campaign, options) if options["format"] == "qrels" else None
+        if options["format"] == "hf" and not options["output"]:
+            raise CommandError("--format hf writes a folder: give --output DIR")
+        if options["format"] == "hf" and Path(options["output"]).is_file():
+            raise CommandError(f"--output {options['output']} is a file: --format hf writes a folder")
         run = latest_good_run(campaign, fresh=options["fresh"], say=self.stderr.write)
+        if options["format"] == "hf":
+            counts = hf_dataset.hf_dataset_write(run, filters, Path(options["output"]))
+            self.stderr.write(
+                f"wrote {options['output']}: {counts['ground_truth']} units, {counts['judgments']} judgments "
+                f"and the dataset card, from analysis run #{run.number}; fill in its licence in README.md"
+            )
+            return
         if mapping is not None:
             self._qrels(run, filters, mapping, options["output"])
             return
