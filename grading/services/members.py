@@ -18,6 +18,7 @@ from django.contrib.auth.tokens import default_token_generator
 from django.core.mail import send_mail
 from django.core.validators import validate_email
 from django.db import transaction
+from django.urls import reverse
 from django.utils.encoding import force_bytes
 from django.utils.http import urlsafe_base64_encode
 
@@ -63,8 +64,6 @@ def entries_parse(text: str) -> list[str]:
 
 
 def set_password_path(user: AbstractBaseUser) -> str:
-    from django.urls import reverse
-
     uid = urlsafe_base64_encode(force_bytes(user.pk))
     return reverse("password-set", args=[uid, default_token_generator.make_token(user)])
 
