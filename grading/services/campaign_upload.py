@@ -34,14 +34,25 @@ from grading.services.campaign_files import (
 from grading.services.campaign_io import campaign_import
 from grading.services.members import member_grant
 from grading.services.organizers import can_create_campaigns
+from grading.services.trec_runs import docs_parse, pool_definition, run_parse, text_read, topics_parse
 
-# The same ceilings whichever way a campaign arrives: a definition file, and a zip of media.
-DEFINITION_MAX_BYTES = 20 * 2**20
-MEDIA_ZIP_MAX_BYTES = 512 * 2**20
+# The same ceilings whichever way a campaign arrives: a definition file or items CSV at most
+# IMPORT_MAX_BYTES, a zip of media at most MEDIA_ZIP_MAX_BYTES as uploaded and
+# MEDIA_UNPACKED_MAX_BYTES unpacked, in at most this many files.
 MEDIA_ZIP_MAX_FILES = 20_000
 PREVIEW_ROWS = 5
 # A preview nobody confirmed is forgotten after this long (its staged files are removed).
 STAGING_MAX_AGE_SECONDS = 24 * 3600
+
+
+@dataclass
+class RunsUpload:
+    """TREC run files to pool (grading/services/trec_runs.py), with the optional texts."""
+
+    runs: list[Any]
+    depth: int
+    topics: Any | None = None
+    docs: Any | None = None
 
 
 @dataclass
@@ -75,7 +86,16 @@ def _staging_dir(token: str) -> Path:
 
 def media_zip_extract(*, source: IO[bytes], target: Path) -> int:
     """Unpack a zip of media files into `target`, refusing paths that leave it, links, and archives
-    larger than MEDIA_ZIP_MAX_BYTES unpacked. Returns the number of files."""
+    larger than MEDIA_ZIP_MAX_BYTES (or MEDIA_UNPACKED_MAX_BYTES unpacked). The zip is read where it
+    lies (an upload streamed to a temporary file), never into memory. Returns the number of files."""
+    size = getattr(source, "size", None)
+    if size is not None and size > settings.MEDIA_ZIP_MAX_BYTES:
+        raise CampaignFileError(
+            "media zip",
+            "(size)",
+            size,
+            f"the zip may be at most {_mb(settings.MEDIA_ZIP_MAX_BYTES)}",
+        )
     try:
         archive = zipfile.ZipFile(source)
     except zipfile.BadZipFile:
@@ -89,9 +109,12 @@ def media_zip_extract(*, source: IO[bytes], target: Path) -> int:
                 "media zip", "(files)", len(members), f"at most {MEDIA_ZIP_MAX_FILES} files are accepted"
             )
         total = sum(m.file_size for m in members)
-        if total > MEDIA_ZIP_MAX_BYTES:
+        if total > settings.MEDIA_UNPACKED_MAX_BYTES:
             raise CampaignFileError(
-                "media zip", "(size)", total, f"unpacked, the media may take at most {MEDIA_ZIP_MAX_BYTES // 2**20} MB"
+                "media zip",
+                "(size)",
+                total,
+                f"unpacked, the media may take at most {_mb(settings.MEDIA_UNPACKED_MAX_BYTES)}",
             )
         for member in members:
             name = PurePosixPath(member.filename)
@@ -106,10 +129,14 @@ def media_zip_extract(*, source: IO[bytes], target: Path) -> int:
     return len(members)
 
 
+def _mb(limit: int) -> str:
+    return f"{limit / 2**20:g} MB"
+
+
 def _save(upload: Any, path: Path, *, what: str) -> Path:
-    if upload.size > DEFINITION_MAX_BYTES:
+    if upload.size > settings.IMPORT_MAX_BYTES:
         raise CampaignFileError(
-            what, "(size)", upload.size, f"the file may be at most {DEFINITION_MAX_BYTES // 2**20} MB"
+            what, "(size)", upload.size, f"the file may be at most {_mb(settings.IMPORT_MAX_BYTES)} (IMPORT_MAX_BYTES)"
         )
     with open(path, "wb") as dst:
         for chunk in upload.chunks():
@@ -124,12 +151,13 @@ def campaign_upload_stage(
     items_csv: Any | None = None,
     media_zip: Any | None = None,
     settings_fields: dict[str, Any] | None = None,
+    runs: RunsUpload | None = None,
 ) -> Preview:
     """Check an upload completely and stage it for `campaign_upload_confirm`.
 
     Either a campaign JSON (`definition_file`), or campaign settings from the form (`settings_fields`)
-    with an optional items CSV; media come as a zip. Raises CampaignFileError (row, field, value) or
-    InvalidValue, and keeps nothing, when anything is wrong.
+    with an optional items CSV or TREC runs to pool (`runs`); media come as a zip. Raises
+    CampaignFileError (row, field, value) or InvalidValue, and keeps nothing, when anything is wrong.
     """
     if not can_create_campaigns(user):
         raise NotAllowed("you may not create campaigns: an admin makes you an organizer on the Organizers page.")
@@ -142,6 +170,8 @@ def campaign_upload_stage(
         n_media = media_zip_extract(source=media_zip, target=media_dir) if media_zip is not None else 0
         if definition_file is not None:
             definition = definition_from_json(_save(definition_file, folder / "upload.json", what="campaign file"))
+        elif settings_fields is not None and runs is not None:
+            definition = _definition_from_runs(settings_fields, runs, folder)
         elif settings_fields is not None:
             definition = _definition_from_form(settings_fields, items_csv, folder)
         else:
@@ -164,6 +194,26 @@ def _definition_from_form(fields: dict[str, Any], items_csv: Any | None, folder:
     if items_csv is not None:
         return definition_from_csv(_save(items_csv, folder / "items.csv", what="items CSV"), fields)
     return {"campaign": fields, "systems": [], "queries": [], "candidates": []}
+
+
+def _definition_from_runs(fields: dict[str, Any], upload: RunsUpload, folder: Path) -> dict[str, Any]:
+    """The depth-K pool of the uploaded runs as a definition; errors name each file as it was uploaded."""
+
+    def text(file: Any, stem: str) -> str:
+        return text_read(_save(file, folder / stem, what=file.name), name=file.name)
+
+    runs = [run_parse(text(f, f"run-{i}.txt"), name=f.name) for i, f in enumerate(upload.runs)]
+    topics = topics_parse(text(upload.topics, "topics.tsv"), name=upload.topics.name) if upload.topics else None
+    docs = docs_parse(text(upload.docs, "docs.jsonl"), name=upload.docs.name) if upload.docs else None
+    return pool_definition(
+        campaign=fields,
+        runs=runs,
+        depth=upload.depth,
+        topics=topics,
+        docs=docs,
+        topics_name=upload.topics.name if upload.topics else "",
+        docs_name=upload.docs.name if upload.docs else "",
+    )
 
 
 def campaign_preview(*, definition: dict[str, Any], media_dir: Path | None, token: str = "") -> Preview:
