@@ -1,6 +1,7 @@
 import pytest
 
 from tests import services
+from tests.server_gate import gate_of
 
 
 @pytest.fixture(autouse=True)
@@ -59,3 +60,19 @@ def _fresh_cache() -> None:
 
     cache.clear()
     memory.clear()
+
+
+@pytest.fixture(autouse=True)
+def _live_server_gate(request: pytest.FixtureRequest):
+    """Every test that uses the live server opens its gate, and shuts it (waiting for the requests
+    inside) before its database is reset: a request still served during the reset's TRUNCATE would
+    deadlock with it (tests/browser/conftest.py). Set up after the database, so torn down before it;
+    set up before the fixtures that open browser contexts, so torn down after them."""
+    if "live_server" not in request.fixturenames:
+        yield
+        return
+    request.getfixturevalue("transactional_db")
+    gate = gate_of(request.getfixturevalue("live_server"))
+    gate.open()
+    yield
+    gate.shut_and_drain()

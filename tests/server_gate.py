@@ -63,3 +63,14 @@ class ServerGate:
             self.is_open = False
             if not self.changed.wait_for(lambda: self.inside == 0, timeout=timeout):
                 raise RuntimeError(f"{self.inside} request(s) to the live server still running after {timeout} s")
+
+
+def gate_of(live_server) -> ServerGate:
+    """The live server's gate, put around its application the first time it is asked for."""
+    gate = getattr(live_server, "gate", None)
+    if gate is None:
+        httpd = live_server.thread.httpd
+        gate = ServerGate(httpd.get_app())
+        httpd.set_app(gate)
+        live_server.gate = gate
+    return gate

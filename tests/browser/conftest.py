@@ -11,27 +11,5 @@ waited for, up to the last byte of their responses, before the reset begins.
 
 from __future__ import annotations
 
-import pytest
-
-from tests.server_gate import ServerGate
-
-
-def gate_of(live_server) -> ServerGate:
-    """The live server's gate, put around its application the first time it is asked for."""
-    gate = getattr(live_server, "gate", None)
-    if gate is None:
-        httpd = live_server.thread.httpd
-        gate = ServerGate(httpd.get_app())
-        httpd.set_app(gate)
-        live_server.gate = gate
-    return gate
-
-
-@pytest.fixture(autouse=True)
-def _server_shut_before_the_reset(live_server, transactional_db):
-    """Depends on transactional_db, so it ends before the database reset; autouse, so it starts
-    before (and ends after) the fixtures that open browser contexts."""
-    gate = gate_of(live_server)
-    gate.open()
-    yield
-    gate.shut_and_drain()
+# The gate's fixture is tests/conftest.py's _live_server_gate: it serves every test that uses the live
+# server, browser or not (a test after the browser tests would otherwise find the gate shut).
