@@ -9,7 +9,10 @@ from __future__ import annotations
 
 from typing import Any
 
+from grading.api.serializers import MAX_BATCH
+
 MAX_ID = 2**63 - 1
+
 ERROR_REF = {"$ref": "#/components/schemas/ErrorOut"}
 COMMON_ERRORS = {
     "400": "Invalid input (the body or a parameter): `field` and `value` name what was wrong; nothing was stored.",
@@ -70,10 +73,24 @@ def _json_only(operation: dict[str, Any]) -> None:
             content.pop(kind, None)
 
 
+def _event_batches(result: dict[str, Any]) -> None:
+    """POST /api/events/ takes one event or a list of 1 to MAX_BATCH; its 200 is a batch's result,
+    or the original result of one event sent again."""
+    operation = result.get("paths", {}).get("/api/events/", {}).get("post")
+    if not operation:
+        return
+    body = operation["requestBody"]["content"]["application/json"]
+    one = body["schema"]
+    body["schema"] = {"oneOf": [one, {"type": "array", "items": one, "minItems": 1, "maxItems": MAX_BATCH}]}
+    answer = operation["responses"]["200"]["content"]["application/json"]
+    answer["schema"] = {"oneOf": [answer["schema"], {"$ref": "#/components/schemas/EventResult"}]}
+
+
 def add_common_errors(result: dict[str, Any], generator: Any, request: Any, public: bool) -> dict[str, Any]:
     """drf-spectacular postprocessing hook: adds the refusals an operation lacks, the bounds of ids,
     and keeps JSON bodies JSON."""
     result.setdefault("components", {}).setdefault("schemas", {})["JSONValue"] = JSON_VALUE
+    _event_batches(result)
     for path_item in result.get("paths", {}).values():
         for operation in path_item.values():
             if not isinstance(operation, dict) or "responses" not in operation:

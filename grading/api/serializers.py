@@ -102,7 +102,7 @@ def id_field(**kwargs: Any) -> serializers.IntegerField:
 class TokenIn(serializers.Serializer):
     username = text_field(max_length=150)
     password = serializers.CharField(
-        max_length=256, trim_whitespace=False, validators=[NO_NUL], style={"input_type": "password"}
+        min_length=1, max_length=256, trim_whitespace=False, validators=[NO_NUL], style={"input_type": "password"}
     )
 
 
