@@ -316,9 +316,7 @@ class MemberOut(serializers.Serializer):
 
 
 class AssignIn(serializers.Serializer):
-    grader = text_field(
-        max_length=20, required=False, help_text="Pseudonym; omit to create the initial overlap."
-    )
+    grader = text_field(max_length=20, required=False, help_text="Pseudonym; omit to create the initial overlap.")
     units = serializers.ListField(child=id_field(), required=False, max_length=100_000)
     seed = serializers.IntegerField(min_value=0, max_value=MAX_SEQ, required=False, default=0)
 
