@@ -101,7 +101,10 @@ def api_exception_handler(exc: Exception, context: dict[str, Any]) -> Response |
     beside the `detail`, and for 429 the seconds to wait in `retry_after` (and Retry-After)."""
     if isinstance(exc, exceptions.ValidationError):
         request = context.get("request")
-        return Response(error_body(validation_error(exc.detail, getattr(request, "data", None))), status=400)
+        data = getattr(request, "data", None)
+        if not data and request is not None:  # a query parameter was at fault
+            data = request.query_params.dict()
+        return Response(error_body(validation_error(exc.detail, data)), status=400)
     response = exception_handler(exc, context)
     if response is None or not isinstance(response.data, dict):
         return response
