@@ -146,8 +146,13 @@ class SystemOrderingRow(serializers.Serializer):
     item = serializers.CharField(help_text="the candidate's external id")
 
 
+@extend_schema_field({"type": "string", "format": "binary"})
+class CSVFileField(serializers.FileField):
+    """An uploaded file: a part with a filename (the schema says binary, not a URI)."""
+
+
 class SystemOrderingsFile(serializers.Serializer):
-    file = serializers.FileField(help_text="CSV with the header query,system,rank,item")
+    file = CSVFileField(help_text="CSV with the header query,system,rank,item")
 
 
 class SystemOrderingsInput(serializers.Serializer):

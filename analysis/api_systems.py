@@ -9,7 +9,7 @@ from rest_framework.request import Request
 from rest_framework.response import Response
 from rest_framework.views import APIView
 
-from analysis.api import AnalysisRunSerializer, upload_response
+from analysis.api import AnalysisRunSerializer, CSVFileField, upload_response
 
 
 class SystemScoreRow(serializers.Serializer):
@@ -21,7 +21,7 @@ class SystemScoreRow(serializers.Serializer):
 
 
 class SystemScoresFile(serializers.Serializer):
-    file = serializers.FileField(help_text="CSV with the header unit,system,score or query,candidate,system,score")
+    file = CSVFileField(help_text="CSV with the header unit,system,score or query,candidate,system,score")
 
 
 class SystemScoresInput(serializers.Serializer):
