@@ -90,6 +90,19 @@ def api_schema(db):
 schema = schemathesis.pytest.from_fixture("api_schema")
 
 
+def _nul_in_a_key(value) -> bool:
+    if isinstance(value, dict):
+        return any("\x00" in key or _nul_in_a_key(item) for key, item in value.items())
+    return isinstance(value, list) and any(_nul_in_a_key(item) for item in value)
+
+
+@schemathesis.hook
+def filter_body(context, body) -> bool:
+    """The generator does not apply `propertyNames` (keys without NUL, which PostgreSQL refuses),
+    so it offers objects the schema itself refuses as valid ones: they are left out."""
+    return not _nul_in_a_key(body)
+
+
 @pytest.fixture
 def tokens(settings) -> dict[str, str]:
     """Tokens of a grader and an organizer of a campaign with units of its own."""
