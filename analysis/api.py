@@ -6,7 +6,7 @@ from typing import Any
 
 from django.http import Http404, HttpResponse, StreamingHttpResponse
 from drf_spectacular.types import OpenApiTypes
-from drf_spectacular.utils import OpenApiParameter, extend_schema
+from drf_spectacular.utils import OpenApiParameter, extend_schema, extend_schema_field
 from rest_framework import serializers, status
 from rest_framework.exceptions import PermissionDenied, ValidationError
 from rest_framework.negotiation import BaseContentNegotiation
@@ -51,8 +51,23 @@ class AnalysisRunSerializer(serializers.ModelSerializer):
         read_only_fields = fields
 
 
+@extend_schema_field(
+    {
+        "type": "object",
+        "properties": {
+            key: {"type": "integer" if kind is int else "number", "minimum": low, "maximum": high}
+            for key, (kind, low, high) in runs.PARAMETER_RULES.items()
+        },
+        "additionalProperties": False,
+        "description": "n_boot (10–100000), confidence (0.5–0.999), fine_tolerance (0–10); others are refused.",
+    }
+)
+class AnalysisParametersField(serializers.DictField):
+    """A run's parameters; runs.parameters_clean checks them, the schema says what it takes."""
+
+
 class AnalysisRunInput(serializers.Serializer):
-    parameters = serializers.DictField(required=False, help_text="n_boot (10–100000), confidence, fine_tolerance")
+    parameters = AnalysisParametersField(required=False)
     seed = serializers.IntegerField(required=False, min_value=0, max_value=2**63 - 1)
 
 
@@ -132,9 +147,17 @@ class SystemOrderingRow(serializers.Serializer):
     item = serializers.CharField(help_text="the candidate's external id")
 
 
+@extend_schema_field({"type": "string", "format": "binary"})
+class CSVFileField(serializers.FileField):
+    """An uploaded file: a part with a filename (the schema says binary, not a URI)."""
+
+
+class SystemOrderingsFile(serializers.Serializer):
+    file = CSVFileField(help_text="CSV with the header query,system,rank,item")
+
+
 class SystemOrderingsInput(serializers.Serializer):
-    file = serializers.FileField(required=False, help_text="CSV with the header query,system,rank,item")
-    rows = SystemOrderingRow(many=True, required=False, help_text="JSON alternative to the file")
+    rows = SystemOrderingRow(many=True, help_text="JSON alternative to the file")
 
 
 class SystemOrderingsOutput(serializers.Serializer):
@@ -150,7 +173,7 @@ class SystemOrderingsView(APIView):
     parser_classes = [MultiPartParser, JSONParser]
 
     @extend_schema(
-        request={"multipart/form-data": SystemOrderingsInput, "application/json": SystemOrderingsInput},
+        request={"multipart/form-data": SystemOrderingsFile, "application/json": SystemOrderingsInput},
         responses={201: SystemOrderingsOutput},
         summary="Upload systems' orderings of an ordering campaign; an analysis run then scores them",
     )

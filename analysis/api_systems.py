@@ -9,7 +9,7 @@ from rest_framework.request import Request
 from rest_framework.response import Response
 from rest_framework.views import APIView
 
-from analysis.api import AnalysisRunSerializer, upload_response
+from analysis.api import AnalysisRunSerializer, CSVFileField, upload_response
 
 
 class SystemScoreRow(serializers.Serializer):
@@ -20,11 +20,12 @@ class SystemScoreRow(serializers.Serializer):
     score = serializers.FloatField()
 
 
+class SystemScoresFile(serializers.Serializer):
+    file = CSVFileField(help_text="CSV with the header unit,system,score or query,candidate,system,score")
+
+
 class SystemScoresInput(serializers.Serializer):
-    file = serializers.FileField(
-        required=False, help_text="CSV with the header unit,system,score or query,candidate,system,score"
-    )
-    rows = SystemScoreRow(many=True, required=False, help_text="JSON alternative to the file")
+    rows = SystemScoreRow(many=True, help_text="JSON alternative to the file")
 
 
 class SystemScoresOutput(serializers.Serializer):
@@ -40,7 +41,7 @@ class SystemScoresView(APIView):
     parser_classes = [MultiPartParser, JSONParser]
 
     @extend_schema(
-        request={"multipart/form-data": SystemScoresInput, "application/json": SystemScoresInput},
+        request={"multipart/form-data": SystemScoresFile, "application/json": SystemScoresInput},
         responses={201: SystemScoresOutput},
         summary="Upload systems' per-unit scores of a rating campaign; an analysis run then evaluates them",
     )

@@ -180,6 +180,8 @@ REST_FRAMEWORK = {
     "DEFAULT_SCHEMA_CLASS": "drf_spectacular.openapi.AutoSchema",
     "DEFAULT_PAGINATION_CLASS": "rest_framework.pagination.LimitOffsetPagination",
     "PAGE_SIZE": 500,
+    # Every refusal is {code, detail, …}, as the schema's ErrorOut says (grading/api/schema.py).
+    "EXCEPTION_HANDLER": "grading.api.base.api_exception_handler",
 }
 # Seconds a web process remembers a valid API token: a token revoked (deleted, its user deactivated)
 # through another process still works this long there; 0 looks every token up on every request.

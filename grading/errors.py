@@ -61,6 +61,14 @@ class EventConflict(GradingError):
     code = "id_conflict"
 
 
+class StepNotAllowed(GradingError):
+    """A status step the campaign's current status does not allow (or opening with nothing to
+    grade): the request is well formed, the campaign's state refuses it."""
+
+    http_status = 409
+    code = "step_not_allowed"
+
+
 class CampaignLocked(GradingError):
     """A change to what defines the instrument (scheme, items) after grading has started."""
 

@@ -12,7 +12,7 @@ from typing import Any
 from rest_framework import exceptions, serializers
 from rest_framework.parsers import FormParser, JSONParser, MultiPartParser
 from rest_framework.response import Response
-from rest_framework.views import APIView
+from rest_framework.views import APIView, exception_handler
 
 from grading.api.permissions import API_PERMISSIONS
 from grading.errors import GradingError, InvalidValue
@@ -90,6 +90,31 @@ def validated(serializer_class: type[serializers.Serializer], data: Any) -> dict
     if not serializer.is_valid():
         raise validation_error(serializer.errors, data)
     return serializer.validated_data
+
+
+DJANGO_CODES = {404: "not_found", 403: "permission_denied"}  # Http404, PermissionDenied
+
+
+def api_exception_handler(exc: Exception, context: dict[str, Any]) -> Response | None:
+    """REST_FRAMEWORK's EXCEPTION_HANDLER: DRF's own refusals (401, 403, 404, 405, 406, 429, …) in
+    every API view, the analysis app's too, carry the same body as the grading API's: a `code`
+    beside the `detail`, and for 429 the seconds to wait in `retry_after` (and Retry-After)."""
+    if isinstance(exc, exceptions.ValidationError):
+        request = context.get("request")
+        data = getattr(request, "data", None)
+        if not data and request is not None:  # a query parameter was at fault
+            data = request.query_params.dict()
+        return Response(error_body(validation_error(exc.detail, data)), status=400)
+    response = exception_handler(exc, context)
+    if response is None or not isinstance(response.data, dict):
+        return response
+    if "code" not in response.data and "detail" in response.data:
+        codes = exc.get_codes() if isinstance(exc, exceptions.APIException) else None
+        code = codes if isinstance(codes, str) else DJANGO_CODES.get(response.status_code, "error")
+        response.data = {"code": code, **response.data}
+    if isinstance(exc, exceptions.Throttled) and exc.wait is not None:
+        response.data.setdefault("retry_after", math.ceil(exc.wait))
+    return response
 
 
 class GradingAPIView(APIView):

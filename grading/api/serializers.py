@@ -6,6 +6,7 @@ from __future__ import annotations
 import uuid
 from typing import Any
 
+from django.core.validators import RegexValidator
 from django.utils.dateparse import parse_datetime
 from drf_spectacular.utils import extend_schema_field
 from rest_framework import serializers
@@ -19,8 +20,26 @@ from grading.services.events import judgment_summary
 MAX_ID = 2**63 - 1
 MAX_SEQ = 2**31 - 1
 MAX_BATCH = 500
+# Text the server takes: no NUL character (PostgreSQL refuses it) and, unless blank is allowed,
+# something besides white space (DRF trims it first). As validators, drf-spectacular writes them
+# into the schema as patterns.
+NO_NUL = RegexValidator(r"^[^\x00]*$", message="must not hold a NUL character.")
+NOT_BLANK = RegexValidator(r"^[^\x00]*[^\s\x00][^\x00]*$", message="must hold more than white space.")
 
 
+def text_field(*, blank: bool = False, **kwargs: Any) -> serializers.CharField:
+    """A CharField whose schema says what it refuses: NUL characters, and blank text unless allowed."""
+    return serializers.CharField(allow_blank=blank, validators=[NO_NUL if blank else NOT_BLANK], **kwargs)
+
+
+@extend_schema_field(
+    {
+        "type": "object",
+        "propertyNames": {"pattern": "^[^\\x00]*$"},
+        "additionalProperties": {"$ref": "#/components/schemas/JSONValue"},
+        "description": "A JSON object: finite numbers, no NUL characters in its text or keys.",
+    }
+)
 class JSONObjectField(serializers.JSONField):
     """A JSON object whose numbers are finite and whose strings hold no NUL characters."""
 
@@ -81,8 +100,10 @@ def id_field(**kwargs: Any) -> serializers.IntegerField:
 
 # --- auth -------------------------------------------------------------------------------------------
 class TokenIn(serializers.Serializer):
-    username = serializers.CharField(max_length=150)
-    password = serializers.CharField(max_length=256, trim_whitespace=False, style={"input_type": "password"})
+    username = text_field(max_length=150)
+    password = serializers.CharField(
+        min_length=1, max_length=256, trim_whitespace=False, validators=[NO_NUL], style={"input_type": "password"}
+    )
 
 
 class TokenOut(serializers.Serializer):
@@ -99,7 +120,7 @@ class EventIn(serializers.Serializer):
     payload = JSONObjectField(required=False, default=dict)
     client_ts = AwareDateTimeField(help_text="ISO-8601 timestamp from the client's clock, with an offset or Z.")
     seq = serializers.IntegerField(min_value=0, max_value=MAX_SEQ, required=False, default=0)
-    session_id = serializers.CharField(max_length=64, required=False, allow_blank=True, default="")
+    session_id = text_field(blank=True, max_length=64, required=False, default="")
 
 
 class EventResult(serializers.Serializer):
@@ -122,20 +143,24 @@ class BatchResult(serializers.Serializer):
 
 
 class ErrorOut(serializers.Serializer):
-    code = serializers.CharField()
+    """Every refusal of the API: what was wrong (`detail`) and, for invalid input, where (`field`)
+    and the value found there (`value`, cut to 200 characters)."""
+
+    code = serializers.CharField(help_text="invalid, not_found, forbidden, conflict, too_large, throttled, …")
     detail = serializers.CharField()
-    field = serializers.CharField(required=False)
-    value = serializers.JSONField(required=False)
+    field = serializers.CharField(required=False, help_text="The field, parameter or `body` that was wrong.")
+    value = serializers.JSONField(required=False, allow_null=True, help_text="The value found there.")
+    retry_after = serializers.IntegerField(required=False, help_text="429: seconds to wait.")
 
 
 class OrderingIn(serializers.Serializer):
     campaign = id_field()
     query = id_field()
-    items = serializers.ListField(child=serializers.CharField(max_length=40), max_length=10000)
+    items = serializers.ListField(child=text_field(max_length=40), max_length=10000)
     id = EventIdField(required=False, help_text="Optional client UUID; replays return the original result.")
     client_ts = AwareDateTimeField(required=False, help_text="With an offset or Z.")
     seq = serializers.IntegerField(min_value=0, max_value=MAX_SEQ, required=False, default=0)
-    session_id = serializers.CharField(max_length=64, required=False, allow_blank=True, default="")
+    session_id = text_field(blank=True, max_length=64, required=False, default="")
 
 
 class NextIn(serializers.Serializer):
@@ -253,12 +278,12 @@ class CampaignOut(serializers.ModelSerializer):
 
 
 class CampaignIn(serializers.Serializer):
-    name = serializers.CharField(max_length=200)
+    name = text_field(max_length=200)
     slug = serializers.SlugField(max_length=80)
     scheme = serializers.ChoiceField(choices=Scheme.choices)
     scheme_params = JSONObjectField(required=False, default=dict)
-    guidelines = serializers.CharField(required=False, allow_blank=True, default="", max_length=100_000)
-    description = serializers.CharField(required=False, allow_blank=True, default="", max_length=10_000)
+    guidelines = text_field(blank=True, required=False, default="", max_length=100_000)
+    description = text_field(blank=True, required=False, default="", max_length=10_000)
     status = CampaignStatusField(required=False, default=CampaignStatus.DRAFT)
     initial_overlap = serializers.IntegerField(min_value=1, max_value=100, required=False, default=2)
     max_overlap = serializers.IntegerField(min_value=1, max_value=100, required=False, default=5)
@@ -268,10 +293,10 @@ class CampaignIn(serializers.Serializer):
 
 
 class CampaignPatchIn(serializers.Serializer):
-    name = serializers.CharField(max_length=200, required=False)
+    name = text_field(max_length=200, required=False)
     scheme_params = JSONObjectField(required=False)
-    guidelines = serializers.CharField(required=False, allow_blank=True, max_length=100_000)
-    description = serializers.CharField(required=False, allow_blank=True, max_length=10_000)
+    guidelines = text_field(blank=True, required=False, max_length=100_000)
+    description = text_field(blank=True, required=False, max_length=10_000)
     status = CampaignStatusField(required=False)
     initial_overlap = serializers.IntegerField(min_value=1, max_value=100, required=False)
     max_overlap = serializers.IntegerField(min_value=1, max_value=100, required=False)
@@ -281,7 +306,7 @@ class CampaignPatchIn(serializers.Serializer):
 
 
 class MemberIn(serializers.Serializer):
-    username = serializers.CharField(max_length=150)
+    username = text_field(max_length=150)
     role = serializers.ChoiceField(choices=Role.choices)
 
 
@@ -338,9 +363,7 @@ class JoinLinkOut(serializers.Serializer):
 
 
 class AssignIn(serializers.Serializer):
-    grader = serializers.CharField(
-        max_length=20, required=False, help_text="Pseudonym; omit to create the initial overlap."
-    )
+    grader = text_field(max_length=20, required=False, help_text="Pseudonym; omit to create the initial overlap.")
     units = serializers.ListField(child=id_field(), required=False, max_length=100_000)
     seed = serializers.IntegerField(min_value=0, max_value=MAX_SEQ, required=False, default=0)
 

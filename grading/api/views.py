@@ -333,9 +333,10 @@ class EventView(GradingAPIView):
     parser_classes = [TolerantJSONParser]
 
     @extend_schema(
-        request=s.EventIn,
+        request=s.EventIn,  # and a list of them: grading.api.schema.event_batches
         responses={201: s.EventResult, 200: s.BatchResult, **ERRORS, 409: s.ErrorOut},
-        description="The body may also be a JSON list of events (at most 500): the answer is then a BatchResult.",
+        description=f"One event, or a JSON list of 1 to {s.MAX_BATCH} events: the answer is then a BatchResult "
+        "(200), each event stored, replayed or rejected on its own.",
     )
     def post(self, request: Request) -> Response:
         body = request.data

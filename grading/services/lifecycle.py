@@ -12,7 +12,7 @@ from typing import Any
 from django.contrib.auth.models import AbstractBaseUser
 from django.db import transaction
 
-from grading.errors import CampaignLocked, InvalidValue
+from grading.errors import CampaignLocked, InvalidValue, StepNotAllowed
 from grading.models import Campaign, GuidelinesVersion, Judgment, Ordering
 from grading.models.choices import CampaignStatus
 from grading.services.audit import audit_record, campaign_summary
@@ -52,13 +52,13 @@ def campaign_transition(*, campaign: Campaign, to: str, actor: AbstractBaseUser 
     campaign = Campaign.objects.select_for_update().get(pk=campaign.pk)
     allowed = TRANSITIONS.get(campaign.status, ())
     if to not in allowed:
-        raise InvalidValue(
+        raise StepNotAllowed(
             f"a {campaign.status} campaign cannot become {to}; it can become {', '.join(allowed) or 'nothing else'}.",
             field="status",
             value=to,
         )
     if to == CampaignStatus.OPEN and not campaign.units.exists():
-        raise InvalidValue("a campaign without items cannot open: import items first.", field="status", value=to)
+        raise StepNotAllowed("a campaign without items cannot open: import items first.", field="status", value=to)
     before = campaign.status
     campaign = campaign_set_status(campaign=campaign, status=to)
     audit_record(

@@ -101,7 +101,9 @@ def test_ground_truth_before_any_analysis_is_a_409(admin_client, judged_campaign
 
 def test_a_bad_format_is_named(admin_client, run):
     response = admin_client.get(f"/api/campaigns/{run.campaign_id}/ground-truth/?format=xlsx")
-    assert response.status_code == 400 and "xlsx" in response.json()["format"][0]
+    body = response.json()
+    assert response.status_code == 400 and body["code"] == "invalid" and body["field"] == "format"
+    assert "xlsx" in body["detail"] and body["value"] == "xlsx"
 
 
 @pytest.mark.parametrize("fmt", ["csv", "jsonl"])

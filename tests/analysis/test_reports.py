@@ -124,7 +124,9 @@ def test_the_api_names_a_bad_parameter(client, judged_campaign, organizer):
         f"/api/campaigns/{judged_campaign.pk}/analyses/", {"parameters": {"n_boot": 1}}, content_type="application/json"
     )
     assert response.status_code == 400
-    assert "'n_boot' must lie in [10, 100000]; got 1" in response.json()["parameters"][0]
+    body = response.json()
+    assert body["code"] == "invalid" and body["field"] == "parameters"
+    assert "'n_boot' must lie in [10, 100000]; got 1" in body["detail"]
 
 
 def test_a_failed_run_shows_its_reason_next_to_the_last_good_result(client, analysed, organizer):

@@ -127,7 +127,11 @@ def test_status_changes_through_the_api_follow_the_lifecycle():
     organizer = make_user()
     campaign = make_campaign(organizer=organizer)  # open
     back_to_draft = client_for(organizer).patch(f"/api/campaigns/{campaign.pk}/", {"status": "draft"}, format="json")
-    assert back_to_draft.status_code == 400 and back_to_draft.json()["field"] == "status"
+    assert (
+        back_to_draft.status_code == 409
+        and back_to_draft.json()["code"] == "step_not_allowed"
+        and back_to_draft.json()["field"] == "status"
+    )
     assert "cannot become draft" in back_to_draft.json()["detail"]
     campaign.refresh_from_db()
     assert campaign.status == "open"
