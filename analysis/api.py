@@ -225,13 +225,31 @@ def _float_param(request: Request, name: str) -> float | None:
         raise ValidationError({name: [f"must be a number; got {raw!r}"]}) from None
 
 
+class ParticipantOut(serializers.Serializer):
+    external_id = serializers.CharField(help_text="the platform's id of the participant (organizers only)")
+    platform = serializers.CharField()
+    study_id = serializers.CharField(allow_blank=True)
+    session_id = serializers.CharField(allow_blank=True)
+    pseudonym = serializers.CharField()
+    link = serializers.IntegerField(help_text="the join link's id")
+    joined_at = serializers.DateTimeField()
+    units_assigned = serializers.IntegerField()
+    units_rated = serializers.IntegerField()
+    active_seconds = serializers.FloatField(allow_null=True)
+    gold_accuracy = serializers.FloatField(allow_null=True)
+    repeat_agreement = serializers.FloatField(allow_null=True)
+    completed_at = serializers.DateTimeField(allow_null=True)
+    pay = serializers.CharField(allow_null=True, help_text="to the cent, as text (null: no rate set)")
+    currency = serializers.CharField(allow_blank=True)
+
+
 class ParticipantsView(APIView):
     @extend_schema(
         summary="The campaign's crowd participants (organizers)",
         description="One object per participant who joined through a join link: external_id, platform, "
         "study_id, session_id, pseudonym, link, joined_at, units_assigned, units_rated, active_seconds, "
         "gold_accuracy, repeat_agreement, completed_at (null where a figure does not apply).",
-        responses={200: OpenApiTypes.OBJECT},
+        responses={200: ParticipantOut(many=True)},
     )
     def get(self, request: Request, campaign_id: int) -> Response:
         campaign = _campaign_for_reports(request, campaign_id)
