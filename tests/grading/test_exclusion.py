@@ -168,3 +168,35 @@ def test_the_participants_file_says_who_is_excluded_and_why():
     assert rows["B2"]["excluded_at"] is not None
     assert (rows["A1"]["excluded"], rows["A1"]["excluded_reason"]) == (False, "")
     assert kept.user_id != dropped.user_id
+
+
+def test_an_organizer_excludes_from_the_members_page_and_a_missing_reason_is_shown_beside_the_form(client):
+    organizer = make_user("org")
+    campaign, graders = _built(2, organizer)
+    role = _role(campaign, graders[0])
+    client.force_login(organizer)
+    url = f"/organize/campaigns/{campaign.pk}/members/{graders[0].pk}/exclusion/"
+    page = client.get(f"/organize/campaigns/{campaign.pk}/members/").content.decode()
+    assert f'id="reason-{graders[0].pk}"' in page and f'id="exclude-{graders[0].pk}"' in page
+    response = client.post(url, {"action": "exclude", "reason": ""})
+    assert response.status_code == 400
+    assert f'id="reason-error-{graders[0].pk}"' in response.content.decode()
+    assert "reason is required" in response.content.decode()
+    response = client.post(url, {"action": "exclude", "reason": "answered in two seconds each"}, follow=True)
+    assert response.status_code == 200
+    text = response.content.decode()
+    assert "answered in two seconds each" in text and f"Include {role.pseudonym} again" in text
+    assert _role(campaign, graders[0]).exclusion_reason == "answered in two seconds each"
+    client.post(url, {"action": "include"})
+    assert _role(campaign, graders[0]).excluded_at is None
+
+
+def test_a_grader_cannot_use_the_members_page_exclusion_form(client):
+    organizer = make_user("org")
+    campaign, graders = _built(2, organizer)
+    client.force_login(graders[0])
+    response = client.post(
+        f"/organize/campaigns/{campaign.pk}/members/{graders[1].pk}/exclusion/", {"action": "exclude", "reason": "x"}
+    )
+    assert response.status_code in (403, 404)
+    assert _role(campaign, graders[1]).excluded_at is None
