@@ -13,6 +13,7 @@ from analysis.presentation.report_tables import _excluded_table
 from analysis.services import runs
 from analysis.services.participants import participants_report
 from analysis.services.report import campaign_data_load, report_compute
+from grading.activity import sentence
 from grading.models import Assignment, AuditEntry, CampaignRole, GradingEvent, Judgment
 from grading.models.choices import Role
 from grading.services.exclusion import grader_exclude, grader_include, grader_role_find
@@ -200,3 +201,11 @@ def test_a_grader_cannot_use_the_members_page_exclusion_form(client):
     )
     assert response.status_code in (403, 404)
     assert _role(campaign, graders[1]).excluded_at is None
+
+
+def test_the_activity_says_who_was_excluded_and_why_in_words():
+    organizer = make_user("org")
+    campaign, graders = _built(2, organizer)
+    role = grader_exclude(campaign=campaign, role=_role(campaign, graders[0]), reason="speeder", actor=organizer)
+    entry = AuditEntry.objects.get(action="grader.excluded")
+    assert sentence(entry) == f"excluded grader {role.pseudonym} from the analysis: speeder"
