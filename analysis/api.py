@@ -207,7 +207,8 @@ class ParticipantsView(APIView):
         summary="The campaign's crowd participants (organizers)",
         description="One object per participant who joined through a join link: external_id, platform, "
         "study_id, session_id, pseudonym, link, joined_at, units_assigned, units_rated, active_seconds, "
-        "gold_accuracy, repeat_agreement, completed_at (null where a figure does not apply).",
+        "gold_accuracy, repeat_agreement, completed_at, excluded, excluded_reason, excluded_at, pay, currency "
+        "(null where a figure does not apply).",
         responses={200: OpenApiTypes.OBJECT},
     )
     def get(self, request: Request, campaign_id: int) -> Response:
