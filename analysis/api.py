@@ -239,6 +239,9 @@ class ParticipantOut(serializers.Serializer):
     gold_accuracy = serializers.FloatField(allow_null=True)
     repeat_agreement = serializers.FloatField(allow_null=True)
     completed_at = serializers.DateTimeField(allow_null=True)
+    excluded = serializers.BooleanField(help_text="left out of ground truth, agreement and the model")
+    excluded_reason = serializers.CharField(allow_blank=True, allow_null=True)
+    excluded_at = serializers.DateTimeField(allow_null=True)
     pay = serializers.CharField(allow_null=True, help_text="to the cent, as text (null: no rate set)")
     currency = serializers.CharField(allow_blank=True)
 
@@ -248,7 +251,8 @@ class ParticipantsView(APIView):
         summary="The campaign's crowd participants (organizers)",
         description="One object per participant who joined through a join link: external_id, platform, "
         "study_id, session_id, pseudonym, link, joined_at, units_assigned, units_rated, active_seconds, "
-        "gold_accuracy, repeat_agreement, completed_at (null where a figure does not apply).",
+        "gold_accuracy, repeat_agreement, completed_at, excluded, excluded_reason, excluded_at, pay, currency "
+        "(null where a figure does not apply).",
         responses={200: ParticipantOut(many=True)},
     )
     def get(self, request: Request, campaign_id: int) -> Response:

@@ -233,6 +233,20 @@ def grader_pseudonyms(*, campaign_id: int) -> dict[int, str]:
     return {user_id: pseudonym or f"grader-{user_id}" for user_id, pseudonym in rows}
 
 
+def excluded_graders(*, campaign_id: int) -> list[dict[str, Any]]:
+    """The campaign's graders an organizer excluded (grading.services.exclusion), by date: grader
+    (user id), pseudonym, reason, excluded_at. The analysis leaves their judgments out."""
+    rows = (
+        CampaignRole.objects.filter(campaign_id=campaign_id, role=Role.GRADER, excluded_at__isnull=False)
+        .order_by("excluded_at", "user_id")
+        .values_list("user_id", "pseudonym", "exclusion_reason", "excluded_at")
+    )
+    return [
+        {"grader": uid, "pseudonym": pseudonym or f"grader-{uid}", "reason": reason, "excluded_at": at}
+        for uid, pseudonym, reason, at in rows
+    ]
+
+
 def campaign_overview(*, campaign_id: int) -> dict[str, Any]:
     """The Evalutron 6000 summary table: counts and the time span of the event log."""
     campaign = Campaign.objects.get(pk=campaign_id)
@@ -548,9 +562,12 @@ def participants_rows(*, campaign_id: int) -> list[dict[str, Any]]:
             "link__currency",
         )
     )
-    pseudonyms = dict(
-        CampaignRole.objects.filter(campaign_id=campaign_id, role=Role.GRADER).values_list("user_id", "pseudonym")
-    )
+    roles = {
+        uid: (pseudonym, excluded_at, reason)
+        for uid, pseudonym, excluded_at, reason in CampaignRole.objects.filter(
+            campaign_id=campaign_id, role=Role.GRADER
+        ).values_list("user_id", "pseudonym", "excluded_at", "exclusion_reason")
+    }
     counts = {
         row["grader_id"]: row
         for row in Assignment.objects.filter(
@@ -571,7 +588,9 @@ def participants_rows(*, campaign_id: int) -> list[dict[str, Any]]:
         rows.append(
             {
                 **p,
-                "pseudonym": pseudonyms.get(p["user_id"], ""),
+                "pseudonym": roles.get(p["user_id"], ("", None, ""))[0],
+                "excluded_at": roles.get(p["user_id"], ("", None, ""))[1],
+                "excluded_reason": roles.get(p["user_id"], ("", None, ""))[2],
                 "units_assigned": c["assigned"],
                 "units_rated": c["rated"],
                 "completed_at": c["last"] if c["assigned"] and not c["open"] else None,

@@ -130,6 +130,8 @@ def sentence(entry: AuditEntry) -> str:
         "join_link.created": f"made {target} for a crowd study",
         "join_link.paused": f"paused {target}: nobody new joins",
         "join_link.reopened": f"reopened {target}",
+        "grader.excluded": f"excluded {target} from the analysis: {after.get('reason', '')}",
+        "grader.included": f"included {target} in the analysis again",
         "organizer.granted": f"made {target} an organizer (may create campaigns)",
         "organizer.withdrawn": f"made {target} no longer an organizer",
     }

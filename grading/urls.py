@@ -41,6 +41,11 @@ urlpatterns = [
         org_members.member_remove,
         name="member-remove",
     ),
+    path(
+        "organize/campaigns/<int:campaign_id>/members/<int:user_id>/exclusion/",
+        org_members.member_exclusion,
+        name="member-exclusion",
+    ),
     path("organize/campaigns/<int:campaign_id>/assign/", org_members.assign_initial, name="assign-initial"),
     path("organize/campaigns/<int:campaign_id>/progress/", org_progress.progress, name="progress"),
     path("organize/campaigns/<int:campaign_id>/progress.json", org_progress.progress_json, name="progress-json"),

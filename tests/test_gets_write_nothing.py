@@ -98,6 +98,7 @@ def _values(name: str, route: str, entry: URLPattern, site: Site, campaign: Camp
         "id": [site.grader.pk],
         "key": [campaign.join_links.get().key],
         "link_id": [campaign.join_links.get().pk],
+        "grader": [str(site.grader.pk)],
     }
     if name == "object_id":
         model = model_admin.model if model_admin else Campaign

@@ -287,7 +287,30 @@ def report_tables(run: AnalysisRun, *, show_names: bool) -> dict[str, Table]:
     tables.update(instrument_tables(result))
     tables.update(model_tables(result, names))
     tables.update(hidden_units_tables(result, names))
+    tables.update(_excluded_table(result))
     return tables
+
+
+def _excluded_table(result: dict[str, Any]) -> dict[str, Table]:
+    """The graders an organizer excluded when this run was made, and why (older runs have none)."""
+    excluded = result.get("excluded_graders") or []
+    if not excluded:
+        return {}
+    rows = [
+        {"pseudonym": e["pseudonym"], "reason": e["reason"], "excluded_at": str(e["excluded_at"] or "")[:10]}
+        for e in excluded
+    ]
+    return {
+        "excluded_graders": Table(
+            "Excluded graders",
+            [("pseudonym", "Grader"), ("reason", "Reason"), ("excluded_at", "Excluded on")],
+            rows,
+            note=(
+                "An organizer excluded these graders: their judgments stay in the event log but are left out of "
+                "agreement, ground truth, the model and every table above and below."
+            ),
+        )
+    }
 
 
 def _ordering_tables(orderings: dict[str, Any]) -> dict[str, Table]:

@@ -38,6 +38,9 @@ COLUMNS = (
     "gold_accuracy",
     "repeat_agreement",
     "completed_at",
+    "excluded",
+    "excluded_reason",
+    "excluded_at",
     "pay",
     "currency",
 )
@@ -70,6 +73,9 @@ def participants_report(*, campaign: Campaign) -> list[dict[str, Any]]:
                 "gold_accuracy": gold.get(grader),
                 "repeat_agreement": repeats.get(grader),
                 "completed_at": r["completed_at"],
+                "excluded": r["excluded_at"] is not None,
+                "excluded_reason": r["excluded_reason"],
+                "excluded_at": r["excluded_at"],
                 "pay": _pay(r, active.get(grader, 0.0) if active is not None else None),
                 "currency": r["link__currency"],
             }

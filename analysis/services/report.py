@@ -6,7 +6,7 @@ as UnitResult rows. Each stage reports its name and progress (which also heartbe
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any, Protocol
 
 import numpy as np
@@ -53,24 +53,41 @@ class CampaignData:
     pseudonyms: dict[int, str]
     query_labels: dict[int, str]
     client_ts_replaced: int = 0
+    excluded: list[dict[str, Any]] = field(default_factory=list)
 
 
 def campaign_data_load(*, campaign_id: int) -> CampaignData:
+    """The campaign's data as every section reads it. The one place that decides whose work counts:
+    graders an organizer excluded (``selectors.excluded_graders``) are left out of the judgments,
+    the events and the orderings here, so that ground truth, agreement, stability and the model are
+    computed as if their judgments were absent (the event log keeps them)."""
     campaign = Campaign.objects.get(pk=campaign_id)
     spec = value_spec(campaign)
-    unit_events = selectors.unit_events_frame(campaign_id=campaign_id)
+    excluded = selectors.excluded_graders(campaign_id=campaign_id)
+    out = {e["grader"] for e in excluded}
+    unit_events = _counted(selectors.unit_events_frame(campaign_id=campaign_id), out)
     return CampaignData(
         campaign_id=campaign_id,
         scheme=campaign.scheme,
         spec=spec,
-        judgments=with_values(selectors.judgments_frame(campaign_id=campaign_id), spec),
+        judgments=with_values(_counted(selectors.judgments_frame(campaign_id=campaign_id), out), spec),
         value_events=selectors.value_events(unit_events),
         unit_events=unit_events[["grader", "unit", "ts", "type"]],
-        orderings=selectors.orderings_frame(campaign_id=campaign_id),
+        orderings=_counted(selectors.orderings_frame(campaign_id=campaign_id), out),
         pseudonyms=selectors.grader_pseudonyms(campaign_id=campaign_id),
         query_labels=selectors.query_labels(campaign_id=campaign_id),
         client_ts_replaced=unit_events.attrs.get("client_ts_replaced", 0),
+        excluded=excluded,
     )
+
+
+def _counted(frame: pd.DataFrame, excluded: set[int]) -> pd.DataFrame:
+    """The frame without the excluded graders' rows (the frame itself when nobody is excluded)."""
+    if not excluded or frame.empty:
+        return frame
+    kept = frame[~frame["grader"].isin(excluded)].reset_index(drop=True)
+    kept.attrs = dict(frame.attrs)
+    return kept
 
 
 def report_compute(
@@ -115,6 +132,11 @@ def report_compute(
     if not model_units.empty and not units.empty:
         units = units.merge(model_units, on="unit", how="left")
     result["accounting"] = accounting(campaign_id=campaign_id, model=result["model"])  # §5.6
+    # Who an organizer excluded, and why: their judgments are out of everything above.
+    result["excluded_graders"] = [
+        {"pseudonym": e["pseudonym"], "reason": e["reason"], "excluded_at": e["excluded_at"].isoformat()}
+        for e in data.excluded
+    ]
     result["hidden_units"] = hidden_units_section(  # gold and repeats (§5.6)
         campaign_id=campaign_id, scheme=data.scheme, pseudonyms=data.pseudonyms
     )

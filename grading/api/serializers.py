@@ -342,6 +342,17 @@ class JoinLinkPatch(serializers.Serializer):
     paused = serializers.BooleanField()
 
 
+class ExclusionIn(serializers.Serializer):
+    reason = serializers.CharField(required=False, allow_blank=True, trim_whitespace=True)
+
+
+class ExclusionOut(serializers.Serializer):
+    grader = serializers.CharField(help_text="the grader's pseudonym")
+    excluded = serializers.BooleanField()
+    reason = serializers.CharField(help_text="why (empty when included)")
+    excluded_at = serializers.DateTimeField(allow_null=True)
+
+
 class JoinLinkOut(serializers.Serializer):
     id = serializers.IntegerField()
     url = serializers.CharField(help_text="The address to give the platform; it appends the participant's id.")

@@ -15,6 +15,11 @@ urlpatterns = [
     path(
         "campaigns/<int:pk>/join-links/<int:link_id>/", views.CampaignJoinLinkView.as_view(), name="campaign-join-link"
     ),
+    path(
+        "campaigns/<int:pk>/participants/<str:grader>/exclusion/",
+        views.CampaignExclusionView.as_view(),
+        name="campaign-grader-exclusion",
+    ),
     path("campaigns/<int:pk>/assignments/", views.CampaignAssignView.as_view(), name="campaign-assign"),
     path("assignments/", views.AssignmentListView.as_view(), name="assignments"),
     path("assignments/next/", views.NextAssignmentView.as_view(), name="assignments-next"),

@@ -26,7 +26,7 @@ from grading.errors import GradingError, InvalidValue, NotFound
 from grading.jsontext import json_problem
 from grading.models import Campaign
 from grading.models.choices import EventType
-from grading.services import allocation, join_links, lifecycle, organizer
+from grading.services import allocation, exclusion, join_links, lifecycle, organizer
 from grading.services.event_input import EventInput
 from grading.services.events import event_record, events_record
 from grading.services.tokens import token_get_or_create
@@ -191,6 +191,43 @@ class CampaignJoinLinkView(GradingAPIView):
         link = join_links.join_link_pause(link=link, paused=data["paused"], actor=request.user)
         n = selectors_organizer.join_link_participants(link=link)
         return Response(s.JoinLinkOut(_link_out(request, link, n)).data)
+
+
+def _exclusion_out(role: Any) -> dict[str, Any]:
+    return {
+        "grader": role.pseudonym or str(role.user_id),
+        "excluded": role.excluded_at is not None,
+        "reason": role.exclusion_reason,
+        "excluded_at": role.excluded_at,
+    }
+
+
+class CampaignExclusionView(GradingAPIView):
+    """Organizers: a grader's exclusion from the analysis (docs/api.md, "Excluding graders"). The
+    grader is named by pseudonym or user id. POST excludes (with `reason`), DELETE includes again;
+    both are audited, and neither deletes anything from the event log."""
+
+    @extend_schema(responses={200: s.ExclusionOut, **ERRORS})
+    def get(self, request: Request, pk: int, grader: str) -> Response:
+        campaign = selectors.campaign_get_for_organizer(user=request.user, campaign_id=pk)
+        return Response(
+            s.ExclusionOut(_exclusion_out(exclusion.grader_role_find(campaign=campaign, grader=grader))).data
+        )
+
+    @extend_schema(request=s.ExclusionIn, responses={200: s.ExclusionOut, **ERRORS})
+    def post(self, request: Request, pk: int, grader: str) -> Response:
+        campaign = selectors.campaign_get_for_organizer(user=request.user, campaign_id=pk)
+        role = exclusion.grader_role_find(campaign=campaign, grader=grader)
+        data = validated(s.ExclusionIn, request.data)
+        role = exclusion.grader_exclude(campaign=campaign, role=role, reason=data.get("reason", ""), actor=request.user)
+        return Response(s.ExclusionOut(_exclusion_out(role)).data)
+
+    @extend_schema(responses={200: s.ExclusionOut, **ERRORS})
+    def delete(self, request: Request, pk: int, grader: str) -> Response:
+        campaign = selectors.campaign_get_for_organizer(user=request.user, campaign_id=pk)
+        role = exclusion.grader_role_find(campaign=campaign, grader=grader)
+        role = exclusion.grader_include(campaign=campaign, role=role, actor=request.user)
+        return Response(s.ExclusionOut(_exclusion_out(role)).data)
 
 
 class CampaignAssignView(GradingAPIView):

@@ -96,6 +96,14 @@ class CampaignRole(models.Model):
     # How organizers see a grader: identities stay hidden from everyone but admins.
     pseudonym = models.CharField(max_length=20, blank=True)
     created_at = models.DateTimeField(auto_now_add=True)
+    # A grader excluded by an organizer (grading.services.exclusion): their judgments stay in the
+    # event log but leave ground truth, agreement and the model (analysis.services.report). Null:
+    # included. Only a grader's role carries these.
+    excluded_at = models.DateTimeField(null=True, blank=True)
+    exclusion_reason = models.CharField(max_length=500, blank=True)
+    excluded_by = models.ForeignKey(
+        settings.AUTH_USER_MODEL, null=True, blank=True, on_delete=models.SET_NULL, related_name="+"
+    )
 
     class Meta:
         ordering = ["campaign_id", "role", "id"]

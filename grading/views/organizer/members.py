@@ -13,6 +13,7 @@ from grading import selectors_organizer
 from grading.errors import GradingError
 from grading.forms import MembersForm
 from grading.models import Campaign
+from grading.services import exclusion
 from grading.services import members as members_service
 from grading.services.organizer import assignments_initial
 from grading.views.organizer import error_list, organized
@@ -25,15 +26,21 @@ def _page(
     form: MembersForm | None = None,
     added: list | None = None,
     errors: list[str] | None = None,
+    exclusion_error: tuple[int, list[str], str] | None = None,
     status: int = 200,
 ) -> HttpResponse:
+    roles = selectors_organizer.members_of(campaign=campaign)
+    if exclusion_error is not None:  # shown beside the form it came from, with what was typed
+        for role in roles:
+            if role.pk == exclusion_error[0]:
+                role.exclusion_errors, role.reason_given = exclusion_error[1], exclusion_error[2]
     return render(
         request,
         "grading/organizer/members.html",
         {
             "campaign": campaign,
             "form": form or MembersForm(),
-            "roles": selectors_organizer.members_of(campaign=campaign),
+            "roles": roles,
             "added": added or [],
             "errors": errors or [],
             "email_enabled": settings.EMAIL_ENABLED,
@@ -82,6 +89,31 @@ def member_remove(request: HttpRequest, campaign_id: int, user_id: int, role: st
         )
         return redirect("grading:members", campaign_id=campaign.pk)
     return render(request, "grading/organizer/remove.html", {"campaign": campaign, "member": member})
+
+
+@login_required
+@require_POST
+def member_exclusion(request: HttpRequest, campaign_id: int, user_id: int) -> HttpResponse:
+    """Exclude a grader from the analysis, with a reason (`action=exclude`), or include them again."""
+    campaign = organized(request, campaign_id)
+    try:
+        role = exclusion.grader_role_find(campaign=campaign, grader=str(user_id))
+    except GradingError:
+        raise Http404("No such grader.") from None
+    reason = request.POST.get("reason", "")
+    try:
+        if request.POST.get("action") == "include":
+            exclusion.grader_include(campaign=campaign, role=role, actor=request.user)
+            messages.success(request, f"Included {role.pseudonym} again: their judgments count in the next analysis.")
+        else:
+            exclusion.grader_exclude(campaign=campaign, role=role, reason=reason, actor=request.user)
+            messages.success(
+                request,
+                f"Excluded {role.pseudonym}: their judgments stay in the log but leave the next analysis.",
+            )
+    except GradingError as exc:
+        return _page(request, campaign, exclusion_error=(role.pk, error_list(exc), reason[:500]), status=400)
+    return redirect("grading:members", campaign_id=campaign.pk)
 
 
 @login_required
