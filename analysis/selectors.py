@@ -7,6 +7,7 @@ objects alive at once.
 
 from __future__ import annotations
 
+import json
 from collections import Counter
 from collections.abc import Iterator, Mapping
 from typing import Any
@@ -14,6 +15,7 @@ from typing import Any
 import pandas as pd
 from django.conf import settings
 from django.contrib.auth.models import AbstractBaseUser
+from django.db import connection
 from django.db.models import Count, Exists, FloatField, Max, Min, OuterRef, Q, QuerySet, Subquery
 from django.db.models.fields.json import KT
 from django.db.models.functions import Cast
@@ -319,6 +321,54 @@ def run_latest_good(*, campaign_id: int) -> AnalysisRun | None:
         .order_by("-finished_at", "-id")
         .first()
     )
+
+
+# The per-query figures make up most of a large campaign's result (2,000 queries: 400 KB of 420 KB).
+_RESULT_FOR_PAGE_SQL = """
+SELECT r.result - 'queries',
+       jsonb_array_length(r.result -> 'queries'),
+       (SELECT jsonb_agg(e.q ORDER BY e.rank)
+          FROM (SELECT q, row_number() OVER (
+                         ORDER BY coalesce((q ->> 'disagreement_pct')::float8, 0) DESC, i) AS rank
+                  FROM jsonb_array_elements(r.result -> 'queries') WITH ORDINALITY AS a(q, i)) AS e
+         WHERE e.rank <= %s)
+  FROM {table} AS r
+ WHERE r.id = %s AND jsonb_typeof(r.result -> 'queries') = 'array'
+"""
+
+
+def run_latest_good_for_page(*, campaign_id: int, page_queries: int) -> AnalysisRun | None:
+    """The latest good run with its result as the report page needs it: ``queries`` holds only the
+    `page_queries` queries with the most disagreement (most first; ties in the result's order) and
+    ``queries_total`` says how many the result has. The page shows no more than that; the table's CSV
+    reads the whole result (`run_latest_good`).
+
+    On PostgreSQL the database picks them from the stored JSON, so the page neither receives nor
+    decodes the rest; elsewhere the whole result is decoded and cut here, to the same rows."""
+    run = (
+        AnalysisRun.objects.filter(campaign_id=campaign_id, status=RunStatus.SUCCEEDED)
+        .defer("result")
+        .order_by("-finished_at", "-id")
+        .first()
+    )
+    if run is None:
+        return None
+    row = None
+    if pgcopy.available():
+        with connection.cursor() as cursor:
+            cursor.execute(_RESULT_FOR_PAGE_SQL.format(table=AnalysisRun._meta.db_table), [page_queries, run.pk])
+            row = cursor.fetchone()
+    if row is not None:
+        rest, total, shown = (json.loads(v) if isinstance(v, str) else v for v in row)
+        run.result = {**rest, "queries": shown or [], "queries_total": total}
+    else:
+        result = run.result or {}  # read on access: the whole result
+        queries = result.get("queries")
+        if isinstance(queries, list):
+            ranked = sorted(enumerate(queries), key=lambda iq: (-(iq[1].get("disagreement_pct") or 0.0), iq[0]))
+            result = {**result, "queries": [q for _, q in ranked[:page_queries]], "queries_total": len(queries)}
+        run.result = result
+    return run
 
 
 def system_evaluation_get(

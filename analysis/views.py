@@ -18,7 +18,7 @@ from analysis import selectors
 from analysis.models import RunTrigger
 from analysis.presentation.forms import InstrumentLinksForm, RunsEvaluationForm, SystemEvaluationForm
 from analysis.presentation.glossary import TERMS, glossary
-from analysis.presentation.report_tables import report_plots_of_run, report_tables
+from analysis.presentation.report_tables import PAGE_QUERIES, report_plots_of_run, report_tables
 from analysis.presentation.summary import report_summary
 from analysis.qrels import QrelsError
 from analysis.run_evaluation import EvaluationError, campaign_runs_evaluate, evaluation_view
@@ -62,7 +62,7 @@ def _report(
     runs_result: dict[str, Any] | None = None,
     status: int = 200,
 ) -> HttpResponse:
-    good = selectors.run_latest_good(campaign_id=campaign.pk)
+    good = selectors.run_latest_good_for_page(campaign_id=campaign.pk, page_queries=PAGE_QUERIES)
     if evaluation is None:
         evaluation = SystemEvaluationForm(request.GET if "aggregate" in request.GET else None)
     evaluation_missing = False

@@ -275,12 +275,11 @@ def report_tables(run: AnalysisRun, *, show_names: bool) -> dict[str, Table]:
         ],
         queries,
     )
-    if len(queries) > PAGE_QUERIES:
+    total = result.get("queries_total", len(queries))  # the page's read holds only the shown ones
+    if total > PAGE_QUERIES:
         table = tables["queries"]
         table.page_rows = most_disagreeing(queries)
-        table.note = (
-            f"The {PAGE_QUERIES} of {len(queries)} queries with the most disagreement; the CSV download has them all."
-        )
+        table.note = f"The {PAGE_QUERIES} of {total} queries with the most disagreement; the CSV download has them all."
     if result.get("orderings"):
         tables.update(_ordering_tables(result["orderings"]))
     tables.update(system_tables(result))
@@ -510,9 +509,10 @@ def report_plots(result: dict[str, Any]) -> dict[str, SafeString]:
         )
     if result.get("queries") and any("disagreement_pct" in q for q in result["queries"]):
         queries = result["queries"]
-        shown = most_disagreeing(queries) if len(queries) > PAGE_QUERIES else queries
+        total = result.get("queries_total", len(queries))
+        shown = most_disagreeing(queries) if total > PAGE_QUERIES else queries
         title = "Units in disagreement per query" + (
-            f" (the {PAGE_QUERIES} of {len(queries)} with the most)" if len(shown) < len(queries) else ""
+            f" (the {PAGE_QUERIES} of {total} with the most)" if len(shown) < total else ""
         )
         out["queries"] = plots.bars(
             [q["label"] for q in shown], [q.get("disagreement_pct") for q in shown], title=title, ylabel="% of units"

@@ -10,7 +10,7 @@ from contextlib import nullcontext
 from typing import Any
 
 import pandas as pd
-from django.db import InterfaceError, OperationalError, transaction
+from django.db import InterfaceError, OperationalError, connection, transaction
 from django.utils import timezone
 
 from analysis import pgcopy
@@ -99,7 +99,18 @@ def _store(run: AnalysisRun, result: dict[str, Any], units: pd.DataFrame, progre
             finished_at=timezone.now(),
             heartbeat_at=timezone.now(),
         )
+    _statistics_refresh()
     return True
+
+
+def _statistics_refresh() -> None:
+    """PostgreSQL: refresh the planner's statistics of the per-unit results once the run's rows are
+    in. Without it, until autovacuum comes by, the planner believes a run has one unit row and reads
+    the report's most/least confusable units by sorting every row of the run (a second at 10^6
+    judgments) instead of taking ten from the (run, measure) index (under a millisecond)."""
+    if pgcopy.available():
+        with connection.cursor() as cursor:
+            cursor.execute(f"ANALYZE {UnitResult._meta.db_table}")
 
 
 def _num(value: Any) -> float | None:

@@ -102,3 +102,14 @@ def test_copy_keeps_null_apart_from_the_empty_string(judged_campaign, monkeypatc
     copied, orm = _both(lambda: pgcopy.query_frame(qs, ["id", "text"], {"id": "int"}), monkeypatch, copies)
     assert copied["text"].iloc[0] == ""
     pd.testing.assert_frame_equal(copied, orm, check_exact=True)
+
+
+def test_a_stored_run_refreshes_the_planners_statistics_of_unit_results_on_postgresql(judged_campaign):
+    """Right after a run the planner must know how many unit rows a run has, or the report's most and
+    least confusable units are read by sorting the whole run (a second at 10^6 judgments)."""
+    from django.test.utils import CaptureQueriesContext
+
+    with CaptureQueriesContext(connection) as queries:
+        _run(judged_campaign, seed=11)
+    analyzed = [q["sql"] for q in queries.captured_queries if q["sql"].startswith("ANALYZE ")]
+    assert analyzed == (["ANALYZE analysis_unitresult"] if connection.vendor == "postgresql" else [])

@@ -1,6 +1,11 @@
 """Report tables: a campaign with thousands of queries shows the most disagreeing ones; the CSV has all."""
 
-from analysis.presentation.report_tables import PAGE_QUERIES, most_disagreeing
+import pytest
+from django.utils import timezone
+
+from analysis import selectors
+from analysis.models import AnalysisRun, RunStatus
+from analysis.presentation.report_tables import PAGE_QUERIES, most_disagreeing, report_tables
 from analysis.presentation.table import Table
 
 
@@ -36,3 +41,34 @@ def test_a_heading_is_aligned_as_the_cells_the_page_shows():
     assert [css for _, css in table.headings] == ["num", "num"]
     table = Table("Per query", [("q", "Query"), ("n", "N")], rows)
     assert [css for _, css in table.headings] == ["text", "num"]
+
+
+@pytest.mark.django_db
+@pytest.mark.both_backends
+def test_the_page_reads_only_the_queries_it_shows_and_the_same_ones_on_either_database(judged_campaign):
+    """The report page's read of the latest run holds the PAGE_QUERIES most disagreeing queries (ties
+    and missing figures in the result's order, as `most_disagreeing`) and how many there are; every
+    other section as stored. The CSV reads the whole result."""
+    pcts = [None, 10.0, 10.0, 0.0, *[float(i % 7) for i in range(60)], 10.0]
+    queries = [{"query": i, "label": f"q{i}", "disagreement_pct": p} for i, p in enumerate(pcts)]
+    result = {"overview": {"units": 3}, "queries": queries, "agreement": {"levels": []}}
+    run = AnalysisRun.objects.create(
+        campaign=judged_campaign, status=RunStatus.SUCCEEDED, result=result, finished_at=timezone.now()
+    )
+    page = selectors.run_latest_good_for_page(campaign_id=judged_campaign.pk, page_queries=PAGE_QUERIES)
+    assert page.pk == run.pk
+    assert page.result == {**result, "queries": most_disagreeing(queries), "queries_total": len(queries)}
+    assert [q["label"] for q in page.result["queries"][:3]] == ["q1", "q2", "q64"]
+    table = report_tables(page, show_names=False)["queries"]
+    assert table.note.startswith(f"The {PAGE_QUERIES} of {len(queries)} queries")
+    assert selectors.run_latest_good(campaign_id=judged_campaign.pk).result["queries"] == queries
+
+
+@pytest.mark.django_db
+def test_a_result_without_per_query_figures_is_read_as_stored(judged_campaign):
+    result = {"overview": {"units": 3}, "orderings": {"queries": []}}
+    AnalysisRun.objects.create(
+        campaign=judged_campaign, status=RunStatus.SUCCEEDED, result=result, finished_at=timezone.now()
+    )
+    page = selectors.run_latest_good_for_page(campaign_id=judged_campaign.pk, page_queries=PAGE_QUERIES)
+    assert page.result == result
