@@ -303,17 +303,24 @@ def frame_to_json_objects(frame: pd.DataFrame) -> str:
     As in :func:`frame_to_csv`, each column is formatted on its own, once per distinct value (floats
     by ``repr``, as ``json.dumps`` writes them) with its key in front, then the rows are joined in C.
     """
+    return "{" + frame_to_json_body(frame) + "}" if not frame.empty else ""
+
+
+def frame_to_json_body(frame: pd.DataFrame) -> str:
+    """:func:`frame_to_json_objects` without its first "{" and last "}" ('' for no rows): a stream
+    sends those apart rather than copy megabytes of text to add two characters."""
     if frame.empty:
         return ""
     columns = []
     for i, name in enumerate(frame.columns):
         key = json.dumps(str(name), ensure_ascii=False) + ": "
         columns.append(_column_json(frame[name], prefix=key if i == 0 else ", " + key))
-    return "{" + "}, {".join(map("".join, zip(*columns, strict=True))) + "}"
+    return "}, {".join(map("".join, zip(*columns, strict=True)))
 
 
 def _column_json(column: pd.Series, *, prefix: str) -> list[str]:
     """Each value of the column as json.dumps writes it, after `prefix`."""
+    add = prefix.__add__
     if column.dtype == "bool":
         return np.where(column.to_numpy(), prefix + "true", prefix + "false").astype(object).tolist()
     if isinstance(column.dtype, np.dtype) and column.dtype.kind == "f":
@@ -325,15 +332,18 @@ def _column_json(column: pd.Series, *, prefix: str) -> list[str]:
         texts = [prefix + ("null" if v != v else repr(v)) for v in uniques.view(np.float64).tolist()]
     elif pd.api.types.is_integer_dtype(column.dtype):  # int64, or Int64 with missing values
         codes, uniques = pd.factorize(column, use_na_sentinel=True)
-        texts = [*(prefix + str(int(v)) for v in uniques), prefix + "null"]  # code -1 (missing): the last
+        texts = list(map(add, map(str, np.asarray(uniques, dtype=np.int64).tolist())))
     elif pd.api.types.infer_dtype(column, skipna=True) in ("string", "empty"):
         # encode_basestring is what json.dumps writes a str with (ensure_ascii=False), without its overhead.
         codes, uniques = pd.factorize(column, use_na_sentinel=True)
-        texts = [*(prefix + encode_basestring(v) for v in uniques), prefix + "null"]
+        texts = list(map(add, map(encode_basestring, uniques)))
     else:
         plain = column.astype(object).where(column.notna(), None).tolist()
         dumps = partial(json.dumps, ensure_ascii=False, allow_nan=False)
         return [prefix + dumps(v.item() if hasattr(v, "item") else v) for v in plain]
+    if len(texts) == len(codes):  # every value distinct and none missing: factorize numbered them in order
+        return texts
+    texts.append(prefix + "null")  # code -1 (missing) takes the last
     return np.array(texts, dtype=object)[codes].tolist()
 
 

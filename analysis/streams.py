@@ -66,9 +66,9 @@ def ground_truth_json(run: AnalysisRun, filters: export.Filters) -> Iterator[str
     for frame in export.ground_truth_chunks(run, filters, size=CHUNK):
         if frame.empty:
             continue
-        if not first:
-            yield ", "  # (not prepended: that would copy the chunk's text once more)
-        yield export.frame_to_json_objects(frame)
+        yield "{" if first else ", {"  # (apart from the chunk's text: joining would copy it once more)
+        yield export.frame_to_json_body(frame)
+        yield "}"
         first = False
     yield "]}"
 
