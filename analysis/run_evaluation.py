@@ -387,10 +387,10 @@ def _confusability_view(rows: list[dict[str, Any]]) -> dict[str, Any] | None:
             {
                 "run": run,
                 **conf,
-                "bands_text": "; ".join(
+                "band_lines": [
                     f"{b['low']:.3g}–{b['high']:.3g}: {_figure(b['mean'])} ({b['n']} topic{'s' * (b['n'] != 1)})"
                     for b in conf["bands"]
-                ),
+                ],
             }
             for run, conf in shown
         ],

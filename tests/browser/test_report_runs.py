@@ -63,7 +63,9 @@ def test_uploaded_runs_are_scored_in_the_systems_section_by_keyboard(browser, li
     assert "A topic's confusability is the mean entropy (in bits) of the graders' FINE scores" in words
     assert "in the run's first 10 documents" in words and "Weighted mean counts each topic by 1 minus" in words
     page.screenshot(path=str(ARTIFACTS / "report-runs-1280.png"), full_page=True)
+    confusable.screenshot(path=str(ARTIFACTS / "report-runs-confusability-1280.png"))
     page.set_viewport_size({"width": 390, "height": 844})
     no_sideways_scroll(page)
     page.screenshot(path=str(ARTIFACTS / "report-runs-390.png"), full_page=True)
+    confusable.screenshot(path=str(ARTIFACTS / "report-runs-confusability-390.png"))
     assert [e for e in errors if "400 (Bad Request)" not in e] == []  # the refused upload's own page is a 400
