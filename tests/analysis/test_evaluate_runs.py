@@ -186,6 +186,9 @@ def test_a_topic_a_run_does_not_answer_counts_zero_as_ir_measures_counts_it(judg
     assert ap["per_topic"]["t2"] == ap["per_topic"]["t3"] == 0.0 and "t9" not in ap["per_topic"]
     assert ap["mean"] == pytest.approx(expected[ir_measures.AP], abs=1e-12)
     assert "reason" in result["friedman"]["AP"]  # one run: nothing to compare
+    conf = ap["confusability"]  # the topics the run does not answer read no judged document
+    assert conf["topics_left_out"] == ["t2", "t3"] and conf["n_topics"] == 1 and conf["n_units"] == 2
+    assert conf["mean"] == conf["weighted_mean"] == ap["per_topic"]["t1"]
 
 
 def test_a_failure_inside_ir_measures_is_reported_not_raised(judged_pool, monkeypatch):
