@@ -1,5 +1,6 @@
 """The report's Systems section scores uploaded TREC runs, keyboard only: the example's runs pooled and
-judged, uploaded at once; the tables take the focus; a bad line is named beside the form; 1280 and 390 px."""
+judged, uploaded at once with a confusability measure chosen; the tables (and the means by confusability,
+explained in words) take the focus; a bad line is named beside the form; axe-core at 1280 and 390 px."""
 
 from __future__ import annotations
 
@@ -12,6 +13,7 @@ from grading.models.choices import Role
 from grading.services.campaigns import role_grant
 from tests.analysis.test_evaluate_runs import RUNS, confused_pool, judged_pool  # noqa: F401 (the fixtures)
 from tests.browser.test_organizer import no_sideways_scroll
+from tests.browser.test_organizer_axe import serious
 from tests.browser.test_report_page import ARTIFACTS, _page_as, browser  # noqa: F401 (the fixture)
 from tests.factories import make_user
 
@@ -64,8 +66,10 @@ def test_uploaded_runs_are_scored_in_the_systems_section_by_keyboard(browser, li
     assert "in the run's first 10 documents" in words and "Weighted mean counts each topic by 1 minus" in words
     page.screenshot(path=str(ARTIFACTS / "report-runs-1280.png"), full_page=True)
     confusable.screenshot(path=str(ARTIFACTS / "report-runs-confusability-1280.png"))
+    assert serious(page) == []  # axe-core: the scored runs' tables, the confusability ones too
     page.set_viewport_size({"width": 390, "height": 844})
     no_sideways_scroll(page)
     page.screenshot(path=str(ARTIFACTS / "report-runs-390.png"), full_page=True)
     confusable.screenshot(path=str(ARTIFACTS / "report-runs-confusability-390.png"))
+    assert serious(page) == []
     assert [e for e in errors if "400 (Bad Request)" not in e] == []  # the refused upload's own page is a 400
