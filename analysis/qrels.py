@@ -248,3 +248,25 @@ def qrels_text(run: AnalysisRun, filters: export.Filters, mapping: GradeMapping)
     count = QrelsCount()
     text = "".join(qrels_lines(run, filters, mapping, count=count))
     return text, count
+
+
+CONFUSABILITY_COLUMNS = ["topic", "doc", "n", "dif", "std", "entropy"]
+
+
+def qrels_confusability(run: AnalysisRun, filters: export.Filters, mapping: GradeMapping) -> pd.DataFrame:
+    """The confusability (§5.3: n, dif, std, entropy of the unit's judgments) of each unit the qrels
+    hold, keyed by the qrels' topic and document ids (``topic``, ``doc``)."""
+    external = selectors.candidate_external_ids(campaign_id=run.campaign_id)
+    parts = []
+    for frame in export.ground_truth_chunks(run, filters):
+        if frame.empty:
+            continue
+        graded = [grade is not None for grade in _unit_grades(frame, mapping)]
+        kept = frame.loc[graded, ["query", "candidate", "n", "dif", "std", "entropy"]]
+        kept = kept.assign(candidate=kept["candidate"].map(external))
+        parts.append(kept.rename(columns={"query": "topic", "candidate": "doc"}))
+    if not parts:
+        return pd.DataFrame(columns=CONFUSABILITY_COLUMNS)
+    out = pd.concat(parts, ignore_index=True)
+    out["topic"], out["doc"] = out["topic"].astype(str), out["doc"].astype(str)
+    return out[CONFUSABILITY_COLUMNS]

@@ -210,7 +210,13 @@ def report_evaluate_runs(request: HttpRequest, campaign_id: int) -> HttpResponse
         if good is None:
             raise InvalidValue("the ground truth comes from an analysis: run one first, then evaluate the runs")
         parsed = [_run_of(upload) for upload in form.cleaned_data["runs"]]
-        result = campaign_runs_evaluate(run=good, runs=parsed, measures_text=form.cleaned_data["measures"])
+        result = campaign_runs_evaluate(
+            run=good,
+            runs=parsed,
+            measures_text=form.cleaned_data["measures"],
+            confusability_measure=form.cleaned_data["confusability"] or "std",
+            threshold=form.cleaned_data["low_threshold"],
+        )
     except CampaignFileError as exc:
         return _report(request, campaign, runs_form=form, runs_errors=[e.message for e in exc.all_errors()], status=400)
     except (InvalidValue, EvaluationError, QrelsError) as exc:

@@ -56,3 +56,16 @@ class RunsEvaluationForm(forms.Form):
         label="Measures",
         help_text="ir-measures names separated by spaces, e.g. nDCG@10 P@5 AP RBP(p=0.8).",
     )
+    confusability = forms.ChoiceField(
+        choices=MEASURE_CHOICES,
+        initial="std",
+        required=False,  # a script posting runs and measures alone gets the std
+        label="Confusability",
+        help_text="How a judged document's disagreement is measured: the std, range or entropy of its judgments.",
+    )
+    low_threshold = forms.FloatField(
+        required=False,
+        min_value=0,
+        label="Low-confusability threshold",
+        help_text="Topics at or below it; empty = the median over each run's topics.",
+    )

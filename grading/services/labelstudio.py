@@ -5,11 +5,15 @@ annotations, so that ours → Label Studio → ours keeps every judgment.
 A Label Studio export is a list of tasks; each task's ``data`` holds the item (``text``, or the
 URL of an ``audio``, ``image`` or ``video``), and ``annotations[].result[]`` the annotators'
 answers: ``{"type": "choices", "value": {"choices": [LABEL]}}`` for a categorical campaign,
-``{"type": "rating", "value": {"rating": N}}`` for a numeric one. An annotation with
-``was_cancelled`` (skipped in Label Studio) is recorded as a skip.
+``{"type": "rating", "value": {"rating": N}}`` for a numeric one, and for a BROAD/FINE campaign both
+in one annotation: a ``choices`` result holding the BROAD category (NS, SS, VS, or the names Not
+Similar, Somewhat Similar, Very Similar) and a ``number`` (``{"number": 7.5}``, Label Studio's Number
+tag, what the export writes) or ``rating`` result holding the FINE score (0–10 on the 0.1 grid); a
+BROAD without its FINE, or the reverse, is refused. An annotation with ``was_cancelled`` (skipped in
+Label Studio) is recorded as a skip.
 
 The event log stays the one source: every annotation is recorded through
-grading.services.events as its scheme's event (label_set, score_set, skip) by a pseudonymous
+grading.services.events as its scheme's event (label_set, score_set, broad_set then fine_set, skip) by a pseudonymous
 grader standing for its ``completed_by``, with ``session_id`` ``labelstudio:<annotation id>`` and
 ``payload.source`` ``"labelstudio"`` (with the task, the annotation and Label Studio's own
 timestamp), which tell imported judgments apart from those given here (docs/design.md §2).
@@ -25,9 +29,10 @@ from typing import Any
 from django.db import transaction
 from django.utils import timezone
 
-from grading.errors import GradingError
-from grading.models import Assignment, Campaign, Judgment
-from grading.models.choices import AssignmentSource, CampaignStatus, EventType, Role, Scheme
+from grading.errors import GradingError, InvalidValue
+from grading.models import Assignment, Campaign
+from grading.models.choices import AssignmentSource, Broad, CampaignStatus, EventType, Role, Scheme
+from grading.schemes import parse_fine
 from grading.services import allocation_state
 from grading.services.campaign_file_errors import CampaignFileError, Collector
 from grading.services.campaign_files import FORMAT, definition_check, read_text_file
@@ -35,12 +40,22 @@ from grading.services.campaign_io import campaign_import
 from grading.services.campaigns import campaign_set_status
 from grading.services.event_input import EventInput
 from grading.services.events import events_record
+from grading.services.labelstudio_out import (  # noqa: F401 (the export side, re-exported)
+    labelstudio_config,
+    labelstudio_export,
+    labelstudio_incomplete,
+    labelstudio_tasks,
+)
 
 SOURCE = "labelstudio"
 SESSION_PREFIX = "labelstudio:"
 ITEM_FIELDS = ("text", "audio", "image", "video")  # data keys read as the item, in this order
-RESULT_TYPE = {Scheme.CATEGORICAL: "choices", Scheme.NUMERIC: "rating"}
+RESULT_TYPE = {Scheme.CATEGORICAL: "choices", Scheme.NUMERIC: "rating", Scheme.BROAD_FINE: "choices"}
 EVENT_OF = {Scheme.CATEGORICAL: EventType.LABEL_SET, Scheme.NUMERIC: EventType.SCORE_SET}
+FINE_TYPES = ("number", "rating")  # the FINE of a BROAD/FINE annotation: Label Studio's Number or Rating
+# A BROAD category by its code or its name, any case ("VS", "Very Similar", "very similar").
+BROAD_OF = {**{c.lower(): c for c in Broad.values}, **{n.lower(): c for c, n in Broad.choices}}
+SCHEME_WORDS = "categorical (choices), numeric (rating) or broad_fine (choices and number)"
 EVENT_NAMESPACE = uuid.UUID("5d3f3a0e-7a52-4c39-9a4e-6c1b0f2d8e11")
 
 
@@ -65,6 +80,7 @@ def labelstudio_plan(
     scheme: str,
     scheme_params: dict[str, Any] | None = None,
     from_name: str | None = None,
+    fine_from_name: str | None = None,
     item_field: str | None = None,
     guidelines: str = "",
 ) -> dict[str, Any]:
@@ -72,13 +88,12 @@ def labelstudio_plan(
     Every task and annotation is checked on its own; the problems are raised together
     (CampaignFileErrors), each naming ``tasks[i]`` / ``tasks[i].annotations[j]`` and the field."""
     if scheme not in RESULT_TYPE:
-        raise CampaignFileError(
-            "options", "scheme", scheme, f"a Label Studio import is {' or '.join(RESULT_TYPE)} (choices or rating)"
-        )
+        raise CampaignFileError("options", "scheme", scheme, f"a Label Studio import is {SCHEME_WORDS}")
     if not tasks:
         raise CampaignFileError("top level", "(json)", "[]", "the export holds no tasks")
     found = Collector()
-    parsed = [found.run(_task, t, i, scheme, from_name, item_field) for i, t in enumerate(tasks)]
+    controls = (from_name, fine_from_name)
+    parsed = [found.run(_task, t, i, scheme, controls, item_field) for i, t in enumerate(tasks)]
     _unique_ids(found, parsed)
     found.raise_any()
     tasks_ok: list[dict[str, Any]] = [p for p in parsed if p is not None]
@@ -154,7 +169,8 @@ def labelstudio_import(*, plan: dict[str, Any], status: str = CampaignStatus.CLO
         now = timezone.now()
         by_grader: dict[str, list[tuple[dict[str, Any], EventInput]]] = {}
         for a in plan["annotations"]:
-            by_grader.setdefault(a["username"], []).append((a, _event(campaign, units[a["unit"]][0], a, now)))
+            for event in _events(campaign, units[a["unit"]][0], a, now):
+                by_grader.setdefault(a["username"], []).append((a, event))
         for username, items in by_grader.items():
             results = events_record(grader=graders[username], items=[e for _, e in items])
             for (a, _), result in zip(items, results, strict=True):
@@ -165,26 +181,38 @@ def labelstudio_import(*, plan: dict[str, Any], status: str = CampaignStatus.CLO
     return campaign
 
 
-def _event(campaign: Campaign, unit_id: int, a: dict[str, Any], now: Any) -> EventInput:
-    kind = EventType.SKIP if a["cancelled"] else EVENT_OF[campaign.scheme]
-    payload: dict[str, Any] = {} if a["cancelled"] else {"value": a["value"]}
-    payload["source"] = SOURCE
-    payload["task"] = a["task"]
-    payload["annotation"] = a["id"]
-    if a["created_at"]:
-        payload["created_at"] = a["created_at"]
-    return EventInput(
-        id=uuid.uuid5(EVENT_NAMESPACE, f"{campaign.pk}:{a['where']}"),
-        campaign_id=campaign.pk,
-        type=kind,
-        client_ts=now,  # Label Studio's own time is kept in the payload: it may lie outside the clock window
-        payload=payload,
-        unit_id=unit_id,
-        session_id=f"{SESSION_PREFIX}{a['id']}"[:64],
-    )
+def _events(campaign: Campaign, unit_id: int, a: dict[str, Any], now: Any) -> list[EventInput]:
+    """The annotation's events: a skip, its scheme's value event, or a BROAD/FINE pair (BROAD first)."""
+    if a["cancelled"]:
+        values = [(EventType.SKIP, None, "")]
+    elif campaign.scheme == Scheme.BROAD_FINE:
+        values = [(EventType.BROAD_SET, a["value"]["broad"], ""), (EventType.FINE_SET, a["value"]["fine"], ":fine")]
+    else:
+        values = [(EVENT_OF[campaign.scheme], a["value"], "")]
+    out = []
+    for seq, (kind, value, suffix) in enumerate(values, start=1):
+        payload: dict[str, Any] = {} if kind == EventType.SKIP else {"value": value}
+        payload.update(source=SOURCE, task=a["task"], annotation=a["id"])
+        if a["created_at"]:
+            payload["created_at"] = a["created_at"]
+        out.append(
+            EventInput(
+                id=uuid.uuid5(EVENT_NAMESPACE, f"{campaign.pk}:{a['where']}{suffix}"),
+                campaign_id=campaign.pk,
+                type=kind,
+                client_ts=now,  # Label Studio's own time is kept in the payload: it may lie outside the clock window
+                payload=payload,
+                unit_id=unit_id,
+                seq=seq,
+                session_id=f"{SESSION_PREFIX}{a['id']}"[:64],
+            )
+        )
+    return out
 
 
-def _task(task: Any, i: int, scheme: str, from_name: str | None, item_field: str | None) -> dict[str, Any]:
+def _task(
+    task: Any, i: int, scheme: str, controls: tuple[str | None, str | None], item_field: str | None
+) -> dict[str, Any]:
     where = f"tasks[{i}]"
     if not isinstance(task, dict):
         raise CampaignFileError(where, "(task)", type(task).__name__, "a task is a JSON object")
@@ -231,12 +259,12 @@ def _task(task: Any, i: int, scheme: str, from_name: str | None, item_field: str
         "candidate": candidate,
         "query": query,
         "annotations": [
-            _annotation(a, f"{where}.annotations[{j}]", scheme, from_name) for j, a in enumerate(annotations)
+            _annotation(a, f"{where}.annotations[{j}]", scheme, controls) for j, a in enumerate(annotations)
         ],
     }
 
 
-def _annotation(a: Any, where: str, scheme: str, from_name: str | None) -> dict[str, Any]:
+def _annotation(a: Any, where: str, scheme: str, controls: tuple[str | None, str | None]) -> dict[str, Any]:
     if not isinstance(a, dict):
         raise CampaignFileError(where, "(annotation)", type(a).__name__, "an annotation is a JSON object")
     who = a.get("completed_by")
@@ -257,38 +285,83 @@ def _annotation(a: Any, where: str, scheme: str, from_name: str | None) -> dict[
     }
     if out["cancelled"]:
         return out
-    wanted = RESULT_TYPE[scheme]
     results = a.get("result")
     if not isinstance(results, list):
         raise CampaignFileError(where, "result", results, "must be a list of results")
+    if scheme == Scheme.BROAD_FINE:
+        return _broad_fine(out, results, where, controls)
+    wanted = RESULT_TYPE[scheme]
+    found = _pick(results, where, (wanted,), controls[0], "--from-name")
+    if found is None:
+        named = f" from {controls[0]!r}" if controls[0] else ""
+        raise CampaignFileError(where, "result", len(results), f"no {wanted!r} result{named}")
+    out["rw"], out["value"] = f"{where}.result[{found[0]}]", _value(found, where)
+    return out
+
+
+def _pick(
+    results: list[Any], where: str, types: tuple[str, ...], from_name: str | None, option: str
+) -> tuple[int, dict[str, Any]] | None:
+    """The one result of these types (from the control `from_name` when given), or None."""
     mine = [
         (k, r)
         for k, r in enumerate(results)
-        if isinstance(r, dict) and r.get("type") == wanted and (from_name is None or r.get("from_name") == from_name)
+        if isinstance(r, dict) and r.get("type") in types and (from_name is None or r.get("from_name") == from_name)
     ]
-    if not mine:
-        named = f" from {from_name!r}" if from_name else ""
-        raise CampaignFileError(where, "result", len(results), f"no {wanted!r} result{named}")
     if len(mine) > 1:
         names = sorted({str(r.get("from_name")) for _, r in mine})
-        raise CampaignFileError(
-            where, "result", names, f"several {wanted!r} results: choose one control with --from-name"
-        )
-    k, r = mine[0]
-    rw = f"{where}.result[{k}]"
+        kinds = " or ".join(repr(t) for t in types)
+        raise CampaignFileError(where, "result", names, f"several {kinds} results: choose one control with {option}")
+    return mine[0] if mine else None
+
+
+def _value(found: tuple[int, dict[str, Any]], where: str) -> Any:
+    """The value of a choices (exactly one choice), rating or number result."""
+    k, r = found
+    rw, kind = f"{where}.result[{k}]", r["type"]
     value = r.get("value")
-    if not isinstance(value, dict) or wanted not in value:
-        raise CampaignFileError(rw, f"value.{wanted}", value, f"a {wanted} result holds value.{wanted}")
-    v = value[wanted]
-    if wanted == "choices":
+    if not isinstance(value, dict) or kind not in value:
+        raise CampaignFileError(rw, f"value.{kind}", value, f"a {kind} result holds value.{kind}")
+    v = value[kind]
+    if kind == "choices":
         if not isinstance(v, list) or len(v) != 1 or not isinstance(v[0], str):
             raise CampaignFileError(rw, "value.choices", v, "a categorical judgment is exactly one choice")
-        out["value"] = v[0]
-    else:
-        if isinstance(v, bool) or not isinstance(v, int | float):
-            raise CampaignFileError(rw, "value.rating", v, "a rating is a number")
-        out["value"] = v
-    out["rw"] = rw
+        return v[0]
+    if isinstance(v, bool) or not isinstance(v, int | float):
+        raise CampaignFileError(rw, f"value.{kind}", v, f"a {kind} is a number")
+    return v
+
+
+def _broad_fine(
+    out: dict[str, Any], results: list[Any], where: str, controls: tuple[str | None, str | None]
+) -> dict[str, Any]:
+    """A BROAD/FINE annotation: its choices result is the BROAD, its number or rating result the FINE."""
+    broad = _pick(results, where, ("choices",), controls[0], "--from-name")
+    fine = _pick(results, where, FINE_TYPES, controls[1], "--fine-from-name")
+    if broad is None and fine is None:
+        raise CampaignFileError(
+            where,
+            "result",
+            len(results),
+            "no 'choices' result (the BROAD) and no 'number' or 'rating' result (the FINE)",
+        )
+    if fine is None:
+        raise CampaignFileError(
+            where, "result", _value(broad, where), "a BROAD without a FINE: add a 'number' or 'rating' result"
+        )
+    if broad is None:
+        raise CampaignFileError(where, "result", _value(fine, where), "a FINE without a BROAD: add a 'choices' result")
+    label, score = _value(broad, where), _value(fine, where)
+    code = BROAD_OF.get(label.strip().lower())
+    if code is None:
+        names = ", ".join(f"{c} ({n})" for c, n in Broad.choices)
+        raise CampaignFileError(f"{where}.result[{broad[0]}]", "value.choices", label, f"not a BROAD category: {names}")
+    fine_where = f"{where}.result[{fine[0]}]"
+    try:
+        number = parse_fine(score, field=f"value.{fine[1]['type']}")
+    except InvalidValue as exc:
+        raise CampaignFileError(fine_where, exc.field or "value", score, "the FINE is 0–10 on the 0.1 grid") from None
+    out["rw"], out["value"] = f"{where}.result[{broad[0]}]", {"broad": code, "fine": float(number)}
     return out
 
 
@@ -323,6 +396,8 @@ def _default_params(scheme: str, tasks: list[dict[str, Any]]) -> dict[str, Any]:
     values = [a["value"] for t in tasks for a in t["annotations"] if not a["cancelled"]]
     if scheme == Scheme.CATEGORICAL:  # the labels in the order they first appear
         return {"labels": list(dict.fromkeys(values)) or ["(none)"], "ordered": False}
+    if scheme == Scheme.BROAD_FINE:
+        return {}  # the default FINE bands
     return {"min": min([1, *values]), "max": max([5, *values]), "step": 1}  # Label Studio's rating is 1–5 by default
 
 
@@ -345,96 +420,3 @@ def _check_values(annotations: list[dict[str, Any]], params: dict[str, Any], sch
                 )
             )
     found.raise_any()
-
-
-def labelstudio_tasks(campaign: Campaign) -> list[dict[str, Any]]:
-    """The campaign as Label Studio tasks: one per unit, each grader's judgment an annotation whose
-    completed_by is the grader's pseudonym number (G03 → 3). Skipped judgments are cancelled annotations."""
-    if campaign.scheme not in RESULT_TYPE:
-        raise CampaignFileError(
-            "campaign", "scheme", campaign.scheme, f"Label Studio export is for {' and '.join(RESULT_TYPE)} campaigns"
-        )
-    wanted = RESULT_TYPE[campaign.scheme]
-    field = "label" if campaign.scheme == Scheme.CATEGORICAL else "score"
-    pseudonyms = dict(campaign.roles.filter(role=Role.GRADER).values_list("user_id", "pseudonym"))
-    judgments: dict[int, list[Judgment]] = {}
-    for j in campaign.judgments.select_related("last_event").order_by("unit_id", "grader_id"):
-        if j.skipped or getattr(j, field) is not None:
-            judgments.setdefault(j.unit_id, []).append(j)
-    tasks = []
-    next_annotation = 1
-    for pos, unit in enumerate(campaign.units.select_related("query", "candidate").order_by("position", "pk"), start=1):
-        cand = unit.candidate
-        data: dict[str, Any] = {"unit_id": unit.external_id, "candidate_id": cand.external_id}
-        if cand.kind == "text" or not cand.media_url:
-            data["text"] = cand.text
-        else:
-            data[cand.kind] = cand.media_url
-        if unit.query is not None:
-            data["query"] = unit.query.text or unit.query.title or unit.query.external_id
-            data["query_id"] = unit.query.external_id
-        annotations = []
-        for j in judgments.get(unit.pk, []):
-            value = getattr(j, field)
-            result = (
-                []
-                if j.skipped
-                else [
-                    {
-                        "id": f"r{next_annotation}",
-                        "from_name": wanted,
-                        "to_name": "item",
-                        "type": wanted,
-                        "origin": "manual",
-                        "value": {wanted: [value] if wanted == "choices" else value},
-                    }
-                ]
-            )
-            pseudonym = pseudonyms.get(j.grader_id, "")
-            annotations.append(
-                {
-                    "id": next_annotation,
-                    "completed_by": int(pseudonym[1:]) if pseudonym[1:].isdigit() else j.grader_id,
-                    "result": result,
-                    "was_cancelled": j.skipped,
-                    "ground_truth": False,
-                    "created_at": j.updated_at.isoformat().replace("+00:00", "Z"),
-                    "updated_at": j.updated_at.isoformat().replace("+00:00", "Z"),
-                    "task": pos,
-                }
-            )
-            next_annotation += 1
-        tasks.append({"id": pos, "data": data, "annotations": annotations, "predictions": [], "meta": {}})
-    return tasks
-
-
-def labelstudio_config(campaign: Campaign) -> str:
-    """A labeling configuration matching the exported tasks (Label Studio's project XML)."""
-    params = campaign.scheme_params or {}
-    kinds = set(campaign.candidates.values_list("kind", flat=True))
-    tag = {"audio": "Audio", "image": "Image", "video": "Video"}
-    items = ['  <Header value="$query"/>'] if campaign.queries.exists() else []
-    items += [f'  <{tag[k]} name="item" value="${k}"/>' for k in sorted(kinds & set(tag))]
-    if not kinds & set(tag) or "text" in kinds:
-        items.append('  <Text name="item" value="$text"/>')
-    if campaign.scheme == Scheme.CATEGORICAL:
-        choices = "\n".join(f'    <Choice value="{_xml(label)}"/>' for label in params.get("labels", []))
-        control = f'  <Choices name="choices" toName="item" choice="single" required="true">\n{choices}\n  </Choices>'
-    else:
-        control = f'  <Rating name="rating" toName="item" maxRating="{int(params.get("max", 5))}"/>'
-    return "<View>\n" + "\n".join([*items, control]) + "\n</View>\n"
-
-
-def _xml(text: str) -> str:
-    return text.replace("&", "&amp;").replace('"', "&quot;").replace("<", "&lt;").replace(">", "&gt;")
-
-
-def labelstudio_export(*, campaign: Campaign, directory: Path) -> Path:
-    """Write ``tasks.json`` (Label Studio's JSON) and ``label_config.xml`` into directory."""
-    directory = Path(directory)
-    directory.mkdir(parents=True, exist_ok=True)
-    tasks = labelstudio_tasks(campaign)
-    (directory / "label_config.xml").write_text(labelstudio_config(campaign), encoding="utf-8")
-    target = directory / "tasks.json"
-    target.write_text(json.dumps(tasks, indent=2, ensure_ascii=False) + "\n", encoding="utf-8")
-    return target

@@ -15,11 +15,11 @@ from django.core.files.uploadedfile import SimpleUploadedFile
 from django.core.management import CommandError, call_command
 
 from analysis.metrics.systems import friedman
-from analysis.models import AnalysisRun
+from analysis.models import AnalysisRun, UnitResult
 from analysis.run_evaluation import measures_parse, measures_split
 from analysis.services.execute import run_execute
 from analysis.services.runs import run_create
-from grading.models import Assignment, Campaign, SystemOutput
+from grading.models import Assignment, Campaign, Judgment, SystemOutput
 from grading.models.choices import CampaignStatus, Role
 from grading.services.campaigns import assignments_create_initial, campaign_set_status, role_grant
 from tests.factories import make_user, record
@@ -186,6 +186,9 @@ def test_a_topic_a_run_does_not_answer_counts_zero_as_ir_measures_counts_it(judg
     assert ap["per_topic"]["t2"] == ap["per_topic"]["t3"] == 0.0 and "t9" not in ap["per_topic"]
     assert ap["mean"] == pytest.approx(expected[ir_measures.AP], abs=1e-12)
     assert "reason" in result["friedman"]["AP"]  # one run: nothing to compare
+    conf = ap["confusability"]  # the topics the run does not answer read no judged document
+    assert conf["topics_left_out"] == ["t2", "t3"] and conf["n_topics"] == 1 and conf["n_units"] == 2
+    assert conf["mean"] == conf["weighted_mean"] == ap["per_topic"]["t1"]
 
 
 def test_a_failure_inside_ir_measures_is_reported_not_raised(judged_pool, monkeypatch):
@@ -220,6 +223,10 @@ def test_the_report_scores_uploaded_runs_as_the_command_does_and_stores_nothing(
     assert len(shown[0]["rows"]) == 3 and {r["run"]: r["mean"] for r in shown[0]["rows"]} == means
     html = response.content.decode()
     assert "AP: mean over topics, best first" in html and "Friedman χ² =" in html
+    expected_conf = {r["run"]: r["measures"]["AP"]["confusability"] for r in expected["runs"]}
+    assert {r["run"]: r["confusability"] for r in shown[0]["rows"]} == expected_conf
+    assert shown[0]["confusability"]["measure"] == "std" and len(shown[0]["confusability"]["rows"]) == 3
+    assert "AP and the graders' disagreement" in html and "A topic's confusability is the mean standard" in html
     assert SystemOutput.objects.count() == outputs and AnalysisRun.objects.filter(campaign=judged_pool).count() == 1
 
 
@@ -241,3 +248,106 @@ def test_a_bad_upload_on_the_report_lists_its_problem_beside_the_form(judged_poo
     stranger = make_user()
     client.force_login(stranger)
     assert client.post(url, {"runs": _uploads(RUNS[0]), "measures": "AP"}).status_code == 404
+
+
+@pytest.fixture
+def confused_pool(judged_pool) -> Campaign:
+    """The judged pool with the graders disagreeing on FINE (BROAD, hence the qrels, unchanged): on t1
+    one grader of each unit scores 1 lower, on t2 one grader scores 5 whatever the document."""
+    changed = set()
+    for a in Assignment.objects.filter(campaign=judged_pool).select_related("grader", "unit__query").order_by("pk"):
+        topic = a.unit.query.external_id
+        if a.unit_id in changed or topic == "t3":
+            continue
+        changed.add(a.unit_id)
+        fine = float(Judgment.objects.get(grader=a.grader, unit=a.unit).fine)
+        record(a.grader, judged_pool, "fine_set", {"value": fine - 1 if topic == "t1" else 5.0}, unit=a.unit, seq=3)
+    return judged_pool
+
+
+def _unit_confusability(campaign: Campaign, column: str) -> dict[tuple[str, str], float]:
+    run = AnalysisRun.objects.filter(campaign=campaign, status="succeeded").latest("pk")
+    return {
+        (r.unit.query.external_id, r.unit.candidate.external_id): getattr(r, column)
+        for r in UnitResult.objects.filter(run=run, n__gte=2).select_related("unit__query", "unit__candidate")
+    }
+
+
+@pytest.mark.parametrize("option, column", [("std", "std"), ("range", "dif"), ("entropy", "entropy")])
+def test_each_measure_of_each_run_is_summarised_by_topic_confusability_from_the_documents_it_read(
+    confused_pool, option, column
+):
+    result = evaluate(confused_pool, "--measures", "P@3 AP", "--bootstrap", "20", "--confusability", option)
+    units = _unit_confusability(confused_pool, column)
+    assert len({round(v, 9) for v in units.values()}) > 1  # the graders disagree on some units
+    for entry, path in zip(result["runs"], RUNS, strict=True):
+        lines = [line.split() for line in Path(path).read_text().splitlines()]
+        for name, depth in (("P@3", 3), ("AP", None)):
+            measure = entry["measures"][name]
+            conf = measure["confusability"]
+            read = {
+                q: [
+                    units[(q, d)]
+                    for q2, _, d, rank, *_ in lines
+                    if q2 == q and (depth is None or int(rank) <= depth)
+                    if (q, d) in units
+                ]
+                for q in ("t1", "t2", "t3")
+            }
+            c = {q: np.mean(v) for q, v in read.items() if v}
+            x = measure["per_topic"]
+            assert conf["measure"] == option and conf["cutoff"] == depth and conf["threshold_chosen"] is False
+            assert conf["n_topics"] == len(c) and conf["n_units"] == sum(len(v) for v in read.values())
+            assert conf["mean_confusability"] == pytest.approx(np.mean(sum(read.values(), [])))
+            assert conf["mean"] == pytest.approx(np.mean([x[q] for q in c]))
+            lo, hi = min(c.values()), max(c.values())
+            w = {q: 1 - (v - lo) / (hi - lo) if hi - lo > 1e-9 else 1.0 for q, v in c.items()}
+            assert conf["weighted_mean"] == pytest.approx(sum(w[q] * x[q] for q in c) / sum(w.values()))
+            median = np.median(list(c.values()))
+            low = [q for q in c if c[q] <= median + 1e-12]
+            assert conf["low_subset"]["n"] == len(low)
+            assert conf["low_subset"]["mean"] == pytest.approx(np.mean([x[q] for q in low]))
+            assert sum(b["n"] for b in conf["bands"]) == len(c)
+
+
+def test_the_confusability_keys_sit_beside_the_existing_ones_and_the_threshold_is_an_option(confused_pool):
+    result = evaluate(confused_pool, "--measures", "nDCG@10", "--bootstrap", "20", "--threshold", "0.5")
+    measure = result["runs"][0]["measures"]["nDCG@10"]
+    assert set(measure) == {"mean", "ci_low", "ci_high", "per_topic", "confusability"}
+    conf = measure["confusability"]
+    assert set(conf) == {
+        "measure",
+        "cutoff",
+        "threshold_chosen",
+        "n_topics",
+        "topics_left_out",
+        "n_units",
+        "mean",
+        "mean_confusability",
+        "bands",
+        "low_subset",
+        "weighted_mean",
+    }
+    assert all(set(b) == {"low", "high", "n", "mean", "mean_confusability"} for b in conf["bands"])
+    assert conf["threshold_chosen"] is True and conf["low_subset"]["threshold"] == 0.5
+    with pytest.raises(CommandError, match="--threshold must be a number ≥ 0; got -1"):
+        evaluate(confused_pool, "--threshold", "-1")
+    out = io.StringIO()
+    call_command(
+        "evaluate_runs",
+        confused_pool.slug,
+        *RUNS,
+        "--measures",
+        "P@3",
+        "--bootstrap",
+        "20",
+        "--confusability",
+        "entropy",
+        stdout=out,
+        stderr=io.StringIO(),
+    )
+    text = out.getvalue()
+    assert "Confusability-aware (§5.8; a topic's confusability = the mean entropy of the judged units" in text
+    assert (
+        "among the run's first 3 documents" in text and "weighted " in text and "low-confusability topics (≤ " in text
+    )

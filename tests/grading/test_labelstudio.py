@@ -173,7 +173,158 @@ def test_ours_to_label_studio_and_back_keeps_every_judgment(tmp_path, scheme):
     assert back.queries.count() == 2 and back.units.count() == 4
 
 
-def test_a_pairwise_campaign_is_not_exported_to_label_studio(tmp_path):
-    campaign = make_campaign(scheme=Scheme.BROAD_FINE)
-    with pytest.raises(CampaignFileError, match="categorical and numeric"):
+def test_an_ordering_campaign_is_not_exported_to_label_studio(tmp_path):
+    campaign = make_campaign(scheme=Scheme.ORDERING, assign=False)
+    with pytest.raises(CampaignFileError, match="categorical, numeric and BROAD/FINE"):
         labelstudio_tasks(campaign)
+
+
+def _broad_fine(campaign: Campaign) -> dict[tuple[str, str], object]:
+    """(grader's pseudonym, unit id) → (BROAD, FINE), or 'skipped'."""
+    pseudonyms = dict(campaign.roles.filter(role="grader").values_list("user_id", "pseudonym"))
+    return {
+        (pseudonyms[j.grader_id], j.unit.external_id): "skipped" if j.skipped else (j.broad, j.fine)
+        for j in Judgment.objects.filter(campaign=campaign).select_related("unit")
+    }
+
+
+def test_a_broad_fine_campaign_goes_to_label_studio_and_back_with_every_complete_judgment(tmp_path):
+    campaign = make_campaign(scheme=Scheme.BROAD_FINE, n_queries=2, n_candidates=2, graders=3, overlap=3)
+    pairs = [("VS", 9.5), ("SS", 5.0), ("NS", 0.0), ("VS", 10.0), ("NS", 2.5)]
+    partial = None
+    for n, a in enumerate(campaign.assignments.select_related("grader", "unit").order_by("pk")):
+        if n % 6 == 5:
+            record(a.grader, campaign, EventType.SKIP, {}, unit=a.unit)
+        elif n == 7:  # a BROAD whose FINE was never given: not a whole BROAD/FINE judgment
+            record(a.grader, campaign, EventType.BROAD_SET, {"value": "SS"}, unit=a.unit)
+            partial = (a.grader_id, a.unit_id)
+        else:
+            broad, fine = pairs[n % len(pairs)]
+            record(a.grader, campaign, EventType.BROAD_SET, {"value": broad}, unit=a.unit, seq=1)
+            record(a.grader, campaign, EventType.FINE_SET, {"value": fine}, unit=a.unit, seq=2)
+    ours = _broad_fine(campaign)
+    assert len(ours) == 12 and partial is not None
+    err = io.StringIO()
+    call_command(
+        "export_campaign",
+        campaign.slug,
+        "--format",
+        "labelstudio",
+        "-o",
+        str(tmp_path),
+        stdout=io.StringIO(),
+        stderr=err,
+    )
+    assert "1 BROAD/FINE judgment(s) with only a BROAD or only a FINE were left out" in err.getvalue()
+    tasks = json.loads((tmp_path / "tasks.json").read_text(encoding="utf-8"))
+    assert len(tasks) == 4 and sum(len(t["annotations"]) for t in tasks) == 11
+    complete = next(a for t in tasks for a in t["annotations"] if a["result"])
+    assert [(r["from_name"], r["type"], list(r["value"])) for r in complete["result"]] == [
+        ("broad", "choices", ["choices"]),
+        ("fine", "number", ["number"]),
+    ]
+    config = (tmp_path / "label_config.xml").read_text()
+    assert '<Choice value="Very Similar" alias="VS"/>' in config
+    assert '<Number name="fine" toName="item" min="0" max="10" step="0.1" required="true"/>' in config
+    _import(tmp_path / "tasks.json", "--name", "Back", "--scheme", "broad_fine")
+    back = Campaign.objects.get(slug="back")
+    ls_names = dict(back.roles.filter(role="grader").values_list("user__username", "pseudonym"))
+    mapping = {f"G{int(name.rsplit('-', 1)[1]):02d}": p for name, p in ls_names.items()}
+    pseudonyms = dict(campaign.roles.filter(role="grader").values_list("user_id", "pseudonym"))
+    left_out = (pseudonyms[partial[0]], campaign.units.get(pk=partial[1]).external_id)
+    expected = {(mapping[g], u): v for (g, u), v in ours.items() if (g, u) != left_out}
+    assert _broad_fine(back) == expected and len(expected) == 11
+    assert back.scheme == Scheme.BROAD_FINE and back.scheme_params == campaign.scheme_params
+
+
+BROAD_FINE_TASKS = [
+    {
+        "id": 7,
+        "data": {"text": "a document", "query": "a topic"},
+        "annotations": [
+            {
+                "id": 70,
+                "completed_by": 3,
+                "result": [
+                    {
+                        "from_name": "relevance",
+                        "to_name": "t",
+                        "type": "choices",
+                        "value": {"choices": ["Very Similar"]},
+                    },
+                    {"from_name": "score", "to_name": "t", "type": "rating", "value": {"rating": 8}},
+                ],
+            },
+            {
+                "id": 71,
+                "completed_by": 4,
+                "result": [
+                    {"from_name": "score", "to_name": "t", "type": "number", "value": {"number": 4.5}},
+                    {"from_name": "relevance", "to_name": "t", "type": "choices", "value": {"choices": ["ss"]}},
+                ],
+            },
+        ],
+    }
+]
+
+
+def test_broad_names_and_a_rating_for_fine_are_read_as_imported_broad_and_fine_events(tmp_path):
+    path = tmp_path / "bf.json"
+    path.write_text(json.dumps(BROAD_FINE_TASKS), encoding="utf-8")
+    _import(path, "--name", "BF", "--scheme", "broad_fine")
+    campaign = Campaign.objects.get(slug="bf")
+    assert set(_broad_fine(campaign).values()) == {("VS", 8), ("SS", 4.5)}
+    events = list(GradingEvent.objects.filter(campaign=campaign).order_by("session_id", "seq"))
+    assert [(e.session_id, e.type, e.payload["value"]) for e in events] == [
+        ("labelstudio:70", EventType.BROAD_SET, "VS"),
+        ("labelstudio:70", EventType.FINE_SET, 8.0),
+        ("labelstudio:71", EventType.BROAD_SET, "SS"),
+        ("labelstudio:71", EventType.FINE_SET, 4.5),
+    ]
+    assert all(e.payload["source"] == "labelstudio" and e.payload["annotation"] in ("70", "71") for e in events)
+
+
+def _drop(t: list, j: int, kind: str) -> None:
+    results = t[0]["annotations"][j]["result"]
+    results[:] = [r for r in results if r["type"] != kind]
+
+
+@pytest.mark.parametrize(
+    ("change", "message"),
+    [
+        (
+            lambda t: _drop(t, 0, "rating"),
+            "tasks[0].annotations[0], field 'result', value 'Very Similar': a BROAD without a FINE",
+        ),
+        (
+            lambda t: _drop(t, 1, "choices"),
+            "tasks[0].annotations[1], field 'result', value 4.5: a FINE without a BROAD",
+        ),
+        (
+            lambda t: t[0]["annotations"][0]["result"][0]["value"].update(choices=["Maybe"]),
+            "tasks[0].annotations[0].result[0], field 'value.choices', value 'Maybe': not a BROAD category",
+        ),
+        (
+            lambda t: t[0]["annotations"][1]["result"][0]["value"].update(number=4.55),
+            "tasks[0].annotations[1].result[0], field 'value.number', value 4.55: the FINE is 0–10 on the 0.1 grid",
+        ),
+        (
+            lambda t: t[0]["annotations"][0]["result"][1]["value"].update(rating=11),
+            "tasks[0].annotations[0].result[1], field 'value.rating', value 11: the FINE is 0–10 on the 0.1 grid",
+        ),
+        (
+            lambda t: t[0]["annotations"][0]["result"].append(copy.deepcopy(t[0]["annotations"][1]["result"][0])),
+            "tasks[0].annotations[0], field 'result', value '[\"score\"]': several 'number' or 'rating' results: "
+            "choose one control with --fine-from-name",
+        ),
+    ],
+)
+def test_a_bad_broad_fine_annotation_is_refused_naming_task_annotation_result_and_field(tmp_path, change, message):
+    tasks = copy.deepcopy(BROAD_FINE_TASKS)
+    change(tasks)
+    path = tmp_path / "bad.json"
+    path.write_text(json.dumps(tasks), encoding="utf-8")
+    with pytest.raises(CommandError) as caught:
+        _import(path, "--name", "Bad", "--scheme", "broad_fine")
+    assert f"{path}: {message}" in str(caught.value) and "Nothing was imported." in str(caught.value)
+    assert not Campaign.objects.exists() and not GradingEvent.objects.exists()

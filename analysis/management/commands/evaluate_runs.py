@@ -19,6 +19,8 @@ from analysis.management.commands._campaign_arg import (
     latest_good_run,
 )
 from analysis.run_evaluation import (
+    CONFUSABILITY_MEASURES,
+    DEFAULT_CONFUSABILITY,
     DEFAULT_MEASURES,
     UNJUDGED,
     EvaluationError,
@@ -40,7 +42,12 @@ class Command(BaseCommand):
         "fraction of each run's first k documents. Unjudged documents count as non-relevant unless "
         "--unjudged condense. RBP without rel= is computed as RBP(rel=1). JSON: "
         '{"runs": [{"run", "measures": {NAME: {"mean", "ci_low", "ci_high", "per_topic"}}, "judged_at_k"}], '
-        '"friedman": {NAME: ...}, "nemenyi": {NAME: ...}}.'
+        '"friedman": {NAME: ...}, "nemenyi": {NAME: ...}}. Each measure of each run also has "confusability" '
+        "(docs/design.md §5.8): a topic's confusability is the mean --confusability of the judged units "
+        "(judged twice or more) among the documents the measure reads (the first k for a measure with a "
+        "cutoff); per run the measure's mean over those topics beside the units' mean confusability, the "
+        "mean per tertile band of topic confusability, the mean over the topics at or below --threshold "
+        "(default: the median), and the mean weighted by 1 - normalised confusability."
     )
 
     def add_arguments(self, parser: CommandParser) -> None:
@@ -55,10 +62,24 @@ class Command(BaseCommand):
         parser.add_argument("--confidence", type=float, default=0.95)
         parser.add_argument("--seed", type=int, default=0)
         parser.add_argument("--fresh", action="store_true", help="run a new analysis first")
+        parser.add_argument(
+            "--confusability",
+            choices=list(CONFUSABILITY_MEASURES),
+            default=DEFAULT_CONFUSABILITY,
+            help="a unit's confusability (docs/design.md §5.3): std, entropy or range (= dif) of its judgments",
+        )
+        parser.add_argument(
+            "--threshold",
+            type=float,
+            default=None,
+            help="low-confusability topics: confusability at or below this (default: the median over the run's topics)",
+        )
         add_grade_arguments(parser)
 
     def handle(self, *args: Any, **options: Any) -> None:
         campaign = campaign_from_arg(options["campaign"])
+        if options["threshold"] is not None and not options["threshold"] >= 0:
+            raise CommandError(f"--threshold must be a number ≥ 0; got {options['threshold']}")
         if options["bootstrap"] < 1 or not 0 < options["confidence"] < 1:
             raise CommandError(
                 f"--bootstrap must be at least 1 and --confidence between 0 and 1; "
@@ -89,6 +110,9 @@ class Command(BaseCommand):
                 rng=np.random.default_rng(options["seed"]),
                 n_boot=options["bootstrap"],
                 confidence=options["confidence"],
+                confusability=qrels.qrels_confusability(run, export.Filters(), mapping),
+                confusability_measure=options["confusability"],
+                threshold=options["threshold"],
             )
         except (qrels.QrelsError, EvaluationError) as exc:
             raise CommandError(str(exc)) from None

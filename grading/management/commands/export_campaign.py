@@ -8,7 +8,7 @@ from django.core.management.base import BaseCommand, CommandError, CommandParser
 from grading.errors import InvalidValue
 from grading.models import Campaign
 from grading.services.campaign_io import campaign_export
-from grading.services.labelstudio import labelstudio_export
+from grading.services.labelstudio import labelstudio_export, labelstudio_incomplete
 
 
 class Command(BaseCommand):
@@ -33,6 +33,12 @@ class Command(BaseCommand):
         if opts["format"] == "labelstudio":
             try:
                 target = labelstudio_export(campaign=campaign, directory=opts["output"])
+                left_out = labelstudio_incomplete(campaign)
+                if left_out:
+                    self.stderr.write(
+                        f"{left_out} BROAD/FINE judgment(s) with only a BROAD or only a FINE were left out: "
+                        "a Label Studio annotation of this campaign holds both"
+                    )
             except InvalidValue as exc:
                 raise CommandError(exc.message, returncode=2) from None
         else:

@@ -15,7 +15,8 @@ from grading.services.labelstudio import labelstudio_import, labelstudio_plan, t
 
 class Command(BaseCommand):
     help = (
-        "Import a Label Studio JSON export (a list of tasks with 'choices' or 'rating' annotations) as a "
+        "Import a Label Studio JSON export (a list of tasks with 'choices' or 'rating' annotations, or for "
+        "broad_fine both a 'choices' result, the BROAD, and a 'number' or 'rating' result, the FINE) as a "
         "campaign: each task a unit (data.text, or an audio, image or video URL; data.query if present), each "
         "annotation recorded as an imported judgment of a pseudonymous grader standing for its completed_by "
         "(event session 'labelstudio:<annotation id>', payload.source 'labelstudio'); cancelled annotations "
@@ -28,9 +29,10 @@ class Command(BaseCommand):
         parser.add_argument("--slug", help="default: from the name")
         parser.add_argument(
             "--scheme",
-            choices=["categorical", "numeric"],
+            choices=["categorical", "numeric", "broad_fine"],
             required=True,
-            help="categorical reads 'choices' results, numeric 'rating' results",
+            help="categorical reads 'choices' results, numeric 'rating' results, broad_fine a 'choices' result "
+            "(NS, SS, VS or their names) and a 'number' or 'rating' result (FINE, 0–10) in each annotation",
         )
         parser.add_argument(
             "--scheme-params",
@@ -38,6 +40,10 @@ class Command(BaseCommand):
             help="JSON object; default: the labels in order of appearance, or a 1–5 scale widened to the ratings found",
         )
         parser.add_argument("--from-name", help="the control to read when a task has several of the type")
+        parser.add_argument(
+            "--fine-from-name",
+            help="broad_fine: the FINE control to read when a task has several number or rating results",
+        )
         parser.add_argument("--item-field", help="the data key holding the item (default: text, audio, image, video)")
         parser.add_argument("--guidelines", type=Path, help="a text file with the guidelines")
         parser.add_argument(
@@ -64,6 +70,7 @@ class Command(BaseCommand):
                 scheme=opts["scheme"],
                 scheme_params=params,
                 from_name=opts["from_name"],
+                fine_from_name=opts["fine_from_name"],
                 item_field=opts["item_field"],
                 guidelines=guidelines,
             )
