@@ -11,7 +11,8 @@ analysis run from database to stored result, the report page render (its time at
 size is printed on a line of its own, with its CPU per request), the streamed event-log CSV export,
 the ground-truth CSV export in memory, and the streamed ground truth as CSV and as JSON (rows per
 second of each, and their ratio; and per CPU second of this process and its PostgreSQL backend,
-which a busy machine disturbs much less than wall time). A step that needs a finished analysis runs one first when the campaign has none.
+which a busy machine disturbs much less than wall time). A step that needs a finished analysis
+runs one first when the campaign has none.
 Aims: analysis < 60 s and < 2 GB; report ≤ 30 ms at 10^6 judgments and ≤ 60 ms at 10^7; export
 ≥ 100,000 rows/s; streamed JSON at least as many rows/s as streamed CSV.
 """
