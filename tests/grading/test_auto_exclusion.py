@@ -25,6 +25,7 @@ from grading.models.choices import Role, Scheme
 from grading.services.exclusion import grader_exclude, grader_include
 from grading.services.gold import gold_set
 from grading.services.organizer import campaign_update
+from grading.services.policy_params import policy_params_problems
 from tests.factories import make_campaign, make_user, record
 
 pytestmark = [pytest.mark.django_db, pytest.mark.both_backends]
@@ -307,3 +308,9 @@ def test_the_exclusion_api_says_whether_an_exclusion_was_automatic_and_whether_i
     assert (body["excluded"], body["automatic"], body["thresholds_waived"]) == (False, False, True)
     page = client.get(f"/organize/campaigns/{campaign.pk}/members/").content.decode()
     assert f'id="waived-{graders[3].pk}"' in page
+
+
+def test_campaign_files_and_the_admin_check_thresholds_against_the_scheme():
+    problems = policy_params_problems(params={"exclude_reliability_below": 0.5}, scheme=Scheme.ORDERING)
+    assert [p[0] for p in problems] == ["policy_params.exclude_reliability_below"]
+    assert policy_params_problems(params={"exclude_reliability_below": 0.5}, scheme=Scheme.PAIRWISE) == []
