@@ -12,7 +12,12 @@ from analysis.services.execute import run_execute
 from grading.models import Campaign, CampaignRole
 from grading.models.choices import Role
 from tests.browser.test_crowd_study import serious_violations, tab_to
-from tests.browser.test_report_page import ARTIFACTS, _number_next, _page_as, browser  # noqa: F401 — the shared Chromium fixture
+from tests.browser.test_report_page import (  # noqa: F401 — the shared Chromium fixture
+    ARTIFACTS,
+    _number_next,
+    _page_as,
+    browser,
+)
 from tests.grading.test_auto_exclusion import _campaign
 
 pytestmark = pytest.mark.browser
