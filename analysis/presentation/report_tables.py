@@ -298,11 +298,11 @@ def _overview_note(overview: dict[str, Any]) -> str:
     if n is None:  # a run made before exclusions were counted apart
         return ""
     whose = (
-        "Graders excluded: left out of the analysis (see Excluded graders below); " if n else "No grader is excluded. "
+        "Graders excluded: left out of the analysis (see Excluded graders below). " if n else "No grader is excluded. "
     )
     return (
-        f"{whose}active graders, judgments, units judged and orderings count only the graders whose judgments count"
-        + (", and judgments of excluded graders counts theirs apart" if n and "judgments" in overview else "")
+        f"{whose}Active graders, judgments, units judged and orderings count only the graders whose judgments count"
+        + (", and the row “Judgments of excluded graders” counts theirs apart" if n and "judgments" in overview else "")
         + ". Events and assignments are the event log's: everyone's, excluded graders' too. Graders: everyone "
         "with the grader role."
     )
