@@ -236,21 +236,32 @@ def grader_pseudonyms(*, campaign_id: int) -> dict[int, str]:
 
 
 def excluded_graders(*, campaign_id: int) -> list[dict[str, Any]]:
-    """The campaign's graders an organizer excluded (grading.services.exclusion), by date: grader
-    (user id), pseudonym, reason, excluded_at. The analysis leaves their judgments out."""
+    """The campaign's excluded graders (grading.services.exclusion), by date: grader (user id),
+    pseudonym, reason, excluded_at and by (``automatic``, or the user name of the organizer who
+    excluded them; ``an organizer`` once that account is gone). The analysis leaves their judgments out."""
     rows = (
         CampaignRole.objects.filter(campaign_id=campaign_id, role=Role.GRADER, excluded_at__isnull=False)
         .order_by("excluded_at", "user_id")
-        .values_list("user_id", "pseudonym", "exclusion_reason", "excluded_at")
+        .values_list(
+            "user_id", "pseudonym", "exclusion_reason", "excluded_at", "exclusion_automatic", "excluded_by__username"
+        )
     )
     return [
-        {"grader": uid, "pseudonym": pseudonym or f"grader-{uid}", "reason": reason, "excluded_at": at}
-        for uid, pseudonym, reason, at in rows
+        {
+            "grader": uid,
+            "pseudonym": pseudonym or f"grader-{uid}",
+            "reason": reason,
+            "excluded_at": at,
+            "by": "automatic" if automatic else (organizer or "an organizer"),
+        }
+        for uid, pseudonym, reason, at, automatic, organizer in rows
     ]
 
 
-def campaign_overview(*, campaign_id: int) -> dict[str, Any]:
-    """The Evalutron 6000 summary table: counts and the time span of the event log."""
+def campaign_overview(*, campaign_id: int, excluded: set[int] | frozenset[int] = frozenset()) -> dict[str, Any]:
+    """The Evalutron 6000 summary table: counts and the time span of the event log. Judgments,
+    orderings and the graders who made them count only graders whose work counts (not the
+    `excluded` user ids, counted apart); events and assignments are the log's, everyone's."""
     campaign = Campaign.objects.get(pk=campaign_id)
     assignments = Assignment.objects.filter(campaign_id=campaign_id).aggregate(
         total=Count("pk"),
@@ -264,14 +275,17 @@ def campaign_overview(*, campaign_id: int) -> dict[str, Any]:
         .order_by()
         .aggregate(n=Count("pk"), first=Min("server_ts"), last=Max("server_ts"))
     )
+    judged = Judgment.objects.filter(campaign_id=campaign_id, skipped=False)
     judgments = (
-        Judgment.objects.filter(campaign_id=campaign_id, skipped=False)
+        judged.exclude(grader_id__in=excluded)
         .order_by()
         .aggregate(n=Count("pk"), graders=Count("grader_id", distinct=True), units=Count("unit_id", distinct=True))
     )
+    left_out = judged.filter(grader_id__in=excluded).count() if excluded else 0
     span = (events["last"] - events["first"]).total_seconds() if events["first"] else None
     orderings = (
         Ordering.objects.filter(campaign_id=campaign_id)
+        .exclude(grader_id__in=excluded)
         .order_by()
         .aggregate(n=Count("pk"), graders=Count("grader_id", distinct=True), queries=Count("query_id", distinct=True))
     )
@@ -285,8 +299,10 @@ def campaign_overview(*, campaign_id: int) -> dict[str, Any]:
         "units": campaign.units.count(),
         "queries": campaign.queries.count(),
         "graders": CampaignRole.objects.filter(campaign_id=campaign_id, role=Role.GRADER).count(),
+        "graders_excluded": len(excluded),
         "active_graders": judgments["graders"],
         "judgments": judgments["n"],
+        "judgments_of_excluded_graders": left_out,
         "units_judged": judgments["units"],
         "orderings": orderings["n"],
         **({"queries_ordered": orderings["queries"]} if campaign.scheme == Scheme.ORDERING else {}),
@@ -302,7 +318,7 @@ def campaign_overview(*, campaign_id: int) -> dict[str, Any]:
         "span_seconds": span,
     }
     if campaign.scheme == Scheme.ORDERING:
-        del out["judgments"], out["units_judged"]
+        del out["judgments"], out["units_judged"], out["judgments_of_excluded_graders"]
     return out
 
 

@@ -131,12 +131,22 @@ def sentence(entry: AuditEntry) -> str:
         "join_link.paused": f"paused {target}: nobody new joins",
         "join_link.reopened": f"reopened {target}",
         "grader.excluded": f"excluded {target} from the analysis: {after.get('reason', '')}",
-        "grader.included": f"included {target} in the analysis again",
+        "grader.included": f"included {target} in the analysis again"
+        + (
+            " (the automatic thresholds leave them alone from now on)"
+            if after.get("thresholds_waived") and not before.get("thresholds_waived")
+            else ""
+        ),
         "organizer.granted": f"made {target} an organizer (may create campaigns)",
         "organizer.withdrawn": f"made {target} no longer an organizer",
     }
     return said.get(entry.action, f"{entry.action.replace('.', ': ').replace('_', ' ')} {target}".strip())
 
 
+AUTOMATIC = "Evalutron, automatically"
+
+
 def activity_line(entry: AuditEntry) -> ActivityLine:
-    return ActivityLine(entry=entry, who=entry.actor_name or NOBODY, what=sentence(entry), changes=changes_of(entry))
+    automatic = not entry.actor_name and entry.action == "grader.excluded" and (entry.after or {}).get("automatic")
+    who = entry.actor_name or (AUTOMATIC if automatic else NOBODY)
+    return ActivityLine(entry=entry, who=who, what=sentence(entry), changes=changes_of(entry))

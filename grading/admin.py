@@ -85,7 +85,9 @@ class CampaignAdminForm(forms.ModelForm):
             if "scheme_params" in data and data.get("scheme"):
                 data["scheme_params"] = schemes.normalise_params(data["scheme"], data["scheme_params"])
             if "policy_params" in data:
-                data["policy_params"] = policy_params_clean(params=data["policy_params"])
+                data["policy_params"] = policy_params_clean(
+                    params=data["policy_params"], scheme=data.get("scheme") or campaign.scheme or None
+                )
             if campaign.pk:
                 for name in lifecycle.LOCKED_FIELDS:
                     if name in self.changed_data:

@@ -11,6 +11,7 @@ from django.template.defaultfilters import filesizeformat
 from django.utils.text import slugify
 
 from grading.models.choices import CampaignStatus, Policy, Role, Scheme
+from grading.services.policy_params import EXCLUSION_SCHEMES
 
 SCHEME_PARAMS_HELP = (
     'JSON. numeric: {"min": 1, "max": 5, "step": 1}; categorical: {"labels": ["bad", "ok", "good"], "ordered": true}; '
@@ -213,6 +214,41 @@ class CampaignEditForm(forms.Form):
     max_overlap = forms.IntegerField(min_value=1)
     budget = forms.IntegerField(min_value=0, required=False, help_text="Total judgments allowed; empty = unlimited.")
     policy = forms.ChoiceField(choices=Policy.choices)
+    # Automatic exclusion (docs/design.md §5.6, "Excluded graders"): kept in policy_params under
+    # these names; offered for schemes whose judgments are categories only.
+    exclude_gold_below = forms.FloatField(
+        min_value=0,
+        max_value=1,
+        required=False,
+        label="Exclude graders whose gold accuracy is below",
+        help_text="A share from 0 to 1, e.g. 0.6: a grader who got fewer than 60% of their gold units right is "
+        "excluded from the analysis when the next analysis runs (exactly 0.6 is kept). Empty: never automatically.",
+    )
+    exclude_reliability_below = forms.FloatField(
+        min_value=0,
+        max_value=1,
+        required=False,
+        label="Exclude graders whose model reliability is below",
+        help_text="A share from 0 to 1: the grader's accuracy as the grader model (Dawid–Skene) estimates it from "
+        "how their judgments agree with everyone's, shown in the report. Empty: never automatically.",
+    )
+    exclude_min_judgments = forms.IntegerField(
+        min_value=1,
+        required=False,
+        label="Judge a grader by these thresholds only after",
+        help_text="This many gold judgments (for gold accuracy) or judgments (for model reliability); fewer are too "
+        "few to judge anyone by. Empty: 5. An excluded grader keeps grading and can be included again on the "
+        "Members page; the thresholds then leave them alone.",
+    )
+
+    def __init__(self, *args: Any, scheme: str = "", **kwargs: Any) -> None:
+        super().__init__(*args, **kwargs)
+        if scheme not in EXCLUSION_SCHEMES:  # no gold accuracy or grader model to compare with
+            for name in EXCLUSION_FIELDS:
+                del self.fields[name]
+
+
+EXCLUSION_FIELDS = ("exclude_gold_below", "exclude_reliability_below", "exclude_min_judgments")
 
 
 class MembersForm(forms.Form):

@@ -296,7 +296,7 @@ def members_of(*, campaign: Campaign) -> list[CampaignRole]:
     open assignments the member has (two queries)."""
     roles = list(
         CampaignRole.objects.filter(campaign=campaign)
-        .select_related("user")
+        .select_related("user", "excluded_by")
         .order_by("role", "pseudonym", "user__username")
     )
     open_work = dict(

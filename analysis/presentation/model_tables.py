@@ -90,7 +90,7 @@ def _accounting_tables(acc: dict[str, Any]) -> dict[str, Table]:
     budget = acc["budget"]
     rows = [
         {"what": "Policy", "value": acc["policy"]},
-        {"what": "Judgments made", "value": acc["judgments"]},
+        {"what": "Judgments made (by every grader, excluded ones too)", "value": acc["judgments"]},
         {"what": "Assignments made (initial and extra)", "value": acc["assignments"]},
         {"what": "Budget (assignments allowed)", "value": budget if budget is not None else "no limit"},
         {"what": "Budget left", "value": budget - acc["assignments"] if budget is not None else "—"},

@@ -220,6 +220,7 @@ def report_tables(run: AnalysisRun, *, show_names: bool) -> dict[str, Table]:
                 }
                 for k, v in overview.items()
             ],
+            note=_overview_note(overview),
         )
     }
     tables.update(_agreement_tables(result.get("agreement", {})))
@@ -290,26 +291,58 @@ def report_tables(run: AnalysisRun, *, show_names: bool) -> dict[str, Table]:
     return tables
 
 
+def _overview_note(overview: dict[str, Any]) -> str:
+    """What the overview counts, and whose (excluded graders are counted apart)."""
+    n = overview.get("graders_excluded")
+    if n is None:  # a run made before exclusions were counted apart
+        return ""
+    whose = (
+        "Graders excluded: left out of the analysis (see Excluded graders below). " if n else "No grader is excluded. "
+    )
+    return (
+        f"{whose}Active graders, judgments, units judged and orderings count only the graders whose judgments count"
+        + (", and the row “Judgments of excluded graders” counts theirs apart" if n and "judgments" in overview else "")
+        + ". Events and assignments are the event log's: everyone's, excluded graders' too. Graders: everyone "
+        "with the grader role."
+    )
+
+
 def _excluded_table(result: dict[str, Any]) -> dict[str, Table]:
-    """The graders an organizer excluded when this run was made, and why (older runs have none)."""
+    """The graders excluded when this run was made (by an organizer, or automatically by a threshold),
+    by whom and why (older runs have none)."""
     excluded = result.get("excluded_graders") or []
     if not excluded:
         return {}
     rows = [
-        {"pseudonym": e["pseudonym"], "reason": e["reason"], "excluded_at": str(e["excluded_at"] or "")[:10]}
+        {
+            "pseudonym": e["pseudonym"],
+            "by": _excluded_by(e.get("by")),
+            "reason": e["reason"],
+            "excluded_at": str(e["excluded_at"] or "")[:10],
+        }
         for e in excluded
     ]
     return {
         "excluded_graders": Table(
             "Excluded graders",
-            [("pseudonym", "Grader"), ("reason", "Reason"), ("excluded_at", "Excluded on")],
+            [("pseudonym", "Grader"), ("by", "Excluded by"), ("reason", "Reason"), ("excluded_at", "Excluded on")],
             rows,
             note=(
-                "An organizer excluded these graders: their judgments stay in the event log but are left out of "
-                "agreement, ground truth, the model and every table above and below."
+                "These graders were excluded by an organizer, or automatically when their gold accuracy or their "
+                "reliability in the grader model fell below the threshold the organizers set (the reason gives the "
+                "figure). Their judgments stay in the event log but are left out of agreement, ground truth, the "
+                "model and every table of this report, except three that say so: the overview counts their "
+                "judgments apart, the gold and repeat tables show their scores marked “excluded”, and the allocation "
+                "accounting counts the judgments and assignments they used up."
             ),
         )
     }
+
+
+def _excluded_by(by: str | None) -> str:
+    if by is None:  # a run made before the report said who
+        return "—"
+    return "automatically (a threshold or qualification)" if by == "automatic" else f"organizer {by}"
 
 
 def _ordering_tables(orderings: dict[str, Any]) -> dict[str, Table]:

@@ -14,6 +14,7 @@ import pandas as pd
 
 from analysis import selectors
 from analysis.reports.serialize import jsonable
+from analysis.services import auto_exclusion
 from analysis.services.sections.accounting import accounting
 from analysis.services.sections.agreement import agreement_report
 from analysis.services.sections.behaviour import graders, queries, stability
@@ -58,9 +59,10 @@ class CampaignData:
 
 def campaign_data_load(*, campaign_id: int) -> CampaignData:
     """The campaign's data as every section reads it. The one place that decides whose work counts:
-    graders an organizer excluded (``selectors.excluded_graders``) are left out of the judgments,
-    the events and the orderings here, so that ground truth, agreement, stability and the model are
-    computed as if their judgments were absent (the event log keeps them)."""
+    excluded graders (``selectors.excluded_graders``: by an organizer, or automatically by a
+    threshold) are left out of the judgments, the events and the orderings here, so that ground
+    truth, agreement, stability and the model are computed as if their judgments were absent (the
+    event log keeps them)."""
     campaign = Campaign.objects.get(pk=campaign_id)
     spec = value_spec(campaign)
     excluded = selectors.excluded_graders(campaign_id=campaign_id)
@@ -90,6 +92,25 @@ def _counted(frame: pd.DataFrame, excluded: set[int]) -> pd.DataFrame:
     return kept
 
 
+def _data_after_thresholds(campaign_id: int) -> tuple[CampaignData, tuple[dict[str, Any], pd.DataFrame] | None]:
+    """The campaign's data once the automatic thresholds (``auto_exclusion``) have had their say, and
+    the model fitted to it when the reliability check fitted one that still holds (None: fit later).
+
+    Gold accuracy is checked before loading. Reliability needs a fit: a grader below it is
+    excluded and the data loaded again without them, so that every figure of the run leaves them
+    out (the report's model is then fitted again, without them)."""
+    campaign = Campaign.objects.get(pk=campaign_id)
+    thresholds = auto_exclusion.thresholds_of(campaign)
+    auto_exclusion.gold_exclusions_apply(campaign=campaign, thresholds=thresholds)
+    data = campaign_data_load(campaign_id=campaign_id)
+    if thresholds.reliability_below is None:
+        return data, None
+    fitted = model_truth(data.judgments, data.spec, data.pseudonyms)
+    if auto_exclusion.reliability_exclusions_apply(campaign=campaign, thresholds=thresholds, model=fitted[0]):
+        return campaign_data_load(campaign_id=campaign_id), None
+    return data, fitted
+
+
 def report_compute(
     *, campaign_id: int, parameters: dict[str, Any], seed: int, progress: ProgressSink | None = None
 ) -> tuple[dict[str, Any], pd.DataFrame]:
@@ -103,12 +124,13 @@ def report_compute(
     """
     progress = progress or _NoProgress()
     progress.stage("loading judgments", 2)
-    data = campaign_data_load(campaign_id=campaign_id)
+    data, fitted = _data_after_thresholds(campaign_id)
     rng = np.random.default_rng(seed)
     n_boot, confidence = int(parameters["n_boot"]), float(parameters["confidence"])
     result: dict[str, Any] = {"schema": RESULT_SCHEMA, "scheme": data.scheme, "seed": seed, "parameters": parameters}
     progress.stage("overview", 15)
-    result["overview"] = selectors.campaign_overview(campaign_id=campaign_id)
+    excluded = {e["grader"] for e in data.excluded}
+    result["overview"] = selectors.campaign_overview(campaign_id=campaign_id, excluded=excluded)
     if data.client_ts_replaced:
         n = data.client_ts_replaced
         result["overview"]["implausible_client_timestamps"] = (
@@ -128,17 +150,26 @@ def report_compute(
     progress.stage("model", 82)
     # The graders' fitted reliabilities reach allocation after the run is stored
     # (analysis.services.model_handover); nothing here writes to allocation.
-    result["model"], model_units = model_truth(data.judgments, data.spec, data.pseudonyms)
+    result["model"], model_units = fitted or model_truth(data.judgments, data.spec, data.pseudonyms)
     if not model_units.empty and not units.empty:
         units = units.merge(model_units, on="unit", how="left")
     result["accounting"] = accounting(campaign_id=campaign_id, model=result["model"])  # §5.6
-    # Who an organizer excluded, and why: their judgments are out of everything above.
+    # Who was excluded (by an organizer, or automatically by a threshold), and why: their judgments
+    # are out of everything above.
     result["excluded_graders"] = [
-        {"pseudonym": e["pseudonym"], "reason": e["reason"], "excluded_at": e["excluded_at"].isoformat()}
+        {
+            "pseudonym": e["pseudonym"],
+            "reason": e["reason"],
+            "excluded_at": e["excluded_at"].isoformat(),
+            "by": e["by"],
+        }
         for e in data.excluded
     ]
-    result["hidden_units"] = hidden_units_section(  # gold and repeats (§5.6)
-        campaign_id=campaign_id, scheme=data.scheme, pseudonyms=data.pseudonyms
+    result["hidden_units"] = hidden_units_section(  # gold and repeats (§5.6); excluded graders marked
+        campaign_id=campaign_id,
+        scheme=data.scheme,
+        pseudonyms=data.pseudonyms,
+        excluded=excluded,
     )
     progress.stage("queries", 85)
     result["queries"] = queries(data.judgments, data.spec, units, data.query_labels)

@@ -351,6 +351,10 @@ class ExclusionOut(serializers.Serializer):
     excluded = serializers.BooleanField()
     reason = serializers.CharField(help_text="why (empty when included)")
     excluded_at = serializers.DateTimeField(allow_null=True)
+    automatic = serializers.BooleanField(help_text="excluded by a rule (a threshold), not by an organizer")
+    thresholds_waived = serializers.BooleanField(
+        help_text="an organizer included the grader again after an automatic exclusion: the thresholds leave them alone"
+    )
 
 
 class JoinLinkOut(serializers.Serializer):

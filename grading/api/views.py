@@ -199,6 +199,8 @@ def _exclusion_out(role: Any) -> dict[str, Any]:
         "excluded": role.excluded_at is not None,
         "reason": role.exclusion_reason,
         "excluded_at": role.excluded_at,
+        "automatic": role.exclusion_automatic,
+        "thresholds_waived": role.auto_exclusion_waived_at is not None,
     }
 
 

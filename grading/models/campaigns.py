@@ -104,6 +104,11 @@ class CampaignRole(models.Model):
     excluded_by = models.ForeignKey(
         settings.AUTH_USER_MODEL, null=True, blank=True, on_delete=models.SET_NULL, related_name="+"
     )
+    # Excluded by a rule, not a person (a threshold of docs/design.md §5.6, or a qualification).
+    exclusion_automatic = models.BooleanField(default=False)
+    # When an organizer included the grader again after an automatic exclusion: the thresholds
+    # leave them alone from then on (analysis.services.auto_exclusion).
+    auto_exclusion_waived_at = models.DateTimeField(null=True, blank=True)
 
     class Meta:
         ordering = ["campaign_id", "role", "id"]

@@ -393,7 +393,7 @@ def _campaign(c: dict[str, Any]) -> dict[str, Any]:
         raise CampaignFileError(where, "max_overlap", out["max_overlap"], "must be at least initial_overlap")
     out["budget"] = _int(c, "budget", where, None, minimum=1)
     out["policy_params"] = _json_object(c, "policy_params", where)
-    for field, value, problem in policy_params_problems(params=out["policy_params"]):
+    for field, value, problem in policy_params_problems(params=out["policy_params"], scheme=out["scheme"]):
         raise CampaignFileError(where, field, value, problem)  # the first, as for the other settings
     return out
 

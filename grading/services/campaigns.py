@@ -53,7 +53,7 @@ def campaign_create(
             field="max_overlap",
             value=max_overlap,
         )
-    policy_params = policy_params_clean(params=policy_params)
+    policy_params = policy_params_clean(params=policy_params, scheme=scheme)
     campaign = Campaign.objects.create(
         name=name,
         slug=slug,

@@ -67,7 +67,7 @@ def campaign_update(*, campaign: Campaign, actor: AbstractBaseUser | None, **fie
             )
         campaign.scheme_params = schemes.normalise_params(campaign.scheme, fields["scheme_params"])
     if "policy_params" in fields:
-        campaign.policy_params = policy_params_clean(params=fields["policy_params"])
+        campaign.policy_params = policy_params_clean(params=fields["policy_params"], scheme=campaign.scheme)
     for name in ("name", "description", "budget"):
         if name in fields:
             setattr(campaign, name, fields[name])

@@ -55,12 +55,20 @@ RULES: dict[str, Rule] = {
     "tolerance": Rule(0, 1),  # query_deviation: how far a query's disagreement rate may stray
     "expected_rate": Rule(0, 1),  # query_deviation: the disagreement rate to compare with
     "ac_threshold": Rule(-1, 1),  # ordering campaigns: AC (a mean Kendall tau) below which a query wants more
+    # analysis.services.auto_exclusion: exclude a grader automatically below these (§5.6, "Excluded graders")
+    "exclude_gold_below": Rule(0, 1),  # accuracy on gold units
+    "exclude_reliability_below": Rule(0, 1),  # the grader model's (Dawid–Skene) accuracy
+    "exclude_min_judgments": Rule(1, whole=True),  # gold judgments (gold) or judgments in the model (reliability)
 }
+EXCLUSION_THRESHOLDS = ("exclude_gold_below", "exclude_reliability_below")
+# Schemes whose judgments are categories: gold accuracy and the Dawid–Skene model exist for them.
+EXCLUSION_SCHEMES = ("broad_fine", "categorical", "pairwise")
 
 
-def policy_params_problems(*, params: Any) -> list[tuple[str, Any, str]]:
+def policy_params_problems(*, params: Any, scheme: str | None = None) -> list[tuple[str, Any, str]]:
     """Every problem of `params`, as (field, value, problem) with the field named
-    ``policy_params.<key>``; empty when the parameters are fine."""
+    ``policy_params.<key>``; empty when the parameters are fine. With the campaign's `scheme`, also
+    the parameters that mean nothing for it."""
     if params is None:
         return []
     if not isinstance(params, dict):
@@ -69,13 +77,25 @@ def policy_params_problems(*, params: Any) -> list[tuple[str, Any, str]]:
     for name, rule in RULES.items():
         if name in params and (problem := rule.problem(params[name])) is not None:
             found.append((f"policy_params.{name}", params[name], problem))
+    if scheme is not None and scheme not in EXCLUSION_SCHEMES:
+        found += [
+            (
+                f"policy_params.{name}",
+                params[name],
+                f"applies only to campaigns whose judgments are categories ({', '.join(EXCLUSION_SCHEMES)}): "
+                f"a {scheme} campaign has no gold accuracy or grader model to compare with it",
+            )
+            for name in EXCLUSION_THRESHOLDS
+            if name in params
+        ]
     return found
 
 
-def policy_params_clean(*, params: Any) -> dict[str, Any]:
-    """`params` (None: no parameters) when every known parameter is usable; else InvalidValue
-    naming the first bad one, e.g. field ``policy_params.repeat_share`` and its value."""
-    for field, value, problem in policy_params_problems(params=params):
+def policy_params_clean(*, params: Any, scheme: str | None = None) -> dict[str, Any]:
+    """`params` (None: no parameters) when every known parameter is usable (for `scheme`, when
+    given); else InvalidValue naming the first bad one, e.g. field ``policy_params.repeat_share``
+    and its value."""
+    for field, value, problem in policy_params_problems(params=params, scheme=scheme):
         raise InvalidValue(f"{field} {problem}, got {value!r}.", field=field, value=value)
     return dict(params or {})
 

@@ -90,7 +90,7 @@ def test_the_report_page_shows_gold_and_repeat_figures(client, organizer):
     assert 'id="section-hidden-units"' in html and 'id="table-gold"' in html and 'id="table-repeats"' in html
     assert "Same answer again" in html and "Mean absolute difference" in html and "Accuracy" in html
     csv_text = client.get(f"/reports/campaigns/{campaign.pk}/tables/repeats.csv").content.decode()
-    assert csv_text.splitlines()[0] == "who,n,identical,mean_abs_diff" and len(csv_text.splitlines()) == 2
+    assert csv_text.splitlines()[0] == "who,n,identical,mean_abs_diff,excluded" and len(csv_text.splitlines()) == 2
 
 
 @pytest.mark.django_db

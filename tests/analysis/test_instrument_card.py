@@ -11,8 +11,9 @@ from analysis.models import AnalysisRun, RunStatus
 from analysis.services import runs
 from analysis.services.execute import run_execute
 from grading.errors import InvalidValue
-from grading.models import Assignment, Judgment, Unit
-from grading.models.choices import Scheme
+from grading.models import Assignment, CampaignRole, Judgment, Unit
+from grading.models.choices import Role, Scheme
+from grading.services.exclusion import grader_exclude
 from grading.services.instrument_links import campaign_set_instrument_links
 from tests.analysis.conftest import judge_broad_fine
 from tests.factories import make_campaign, record
@@ -51,6 +52,19 @@ def test_reproducibility_against_a_sibling_matches_the_metric_on_the_same_units(
     assert repro["spearman_means"] == pytest.approx(expected["spearman_means"])
     assert repro["alpha_second"] == pytest.approx(expected["alpha_second"])
     assert [r["unit"] for r in repro["moved_mean"]] == list(expected["moved_mean"].index)
+
+
+def test_a_grader_excluded_in_the_sibling_is_left_out_of_reproducibility(ratings, organizer):
+    sibling = make_campaign(n_queries=0, n_candidates=8, graders=3, organizer=organizer)
+    judge_broad_fine(sibling, seed=9)
+    campaign_set_instrument_links(campaign=ratings, sibling=sibling, pairwise=None, actor=None)
+    role = CampaignRole.objects.filter(campaign=sibling, role=Role.GRADER).first()
+    grader_exclude(campaign=sibling, role=role, reason="careless", actor=organizer)
+    repro = _run(ratings)["instrument"]["reproducibility"]
+    counted = _fine(sibling)
+    expected = m.reproducibility(_fine(ratings), counted[counted["grader"] != role.user_id])
+    assert repro["alpha_second"] == pytest.approx(expected["alpha_second"])
+    assert repro["alpha_second"] != pytest.approx(m.reproducibility(_fine(ratings), counted)["alpha_second"])
 
 
 def test_resolution_from_a_pairwise_campaign_over_the_same_items(ratings, organizer):

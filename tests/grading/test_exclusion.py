@@ -83,11 +83,21 @@ def test_the_report_lists_who_was_excluded_why_and_when():
     )
     result, _ = _result(campaign)
     assert result["excluded_graders"] == [
-        {"pseudonym": role.pseudonym, "reason": "failed attention checks", "excluded_at": role.excluded_at.isoformat()}
+        {
+            "pseudonym": role.pseudonym,
+            "reason": "failed attention checks",
+            "excluded_at": role.excluded_at.isoformat(),
+            "by": organizer.username,
+        }
     ]
     table = _excluded_table(result)["excluded_graders"]
     assert table.rows == [
-        {"pseudonym": role.pseudonym, "reason": "failed attention checks", "excluded_at": str(role.excluded_at.date())}
+        {
+            "pseudonym": role.pseudonym,
+            "by": f"organizer {organizer.username}",
+            "reason": "failed attention checks",
+            "excluded_at": str(role.excluded_at.date()),
+        }
     ]
 
 

@@ -82,6 +82,8 @@ def break_it(definition: dict, case: str) -> dict:
         d["campaign"]["policy_params"] = {"repeat_share": 0.9}
     elif case == "threshold not a number":
         d["campaign"]["policy_params"] = {"threshold": "high"}
+    elif case == "exclusion threshold out of range":
+        d["campaign"]["policy_params"] = {"exclude_gold_below": 60}
     elif case == "unknown system":
         d["candidates"][2]["provenance"][0]["system"] = "system-z"
     return d
@@ -103,6 +105,10 @@ def break_it(definition: dict, case: str) -> dict:
         (
             "threshold not a number",
             "campaign, field 'policy_params.threshold', value 'high': must be a number of at least 0",
+        ),
+        (
+            "exclusion threshold out of range",
+            "campaign, field 'policy_params.exclude_gold_below', value 60: must be a number from 0 to 1",
         ),
     ],
 )

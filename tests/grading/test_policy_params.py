@@ -50,6 +50,9 @@ def test_usable_values_pass_and_unknown_keys_are_kept():
         "tolerance": 0.2,
         "expected_rate": 0,
         "ac_threshold": -0.5,
+        "exclude_gold_below": 0.6,
+        "exclude_reliability_below": 1,
+        "exclude_min_judgments": 5,
         "note": "pilot",
     }
     assert len(params) == len(RULES) + 1

@@ -55,9 +55,12 @@ def _per_grader(
     return pd.DataFrame({"n": grouped.size(), name: grouped.mean()}).reset_index()
 
 
-def hidden_units_section(*, campaign_id: int, scheme: str, pseudonyms: dict[int, str]) -> dict[str, Any]:
+def hidden_units_section(
+    *, campaign_id: int, scheme: str, pseudonyms: dict[int, str], excluded: set[int] | frozenset[int] = frozenset()
+) -> dict[str, Any]:
     """``gold``: per-grader scores on gold units; ``repeats``: per-grader test–retest agreement. Each is
-    left out when there is nothing to show."""
+    left out when there is nothing to show. The `excluded` graders' scores are kept, marked
+    ``excluded`` (they are often why a grader was excluded)."""
     field = VALUE_FIELD.get(scheme)
     if field is None:
         return {}
@@ -69,9 +72,9 @@ def hidden_units_section(*, campaign_id: int, scheme: str, pseudonyms: dict[int,
         out["gold"] = {
             "measure": "mae" if numeric else "accuracy",
             "units": int(gold["unit"].nunique()),
-            "graders": _records(scores, pseudonyms),
+            "graders": _records(scores, pseudonyms, excluded),
         }
-    repeats = _repeats(campaign_id, scheme, pseudonyms)
+    repeats = _repeats(campaign_id, scheme, pseudonyms, excluded)
     if repeats:
         out["repeats"] = repeats
     return out
@@ -86,7 +89,9 @@ REPEAT_FIELDS = {
 }
 
 
-def _repeats(campaign_id: int, scheme: str, pseudonyms: dict[int, str]) -> dict[str, Any]:
+def _repeats(
+    campaign_id: int, scheme: str, pseudonyms: dict[int, str], excluded: set[int] | frozenset[int]
+) -> dict[str, Any]:
     categorical, numeric = REPEAT_FIELDS.get(scheme, (None, None))
     fields = [f for f in (categorical, numeric) if f]
     if not fields:
@@ -102,11 +107,13 @@ def _repeats(campaign_id: int, scheme: str, pseudonyms: dict[int, str]) -> dict[
     return {
         "categorical": categorical is not None,
         "numeric": numeric is not None,
-        "graders": _records(scores, pseudonyms),
+        "graders": _records(scores, pseudonyms, excluded),
     }
 
 
-def _records(scores: pd.DataFrame, pseudonyms: dict[int, str]) -> list[dict[str, Any]]:
+def _records(
+    scores: pd.DataFrame, pseudonyms: dict[int, str], excluded: set[int] | frozenset[int]
+) -> list[dict[str, Any]]:
     rows = []
     for row in scores.to_dict("records"):
         grader = int(row.pop("grader"))
@@ -115,6 +122,7 @@ def _records(scores: pd.DataFrame, pseudonyms: dict[int, str]) -> list[dict[str,
                 "grader": grader,
                 "pseudonym": pseudonyms.get(grader, f"grader-{grader}"),
                 **{k: (int(v) if k == "n" else float(v)) for k, v in row.items()},
+                "excluded": grader in excluded,
             }
         )
     return rows

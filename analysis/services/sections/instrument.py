@@ -4,7 +4,8 @@ campaign over the same units, and resolution from a pairwise campaign over pairs
 Precision (per-unit std, its middle-67% band, the crescent) and repeatability (α with its interval)
 are already in the result's confusability and agreement sections; the card shows them from there.
 Units of two campaigns are matched by external id; a pairwise unit's two items are matched to the
-rating units of the same candidates (candidates judged in more than one unit are left out).
+rating units of the same candidates (candidates judged in more than one unit are left out). Graders
+excluded in a linked campaign are left out of its judgments here too.
 """
 
 from __future__ import annotations
@@ -36,6 +37,15 @@ def _ratings(judgments: pd.DataFrame, scheme: str, keys: pd.DataFrame, by: str =
     ).dropna(subset=["unit"])
 
 
+def _counted_judgments(campaign_id: int) -> pd.DataFrame:
+    """A linked campaign's judgments without the graders excluded there (as its own analysis has them)."""
+    frame = selectors.judgments_frame(campaign_id=campaign_id)
+    excluded = {e["grader"] for e in selectors.excluded_graders(campaign_id=campaign_id)}
+    if not excluded or frame.empty:
+        return frame
+    return frame[~frame["grader"].isin(excluded)].reset_index(drop=True)
+
+
 def _moved(frame: pd.DataFrame) -> list[dict[str, Any]]:
     return frame.reset_index(names="unit").to_dict("records")
 
@@ -46,9 +56,7 @@ def reproducibility(*, campaign_id: int, scheme: str, judgments: pd.DataFrame, s
     if sibling.scheme != scheme:
         return {**out, "reason": f"the sibling is a {sibling.get_scheme_display()} campaign, this one is not"}
     first = _ratings(judgments, scheme, selectors.unit_keys_frame(campaign_id=campaign_id))
-    second = _ratings(
-        selectors.judgments_frame(campaign_id=sibling_id), scheme, selectors.unit_keys_frame(campaign_id=sibling_id)
-    )
+    second = _ratings(_counted_judgments(sibling_id), scheme, selectors.unit_keys_frame(campaign_id=sibling_id))
     if first.empty or second.empty:
         return {**out, "reason": "one of the two campaigns has no judgments yet"}
     try:
@@ -70,7 +78,7 @@ def resolution(*, campaign_id: int, scheme: str, judgments: pd.DataFrame, pairwi
     single = keys[~keys["candidate"].duplicated(keep=False)]
     ratings = _ratings(judgments, scheme, single, by="candidate")
     pair_keys = selectors.unit_keys_frame(campaign_id=pairwise_id).set_index("unit")
-    verdicts = selectors.judgments_frame(campaign_id=pairwise_id)[["unit", "grader", "verdict"]].dropna()
+    verdicts = _counted_judgments(pairwise_id)[["unit", "grader", "verdict"]].dropna()
     if ratings.empty or verdicts.empty:
         return {**out, "reason": "one of the two campaigns has no judgments yet"}
     pairs = pd.DataFrame(

@@ -11,7 +11,7 @@ from django.shortcuts import redirect, render
 
 from grading import selectors, selectors_organizer
 from grading.errors import GradingError
-from grading.forms import CampaignEditForm, JoinLinkForm
+from grading.forms import EXCLUSION_FIELDS, CampaignEditForm, JoinLinkForm
 from grading.models import Campaign
 from grading.models.choices import CampaignStatus
 from grading.services import lifecycle
@@ -32,7 +32,34 @@ def _initial(campaign: Campaign) -> dict:
         "max_overlap": campaign.max_overlap,
         "budget": campaign.budget,
         "policy": campaign.policy,
+        **{name: (campaign.policy_params or {}).get(name) for name in EXCLUSION_FIELDS},
     }
+
+
+def _with_thresholds(campaign: Campaign, fields: dict) -> dict:
+    """The form's fields with the automatic-exclusion thresholds moved into the campaign's
+    policy_params (an empty one removed); policy_params only when that changes them."""
+    params = dict(campaign.policy_params or {})
+    for name in EXCLUSION_FIELDS:
+        if name not in fields:
+            continue
+        value = fields.pop(name)
+        if value is None:
+            params.pop(name, None)
+        else:
+            params[name] = value
+    if params != (campaign.policy_params or {}):
+        fields["policy_params"] = params
+    return fields
+
+
+def _field_errors(form: CampaignEditForm, exc: GradingError) -> bool:
+    """Put a service's error beside the form field it names (``policy_params.<name>``); whether it could."""
+    name = (getattr(exc, "field", "") or "").removeprefix("policy_params.")
+    if name not in EXCLUSION_FIELDS or name not in form.fields:
+        return False
+    form.add_error(name, f"{getattr(exc, 'message', str(exc))} Nothing was changed.")
+    return True
 
 
 def _json(value: dict) -> str:
@@ -52,7 +79,7 @@ def page(
     """The campaign's page; `errors` go next to the settings form, `link_errors` next to the
     join-link form."""
     started = lifecycle.grading_started(campaign)
-    form = form or CampaignEditForm(initial=_initial(campaign))
+    form = form or CampaignEditForm(initial=_initial(campaign), scheme=campaign.scheme)
     if started:  # shown, not editable (a disabled input is not sent: the service keeps the parameters)
         form.fields["scheme_params"].widget.attrs["disabled"] = True
         form.fields["scheme_params"].help_text = f"Locked: {lifecycle.LOCK_REASON}."
@@ -87,15 +114,17 @@ def campaign_detail(request: HttpRequest, campaign_id: int) -> HttpResponse:
     campaign = organized(request, campaign_id)
     if request.method != "POST":
         return page(request, campaign)
-    form = CampaignEditForm(request.POST)
+    form = CampaignEditForm(request.POST, scheme=campaign.scheme)
     if not form.is_valid():
         return page(request, campaign, form=form, status=400)
-    fields = dict(form.cleaned_data)
+    fields = _with_thresholds(campaign, dict(form.cleaned_data))
     if not fields["scheme_params"]:
         fields.pop("scheme_params")  # left empty: keep the current parameters
     try:
         lifecycle.campaign_settings_update(campaign=campaign, actor=request.user, **fields)
     except GradingError as exc:
+        if _field_errors(form, exc):
+            return page(request, campaign, form=form, status=400)
         return page(request, campaign, form=form, errors=[*error_list(exc), "Nothing was changed."], status=400)
     messages.success(request, "Settings saved.")
     return redirect("grading:campaign", campaign_id=campaign.pk)
