@@ -294,3 +294,48 @@ def test_a_prolific_participant_passes_the_qualification_by_keyboard_and_goes_on
     assert page.evaluate("document.documentElement.scrollWidth") <= 390
     close_quietly(context)
     assert errors == []
+
+
+def test_an_organizer_sets_a_qualification_by_keyboard_and_reads_its_error_next_to_the_field(
+    browser,  # noqa: F811
+    live_server,
+    transactional_db,
+):
+    organizer = make_user("organizer")
+    campaign = make_campaign(n_queries=1, n_candidates=3, graders=1, organizer=organizer)
+    unit = campaign.units.order_by("pk").first()
+    gold_set(organizer=organizer, campaign=campaign, unit_external_id=unit.external_id, value="VS")
+    page, errors = _page_as(browser, live_server, organizer)
+    for width in (1280, 390):
+        page.set_viewport_size({"width": width, "height": 900})
+        page.goto(f"{live_server.url}/organize/campaigns/{campaign.pk}/")
+        page.locator("#id_completion_code").focus()
+        page.keyboard.type("PAID1")
+        page.keyboard.press("Tab")
+        page.keyboard.type("10")
+        tab_to(page, "id_qualification_units")
+        page.keyboard.type("2")  # the campaign has one gold unit
+        page.keyboard.press("Tab")
+        page.keyboard.type("1")
+        page.keyboard.press("Tab")
+        page.keyboard.type("OUT1")
+        page.keyboard.press("Enter")
+        error = page.locator(".field-invalid .field-error").first
+        error.wait_for()
+        assert "asks for 2 gold units but campaign" in error.inner_text()
+        assert page.locator(".field-invalid #id_qualification_units").count() == 1  # next to its field
+        assert page.evaluate("document.documentElement.scrollWidth") <= width
+        assert JoinLink.objects.count() == 0
+    page.locator("#id_qualification_units").fill("")
+    page.locator("#id_qualification_units").focus()
+    page.keyboard.type("1")
+    page.keyboard.press("Enter")
+    page.wait_for_url(f"**/organize/campaigns/{campaign.pk}/#link-*")
+    link = JoinLink.objects.get()
+    assert link.qualification == {"units": 1, "pass_mark": 1, "screen_out_code": "OUT1"}
+    rule = page.locator(f"#rule-{link.pk}").inner_text()
+    assert "1 gold unit first; at least 1 of 1 right goes on to the share" in rule and "OUT1" in rule
+    assert "So far 0 passed and 0 were screened out, of 0 who joined." in rule
+    assert page.evaluate("document.documentElement.scrollWidth") <= 390
+    assert serious_violations(page, "#join-links") == []
+    assert [e for e in errors if "status of 400" not in e] == []  # the refused form is answered 400, by design
