@@ -14,6 +14,7 @@ from django.test import Client
 from django.test.utils import CaptureQueriesContext
 from rest_framework.test import APIClient
 
+from grading.activity import activity_line
 from grading.models import Assignment, AuditEntry, CampaignRole, JoinLink, Participant
 from grading.models.choices import AssignmentSource, AssignmentStatus, Role, Scheme
 from grading.services.gold import answer_scores, gold_remove, gold_set
@@ -150,6 +151,7 @@ def test_below_the_pass_mark_the_participant_is_screened_out_excluded_and_shown_
     assert role.excluded_at is not None and role.exclusion_reason == reason and role.excluded_by is None
     entry = AuditEntry.objects.get(action="grader.excluded", campaign=campaign)
     assert entry.actor is None and entry.after["reason"] == reason
+    assert activity_line(entry).who == "the join link's qualification (automatically)"
     # The pages: plain words, the screen-out code and the platform's link with it; never the completion code.
     for url in (f"/campaigns/{campaign.pk}/completion/", f"/campaigns/{campaign.pk}/grade/1/"):
         html = browser.get(url).content.decode()
