@@ -214,6 +214,10 @@ def _qualifying_participant(browser, live_server, *, rule):  # noqa: F811
     page.locator("#qualifying").wait_for()
     page.locator(".card").first.wait_for()
     assert page.locator(".card").count() == 3  # the qualification units only
+    assert page.evaluate("document.documentElement.scrollWidth") <= 390
+    assert serious_violations(page) == []
+    ARTIFACTS.mkdir(exist_ok=True)
+    page.screenshot(path=str(ARTIFACTS / "crowd-qualifying-390.png"), full_page=True)
     for secret in ("C7X9PAID", "OUT5CODE"):
         assert secret not in page.content()
     return campaign, context, page, errors
