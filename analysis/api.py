@@ -238,6 +238,10 @@ class ParticipantOut(serializers.Serializer):
     active_seconds = serializers.FloatField(allow_null=True)
     gold_accuracy = serializers.FloatField(allow_null=True)
     repeat_agreement = serializers.FloatField(allow_null=True)
+    qualified = serializers.BooleanField(
+        allow_null=True,
+        help_text="the join link's qualification: true passed, false screened out, null no rule or not decided yet",
+    )
     completed_at = serializers.DateTimeField(allow_null=True)
     excluded = serializers.BooleanField(help_text="left out of ground truth, agreement and the model")
     excluded_reason = serializers.CharField(allow_blank=True, allow_null=True)
@@ -251,7 +255,8 @@ class ParticipantsView(APIView):
         summary="The campaign's crowd participants (organizers)",
         description="One object per participant who joined through a join link: external_id, platform, "
         "study_id, session_id, pseudonym, link, joined_at, units_assigned, units_rated, active_seconds, "
-        "gold_accuracy, repeat_agreement, completed_at, excluded, excluded_reason, excluded_at, pay, currency "
+        "gold_accuracy, repeat_agreement, qualified, completed_at, excluded, excluded_reason, excluded_at, pay, "
+        "currency "
         "(null where a figure does not apply).",
         responses={200: ParticipantOut(many=True)},
     )

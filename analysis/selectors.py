@@ -623,6 +623,8 @@ def participants_rows(*, campaign_id: int) -> list[dict[str, Any]]:
             "session_id",
             "link_id",
             "created_at",
+            "qualified_at",
+            "screened_out_at",
             "link__pay_per_unit",
             "link__pay_per_hour",
             "link__currency",

@@ -45,6 +45,7 @@ LABELS = {
     "queries": "queries",
     "orderings": "orderings",
     "replaced": "earlier ones replaced",
+    "qualification": "qualification rule",
 }
 CHOICES = {
     "status": dict(CampaignStatus.choices),
@@ -53,6 +54,8 @@ CHOICES = {
     "role": dict(Role.choices),
 }
 NOBODY = "someone without an account (a command)"
+# Who screened a crowd participant out: the link's qualification rule, applied by the server.
+SCREENING = "the join link's qualification (automatically)"
 
 
 @dataclass(frozen=True)
@@ -130,6 +133,11 @@ def sentence(entry: AuditEntry) -> str:
         "join_link.created": f"made {target} for a crowd study",
         "join_link.paused": f"paused {target}: nobody new joins",
         "join_link.reopened": f"reopened {target}",
+        "join_link.qualification": (
+            f"removed the qualification of {target}"
+            if not after.get("qualification")
+            else f"set the qualification of {target}"
+        ),
         "grader.excluded": f"excluded {target} from the analysis: {after.get('reason', '')}",
         "grader.included": f"included {target} in the analysis again"
         + (
@@ -147,6 +155,14 @@ AUTOMATIC = "Evalutron, automatically"
 
 
 def activity_line(entry: AuditEntry) -> ActivityLine:
-    automatic = not entry.actor_name and entry.action == "grader.excluded" and (entry.after or {}).get("automatic")
-    who = entry.actor_name or (AUTOMATIC if automatic else NOBODY)
+    who = entry.actor_name or NOBODY
+    if not entry.actor_name and entry.action == "grader.excluded":
+        if _screening(entry):
+            who = SCREENING
+        elif (entry.after or {}).get("automatic"):
+            who = AUTOMATIC
     return ActivityLine(entry=entry, who=who, what=sentence(entry), changes=changes_of(entry))
+
+
+def _screening(entry: AuditEntry) -> bool:
+    return str((entry.after or {}).get("reason", "")).startswith("screened out:")

@@ -325,3 +325,48 @@ class JoinLinkForm(forms.Form):
         label="Consent text",
         help_text="Shown first; participants agree before they see the guidelines. Empty: no consent step.",
     )
+    qualification_units = forms.IntegerField(
+        min_value=1,
+        max_value=100,
+        required=False,
+        label="Qualification units",
+        help_text="Screening: this many of the campaign's gold units are given first, before the share. Empty: "
+        "no qualification.",
+    )
+    qualification_pass_mark = forms.FloatField(
+        min_value=0,
+        required=False,
+        label="Pass mark",
+        help_text="How many qualification units must be answered right to go on (numeric scales: the largest "
+        "mean absolute error that passes). Below it a participant is thanked, gets no more work and is excluded "
+        "from the analysis.",
+    )
+    screen_out_code = forms.CharField(
+        max_length=64,
+        required=False,
+        label="Screen-out code",
+        help_text="Shown to participants below the pass mark (never to anyone else); letters, digits, _ or -.",
+    )
+
+    # The form's qualification fields, and the rule's fields they stand for (errors go next to them).
+    QUALIFICATION_FIELDS = {
+        "qualification_units": "units",
+        "qualification_pass_mark": "pass_mark",
+        "screen_out_code": "screen_out_code",
+    }
+
+    def clean(self) -> dict[str, Any]:
+        """The three qualification fields become one rule, as the API takes it ({} when no units)."""
+        data = super().clean()
+        parts = {rule: data.pop(name, None) for name, rule in self.QUALIFICATION_FIELDS.items()}
+        if parts["units"] is None:
+            if parts["pass_mark"] is not None or parts["screen_out_code"]:
+                self.add_error(
+                    "qualification_units", "Give how many qualification units, or leave the pass mark and code empty."
+                )
+            data["qualification"] = {}
+            return data
+        if parts["pass_mark"] is None:
+            self.add_error("qualification_pass_mark", "A qualification needs a pass mark.")
+        data["qualification"] = {k: v for k, v in parts.items() if v not in (None, "")}
+        return data

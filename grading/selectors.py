@@ -7,7 +7,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from django.contrib.auth.models import AbstractBaseUser
-from django.db.models import Count, Max, Q, QuerySet
+from django.db.models import Count, Exists, Max, OuterRef, Q, QuerySet
 
 from grading.errors import InvalidValue, NotFound, NotOrganizer
 from grading.models import (
@@ -23,7 +23,7 @@ from grading.models import (
     RepeatAnswer,
     Unit,
 )
-from grading.models.choices import AssignmentStatus, Role, Scheme
+from grading.models.choices import AssignmentSource, AssignmentStatus, Role, Scheme
 
 # Units without a query are shown this many to a page.
 UNITS_PER_PAGE = 10
@@ -47,8 +47,13 @@ def roles_of(*, user: AbstractBaseUser, campaign: Campaign) -> set[str]:
 def campaign_get_for_grader(*, grader: AbstractBaseUser, campaign_id: Any) -> Campaign:
     """The campaign, if the user grades in it; NotFound otherwise (never says whether it exists)."""
     campaign_id = parse_id(campaign_id, field="campaign")
+    # Whether the grader is a crowd participant screened out by a qualification rule, in the same
+    # statement: taking work (grading.services.allocation) gives them none, at no cost to others.
+    screened = Participant.objects.filter(campaign=OuterRef("pk"), user=grader.pk, screened_out_at__isnull=False)
     try:  # get(), not first(): no ORDER BY to compile for every request of a grader
-        return Campaign.objects.get(pk=campaign_id, roles__user=grader, roles__role=Role.GRADER)
+        return Campaign.objects.annotate(grader_screened_out=Exists(screened)).get(
+            pk=campaign_id, roles__user=grader, roles__role=Role.GRADER
+        )
     except Campaign.DoesNotExist:
         raise NotFound(
             f"campaign {campaign_id} does not exist or you do not grade in it.", field="campaign", value=campaign_id
@@ -150,37 +155,55 @@ class GradingPage:
     assignments: list[Assignment]
     judgments: dict[int, Judgment] = field(default_factory=dict)
     ordering: list[Any] = field(default_factory=list)
+    qualification: bool = False  # a crowd participant's qualification units (always pages of their own)
 
     @property
     def open_count(self) -> int:
         return sum(a.status == AssignmentStatus.OPEN for a in self.assignments)
 
 
-def grading_pages(*, grader: AbstractBaseUser, campaign: Campaign) -> list[GradingPage]:
-    """The grader's assignments grouped into pages, in the grader's own shuffled order."""
+def grading_pages(
+    *, grader: AbstractBaseUser, campaign: Campaign, qualification_only: bool = False
+) -> list[GradingPage]:
+    """The grader's assignments grouped into pages, in the grader's own shuffled order. A crowd
+    participant's qualification units come first, on pages of their own; `qualification_only`: just
+    those pages (while the participant is qualifying, docs/design.md §2)."""
     pages: list[GradingPage] = []
-    by_query: dict[tuple[int, bool], GradingPage] = {}
-    for a in assignment_list_for_grader(grader=grader, campaign=campaign):
+    by_query: dict[tuple[int, bool, bool], GradingPage] = {}
+    assignments = assignment_list_for_grader(grader=grader, campaign=campaign)
+    if qualification_only:
+        assignments = assignments.filter(source=AssignmentSource.QUALIFY)
+    for a in assignments:
         query = a.query or (a.unit.query if a.unit_id else None)
+        qualifying = a.source == AssignmentSource.QUALIFY
         if query is not None:
             # A hidden repeat comes back later on a page of its own, never beside the first judgment (§5.6).
-            key = (query.pk, a.repeat)
+            key = (query.pk, a.repeat, qualifying)
             page = by_query.get(key)
             if page is None:
-                page = by_query[key] = GradingPage(number=len(pages) + 1, query=query, assignments=[])
+                page = by_query[key] = GradingPage(
+                    number=len(pages) + 1, query=query, assignments=[], qualification=qualifying
+                )
                 pages.append(page)
-        elif pages and pages[-1].query is None and len(pages[-1].assignments) < UNITS_PER_PAGE:
+        elif (
+            pages
+            and pages[-1].query is None
+            and pages[-1].qualification == qualifying
+            and len(pages[-1].assignments) < UNITS_PER_PAGE
+        ):
             page = pages[-1]
         else:
-            page = GradingPage(number=len(pages) + 1, query=None, assignments=[])
+            page = GradingPage(number=len(pages) + 1, query=None, assignments=[], qualification=qualifying)
             pages.append(page)
         page.assignments.append(a)
     return pages
 
 
-def grading_page_get(*, grader: AbstractBaseUser, campaign: Campaign, number: int) -> tuple[GradingPage, int]:
+def grading_page_get(
+    *, grader: AbstractBaseUser, campaign: Campaign, number: int, qualification_only: bool = False
+) -> tuple[GradingPage, int]:
     """Page `number` (1-based) with the grader's judgments or ordering, and the page count."""
-    pages = grading_pages(grader=grader, campaign=campaign)
+    pages = grading_pages(grader=grader, campaign=campaign, qualification_only=qualification_only)
     if not 1 <= number <= len(pages):
         raise NotFound(f"page {number} does not exist: you have {len(pages)} pages.", field="page", value=number)
     page = pages[number - 1]
@@ -205,7 +228,9 @@ def page_to_continue(*, grader: AbstractBaseUser, campaign: Campaign) -> int | N
 @dataclass(frozen=True)
 class Completion:
     """A crowd participant's progress on their share. `code` and `return_url` are filled only once
-    every unit of the share is rated or skipped: the completion code is never shown earlier."""
+    every unit of the share is rated or skipped: the completion code is never shown earlier, nor to
+    a participant screened out by the link's qualification, who is given `screen_out_code` and
+    `screen_out_url` instead (never before that decision, never to anyone who passed)."""
 
     participant: Participant
     total: int
@@ -213,10 +238,22 @@ class Completion:
     completed_at: Any = None
     code: str = ""
     return_url: str = ""
+    screen_out_code: str = ""
+    screen_out_url: str = ""
+
+    @property
+    def qualifying(self) -> bool:
+        """Given qualification units and not decided yet: the pages show only those units."""
+        p = self.participant
+        return p.qualification_units is not None and p.qualified_at is None and p.screened_out_at is None
+
+    @property
+    def screened_out(self) -> bool:
+        return self.participant.screened_out_at is not None
 
     @property
     def done(self) -> bool:
-        return self.total > 0 and self.open == 0
+        return self.total > 0 and self.open == 0 and not self.screened_out and not self.qualifying
 
 
 def participant_completion(*, grader: AbstractBaseUser, campaign: Campaign) -> Completion | None:
@@ -228,7 +265,17 @@ def participant_completion(*, grader: AbstractBaseUser, campaign: Campaign) -> C
     counts = Assignment.objects.filter(campaign=campaign, grader=grader).aggregate(
         total=Count("pk"), open=Count("pk", filter=Q(status=AssignmentStatus.OPEN)), last=Max("completed_at")
     )
-    if not counts["total"] or counts["open"]:
+    if participant.screened_out_at is not None:
+        link = participant.link
+        return Completion(
+            participant=participant,
+            total=counts["total"],
+            open=counts["open"],
+            screen_out_code=link.screen_out_code(),
+            screen_out_url=link.screen_out_url(),
+        )
+    qualifying = participant.qualification_units is not None and participant.qualified is None
+    if not counts["total"] or counts["open"] or qualifying:
         return Completion(participant=participant, total=counts["total"], open=counts["open"])
     link = participant.link
     return Completion(

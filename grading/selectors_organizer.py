@@ -328,18 +328,33 @@ def site_organizers() -> list[AbstractBaseUser]:
 def join_links_of(*, campaign: Campaign) -> list[JoinLink]:
     """The campaign's join links, each with `n_participants` and `closed` (why it takes nobody new,
     a key of grading.services.join_links.CLOSED_WORDS, or None). One query."""
-    links = list(
-        JoinLink.objects.filter(campaign=campaign).annotate(n_participants=Count("participants")).order_by("pk")
-    )
+    links = list(_links_counted(campaign).order_by("pk"))
     now = timezone.now()
+    n_gold = GoldAnswer.objects.filter(campaign=campaign).count() if any(link.qualification for link in links) else 0
     for link in links:
         link.campaign = campaign
         link.closed = link.closed_reason(n_participants=link.n_participants, now=now)
+        # A rule asking for more gold units than the campaign has now (answers removed since): nobody joins.
+        link.gold_short = bool(link.qualification) and link.qualification.get("units", 0) > n_gold
     return links
 
 
+def _links_counted(campaign: Campaign) -> QuerySet[JoinLink]:
+    """The campaign's links with `n_participants`, and how many passed their qualification
+    (`n_qualified`) or were screened out by it (`n_screened_out`)."""
+    return JoinLink.objects.filter(campaign=campaign).annotate(
+        n_participants=Count("participants"),
+        n_qualified=Count("participants", filter=Q(participants__qualified_at__isnull=False)),
+        n_screened_out=Count("participants", filter=Q(participants__screened_out_at__isnull=False)),
+    )
+
+
 def join_link_get(*, campaign: Campaign, link_id: int) -> JoinLink | None:
-    return JoinLink.objects.filter(campaign=campaign, pk=link_id).first()
+    """The campaign's link with its participant counts (as join_links_of has them), or None."""
+    link = _links_counted(campaign).filter(pk=link_id).first()
+    if link is not None:
+        link.campaign = campaign
+    return link
 
 
 def join_link_by_key(*, key: str) -> JoinLink | None:

@@ -5,7 +5,9 @@ Active time is the report's engagement measure (`analysis.metrics.engagement`, d
 §5.2): from the event log, each gap between a participant's consecutive events on units counts up
 to 5 minutes (a longer idle gap adds no more than that) and nothing counts while the page was hidden.
 Gold accuracy and repeat agreement are the report's hidden-unit scores (§5.6) for schemes with
-categories (BROAD, labels, verdicts).
+categories (BROAD, labels, verdicts). `qualified` is the outcome of the link's qualification
+(grading.services.qualification): true passed, false screened out, empty without a rule or before
+the decision.
 """
 
 from __future__ import annotations
@@ -37,6 +39,7 @@ COLUMNS = (
     "active_seconds",
     "gold_accuracy",
     "repeat_agreement",
+    "qualified",
     "completed_at",
     "excluded",
     "excluded_reason",
@@ -72,6 +75,7 @@ def participants_report(*, campaign: Campaign) -> list[dict[str, Any]]:
                 "active_seconds": active.get(grader, 0.0) if active is not None else None,
                 "gold_accuracy": gold.get(grader),
                 "repeat_agreement": repeats.get(grader),
+                "qualified": _qualified(r),
                 "completed_at": r["completed_at"],
                 "excluded": r["excluded_at"] is not None,
                 "excluded_reason": r["excluded_reason"],
@@ -81,6 +85,13 @@ def participants_report(*, campaign: Campaign) -> list[dict[str, Any]]:
             }
         )
     return out
+
+
+def _qualified(row: dict[str, Any]) -> bool | None:
+    """The link's qualification: True passed, False screened out, None no rule or not decided yet."""
+    if row["screened_out_at"] is not None:
+        return False
+    return True if row["qualified_at"] is not None else None
 
 
 def _pay(row: dict[str, Any], active_seconds: float | None) -> str | None:

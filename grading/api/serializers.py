@@ -321,7 +321,12 @@ class JoinLinkIn(serializers.Serializer):
     units_per_participant = serializers.IntegerField(min_value=1, required=False, allow_null=True)
     expires_at = serializers.DateTimeField(required=False, allow_null=True)
     consent_text = serializers.CharField(required=False, allow_blank=True, max_length=20000, trim_whitespace=False)
-    qualification = JSONObjectField(required=False, help_text="Stored as given; not applied yet.")
+    qualification = JSONObjectField(
+        required=False,
+        help_text='A screening rule, or {} for none: {"units": gold units each participant rates first, '
+        '"pass_mark": how many of them must be right (numeric scales: the largest mean absolute error that '
+        'passes), "screen_out_code": the code shown to those below it (optional)}.',
+    )
     label = serializers.CharField(required=False, allow_blank=True, max_length=100)
     return_url = serializers.CharField(
         required=False,
@@ -339,7 +344,13 @@ class JoinLinkIn(serializers.Serializer):
 
 
 class JoinLinkPatch(serializers.Serializer):
-    paused = serializers.BooleanField()
+    paused = serializers.BooleanField(required=False)
+    qualification = JSONObjectField(required=False, help_text="The new screening rule (as in JoinLinkIn); {}: none.")
+
+    def validate(self, attrs: dict[str, Any]) -> dict[str, Any]:
+        if not attrs:
+            raise serializers.ValidationError({"paused": ["give paused, qualification or both."]})
+        return attrs
 
 
 class ExclusionIn(serializers.Serializer):
@@ -369,6 +380,9 @@ class JoinLinkOut(serializers.Serializer):
     expires_at = serializers.DateTimeField(allow_null=True)
     consent_text = serializers.CharField()
     qualification = serializers.JSONField()
+    qualification_words = serializers.CharField(help_text="The rule in words ('' without one).")
+    qualified = serializers.IntegerField(help_text="Participants who passed the qualification.")
+    screened_out = serializers.IntegerField(help_text="Participants screened out by it.")
     pay_per_unit = serializers.DecimalField(max_digits=8, decimal_places=2, allow_null=True)
     pay_per_hour = serializers.DecimalField(max_digits=8, decimal_places=2, allow_null=True)
     currency = serializers.CharField()

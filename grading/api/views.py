@@ -29,6 +29,7 @@ from grading.models.choices import EventType
 from grading.services import allocation, exclusion, join_links, lifecycle, organizer
 from grading.services.event_input import EventInput
 from grading.services.events import event_record, events_record
+from grading.services.qualification import rule_words
 from grading.services.tokens import token_get_or_create
 
 CAMPAIGN_PARAM = OpenApiParameter("campaign", OpenApiTypes.INT, required=True, description="Campaign id.")
@@ -138,7 +139,8 @@ class CampaignMembersView(GradingAPIView):
         return Response({"role": role.role, "pseudonym": role.pseudonym}, status=status.HTTP_201_CREATED)
 
 
-def _link_out(request: Request, link: Any, n_participants: int) -> dict[str, Any]:
+def _link_out(request: Request, link: Any) -> dict[str, Any]:
+    n_participants = getattr(link, "n_participants", 0)
     closed = link.closed_reason(n_participants=n_participants, now=timezone.now())
     return {
         "id": link.pk,
@@ -152,6 +154,9 @@ def _link_out(request: Request, link: Any, n_participants: int) -> dict[str, Any
         "expires_at": link.expires_at,
         "consent_text": link.consent_text,
         "qualification": link.qualification,
+        "qualification_words": rule_words(link.qualification, scheme=link.campaign.scheme),
+        "qualified": getattr(link, "n_qualified", 0),
+        "screened_out": getattr(link, "n_screened_out", 0),
         "pay_per_unit": link.pay_per_unit,
         "pay_per_hour": link.pay_per_hour,
         "currency": link.currency,
@@ -168,18 +173,18 @@ class CampaignJoinLinksView(GradingAPIView):
     def get(self, request: Request, pk: int) -> Response:
         campaign = selectors.campaign_get_for_organizer(user=request.user, campaign_id=pk)
         links = selectors_organizer.join_links_of(campaign=campaign)
-        return Response([s.JoinLinkOut(_link_out(request, link, link.n_participants)).data for link in links])
+        return Response([s.JoinLinkOut(_link_out(request, link)).data for link in links])
 
     @extend_schema(request=s.JoinLinkIn, responses={201: s.JoinLinkOut, **ERRORS})
     def post(self, request: Request, pk: int) -> Response:
         campaign = selectors.campaign_get_for_organizer(user=request.user, campaign_id=pk)
         data = validated(s.JoinLinkIn, request.data)
         link = join_links.join_link_create(campaign=campaign, actor=request.user, **data)
-        return Response(s.JoinLinkOut(_link_out(request, link, 0)).data, status=status.HTTP_201_CREATED)
+        return Response(s.JoinLinkOut(_link_out(request, link)).data, status=status.HTTP_201_CREATED)
 
 
 class CampaignJoinLinkView(GradingAPIView):
-    """Organizers: pause a join link (nobody new joins) or reopen it."""
+    """Organizers: pause a join link (nobody new joins) or reopen it; set or change its qualification."""
 
     @extend_schema(request=s.JoinLinkPatch, responses={200: s.JoinLinkOut, **ERRORS})
     def patch(self, request: Request, pk: int, link_id: int) -> Response:
@@ -188,9 +193,9 @@ class CampaignJoinLinkView(GradingAPIView):
         if link is None:
             raise NotFound(f"join link {link_id} does not exist in campaign {pk}.", field="link", value=link_id)
         data = validated(s.JoinLinkPatch, request.data)
-        link = join_links.join_link_pause(link=link, paused=data["paused"], actor=request.user)
-        n = selectors_organizer.join_link_participants(link=link)
-        return Response(s.JoinLinkOut(_link_out(request, link, n)).data)
+        join_links.join_link_update(link=link, actor=request.user, **data)
+        link = selectors_organizer.join_link_get(campaign=campaign, link_id=link.pk)  # with its counts
+        return Response(s.JoinLinkOut(_link_out(request, link)).data)
 
 
 def _exclusion_out(role: Any) -> dict[str, Any]:
@@ -271,8 +276,9 @@ NO_MORE_REASON = OpenApiParameter(
     enum=list(allocation.REASONS),
     description="Why nothing is left: the budget is spent (budget_spent); the units that need another judgment "
     "have all had mine (already_judged); none needs one until other graders' open work is in (others_judging); "
-    "the units that still disagree have the most graders allowed (max_overlap_reached); or no unit needs "
-    "another judgment (nothing_needed).",
+    "the units that still disagree have the most graders allowed (max_overlap_reached); no unit needs "
+    "another judgment (nothing_needed); or I am a crowd participant screened out by my join link's "
+    "qualification (screened_out).",
 )
 
 

@@ -3,7 +3,7 @@ from django.db import migrations, models
 
 class Migration(migrations.Migration):
     dependencies = [
-        ("grading", "0016_grader_exclusion"),
+        ("grading", "0017_join_link_qualification"),
     ]
 
     operations = [

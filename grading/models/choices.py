@@ -51,6 +51,8 @@ class AssignmentSource(models.TextChoices):
     INITIAL = "initial", "Initial overlap"
     ADAPTIVE = "adaptive", "Adaptive allocation"
     MANUAL = "manual", "Assigned by an organizer"
+    # A crowd participant's qualification units: gold units given before their share (docs/design.md §2).
+    QUALIFY = "qualify", "Qualification (gold units given first)"
 
 
 class EventType(models.TextChoices):

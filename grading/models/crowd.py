@@ -42,7 +42,9 @@ class JoinLink(models.Model):
     pay_per_unit = models.DecimalField(max_digits=8, decimal_places=2, null=True, blank=True)
     pay_per_hour = models.DecimalField(max_digits=8, decimal_places=2, null=True, blank=True)
     currency = models.CharField(max_length=3, blank=True)
-    # A screening rule (stored as given; not applied yet).
+    # The screening rule, checked by grading.services.qualification: {} (none), or {"units": n gold
+    # units given first, "pass_mark": units right (categorical) or the largest mean absolute error
+    # (numeric), "screen_out_code": shown to those below it (optional)}.
     qualification = models.JSONField(default=dict, blank=True)
     paused = models.BooleanField(default=False)
     created_by = models.ForeignKey(
@@ -66,6 +68,14 @@ class JoinLink(models.Model):
     def completion_url(self) -> str:
         """The platform's return address with the completion code in it ({code} replaced), or ''."""
         return self.return_url.replace("{code}", self.completion_code) if self.return_url else ""
+
+    def screen_out_code(self) -> str:
+        return str((self.qualification or {}).get("screen_out_code") or "")
+
+    def screen_out_url(self) -> str:
+        """The platform's return address with the screen-out code in it, or '' (no code or no address)."""
+        code = self.screen_out_code()
+        return self.return_url.replace("{code}", code) if self.return_url and code else ""
 
     def closed_reason(self, *, n_participants: int, now: datetime) -> str | None:
         """Why the link takes nobody new ("paused", "expired", "not_open", "full"), or None."""
@@ -92,13 +102,32 @@ class Participant(models.Model):
     study_id = models.CharField(max_length=64, blank=True)
     session_id = models.CharField(max_length=64, blank=True)
     created_at = models.DateTimeField(auto_now_add=True)
+    # Screening (grading.services.qualification): the rule they were given when they joined (null: the
+    # link had none), and its outcome, decided once, when the last qualification unit is rated. The
+    # score is §5.6's gold measure: the share answered right, or the mean absolute error (numeric).
+    qualification_units = models.PositiveSmallIntegerField(null=True, blank=True)
+    qualification_pass_mark = models.FloatField(null=True, blank=True)
+    qualification_score = models.FloatField(null=True, blank=True)
+    qualified_at = models.DateTimeField(null=True, blank=True)
+    screened_out_at = models.DateTimeField(null=True, blank=True)
 
     class Meta:
         ordering = ["campaign_id", "id"]
         constraints = [
             models.UniqueConstraint(fields=["campaign", "platform", "external_id"], name="participant_unique_id"),
             models.CheckConstraint(condition=Q(platform__in=Platform.values), name="participant_platform_valid"),
+            models.CheckConstraint(
+                condition=Q(qualified_at__isnull=True) | Q(screened_out_at__isnull=True),
+                name="participant_qualified_or_screened_out",
+            ),
         ]
 
     def __str__(self) -> str:
         return f"{self.platform} participant in {self.campaign}"
+
+    @property
+    def qualified(self) -> bool | None:
+        """True: passed the link's qualification; False: screened out; None: no rule, or not decided yet."""
+        if self.screened_out_at is not None:
+            return False
+        return True if self.qualified_at is not None else None

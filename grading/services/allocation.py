@@ -22,7 +22,7 @@ from django.db.models import F, Q
 from django.utils import timezone
 
 from grading.errors import CampaignClosed
-from grading.models import Assignment, Campaign, Judgment
+from grading.models import Assignment, Campaign, Judgment, Participant
 from grading.models.allocation import CampaignAllocation, NeedReason, UnitAllocation
 from grading.models.choices import AssignmentSource, Policy, Scheme
 from grading.selectors import assignment_list_for_grader, assignment_next_position, unit_with_items
@@ -44,7 +44,8 @@ ALREADY_JUDGED = "already_judged"  # the units that need more have all had this 
 OTHERS_JUDGING = "others_judging"  # none needs more yet, but units are still being judged by others
 MAX_OVERLAP_REACHED = "max_overlap_reached"
 NOTHING_NEEDED = "nothing_needed"
-REASONS = (BUDGET_SPENT, ALREADY_JUDGED, OTHERS_JUDGING, MAX_OVERLAP_REACHED, NOTHING_NEEDED)
+SCREENED_OUT = "screened_out"  # a crowd participant below their link's qualification pass mark
+REASONS = (BUDGET_SPENT, ALREADY_JUDGED, OTHERS_JUDGING, MAX_OVERLAP_REACHED, NOTHING_NEEDED, SCREENED_OUT)
 
 Served = tuple[Assignment | None, str | None]  # an assignment, or None and the reason
 
@@ -105,13 +106,24 @@ def _check_open(campaign: Campaign) -> None:
 
 
 def _handed_over_or_extra(grader: AbstractBaseUser, campaign: Campaign, now: datetime) -> Served:
-    """A slot another grader let expire, else a new extra assignment; either leased from `now`."""
+    """A slot another grader let expire, else a new extra assignment; either leased from `now`. None
+    for a participant screened out by a qualification rule (their open work was returned already)."""
+    if _screened_out(grader, campaign):
+        return None, SCREENED_OUT
     slot = queries.expired_slot_take(
         grader_id=grader.pk, campaign_id=campaign.pk, now=now, lease_expires_at=now + LEASE
     )
     if slot is not None:
         return _loaded(grader, campaign, slot), None
     return _extra(grader, campaign, now)
+
+
+def _screened_out(grader: AbstractBaseUser, campaign: Campaign) -> bool:
+    """Read with the campaign by selectors.campaign_get_for_grader; asked here when it was not."""
+    known = getattr(campaign, "grader_screened_out", None)
+    if known is not None:
+        return bool(known)
+    return Participant.objects.filter(campaign=campaign, user=grader.pk, screened_out_at__isnull=False).exists()
 
 
 def _loaded(grader: AbstractBaseUser, campaign: Campaign, assignment_id: int) -> Assignment:

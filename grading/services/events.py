@@ -23,8 +23,8 @@ from grading.errors import EventConflict, GradingError, InvalidValue
 from grading.hooks import judgments_changed
 from grading.models import Assignment, Campaign, GradingEvent, Judgment, Ordering, RepeatAnswer
 from grading.models.allocation import UnitAllocation
-from grading.models.choices import AssignmentStatus, EventType
-from grading.services import allocation_state, payloads, repeats
+from grading.models.choices import AssignmentSource, AssignmentStatus, EventType
+from grading.services import allocation_state, payloads, qualification, repeats
 from grading.services.event_context import EventContext
 from grading.services.event_input import EventInput, client_ts_checked
 from grading.services.event_queries import Writes, batch_write
@@ -156,6 +156,8 @@ def _record_batch(
     batch.write(states)
     allocation_state.units_changed(unit_ids=[u for u in changed if u not in context.states])
     query_counts_apply(before=before, rows=states)
+    for campaign_id in sorted(batch.qualifying):  # a crowd participant's qualification units (docs/design.md §2)
+        qualification.qualification_decide(grader=grader, campaign=context.campaigns[campaign_id])
     for campaign_id in batch.campaigns:
         repeats.repeat_add_due(grader=grader, campaign=context.campaigns[campaign_id])  # hidden repeats (§5.6)
         transaction.on_commit(partial(judgments_changed, campaign_id))  # reports read events too (stability)
@@ -213,6 +215,7 @@ class _Batch:
         self.orderings: list[tuple[EventOutcome, Campaign, list[str]]] = []
         self.campaigns: set[int] = set()
         self.repeat_answers: dict[int, RepeatAnswer] = {}  # by assignment id (hidden repeats, §5.6)
+        self.qualifying: set[int] = set()  # campaigns where a qualification assignment changed status
 
     def write(self, states: list[UnitAllocation]) -> None:
         """Events, judgments, assignments and the units' decided state rows in one statement
@@ -378,6 +381,8 @@ def _set_assignment_status(batch: _Batch, assignment: Assignment, status: str) -
         assignment.status = status
         assignment.completed_at = batch.now if status != AssignmentStatus.OPEN else None
         batch.assignments[assignment.pk] = assignment
+        if assignment.source == AssignmentSource.QUALIFY:  # read with the assignment: no statement for others
+            batch.qualifying.add(assignment.campaign_id)
 
 
 __all__ = ["EventInput", "EventOutcome", "event_record", "events_record"]

@@ -10,6 +10,8 @@ from __future__ import annotations
 
 from typing import Any
 
+import numpy as np
+import pandas as pd
 from django.contrib.auth.models import AbstractBaseUser
 from django.db import transaction
 
@@ -18,6 +20,30 @@ from grading.models import Campaign, GoldAnswer, Unit
 from grading.models.choices import EventType
 from grading.services.adjudication import can_adjudicate, organizer_event_record, unit_value_checked
 from grading.services.audit import audit_record
+
+
+def answer_scores(answers: Any, references: Any, *, numeric: bool) -> np.ndarray:
+    """§5.6's score of each answer against its reference (the gold answer, or a repeat's first
+    answer): 1.0 when equal and 0.0 when not, compared as text (a category, a label, a verdict); on a
+    numeric scale, the absolute difference (NaN where either is not a number). The one scoring of
+    hidden units: the report's (analysis.services.sections.hidden_units) and a crowd participant's
+    qualification (grading.services.qualification) both use it.
+
+    Parameters
+    ----------
+    answers, references : sequences of the same length n.
+
+    Returns
+    -------
+    float array of shape (n,).
+    """
+    answers, references = pd.Series(list(answers), dtype=object), pd.Series(list(references), dtype=object)
+    if len(answers) != len(references):
+        raise ValueError(f"`answers` has {len(answers)} values but `references` has {len(references)}.")
+    if numeric:
+        diff = pd.to_numeric(answers, errors="coerce") - pd.to_numeric(references, errors="coerce")
+        return np.abs(diff.to_numpy(dtype=float))
+    return (answers.astype(str).to_numpy() == references.astype(str).to_numpy()).astype(float)
 
 
 def _unit_of(campaign: Campaign, external_id: str) -> Unit:

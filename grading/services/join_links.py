@@ -36,6 +36,7 @@ from grading.selectors_organizer import participant_find
 from grading.services.audit import audit_record
 from grading.services.campaigns import assignments_create_for_grader
 from grading.services.members import member_grant
+from grading.services.qualification import qualification_checked, qualification_give
 
 MAX_ID = 64
 PLATFORM_ID = re.compile(r"^[A-Za-z0-9_.:@-]{1,64}$")
@@ -52,6 +53,7 @@ PARAMETERS = {
 }
 # Why a link takes nobody new (a key of CLOSED_WORDS), in the participant's words.
 PAUSED, EXPIRED, FULL, NOT_OPEN, NO_WORK = "paused", "expired", "full", "not_open", "no_work"
+NO_QUALIFICATION = "no_qualification"
 CLOSED_WORDS = {
     PAUSED: "This study link is paused: it takes no new participants at the moment. Please try again later, "
     "or return the study on your platform.",
@@ -59,6 +61,7 @@ CLOSED_WORDS = {
     FULL: "This study is full: every place has been taken. Please return the study on your platform.",
     NOT_OPEN: "This study is not open for grading at the moment.",
     NO_WORK: "This study has no work left to give: every unit already has enough judgments.",
+    NO_QUALIFICATION: "This study cannot take participants at the moment. Please return the study on your platform.",
 }
 
 
@@ -190,10 +193,7 @@ def join_link_create(
         raise InvalidValue(
             f"consent_text is longer than {MAX_CONSENT} characters.", field="consent_text", value=len(consent_text)
         )
-    if qualification is None:
-        qualification = {}
-    if not isinstance(qualification, dict):
-        raise InvalidValue("qualification must be a JSON object.", field="qualification", value=repr(qualification))
+    qualification = qualification_checked(campaign=campaign, rule=qualification, code_pattern=CODE)
     label = (label or "").strip()
     if len(label) > MAX_LABEL:
         raise InvalidValue(f"label is longer than {MAX_LABEL} characters.", field="label", value=label[:40] + "…")
@@ -248,6 +248,41 @@ def join_link_create(
             "pay_per_hour": pay_per_hour,
             "currency": currency,
         },
+    )
+    return link
+
+
+@transaction.atomic
+def join_link_update(
+    *, link: JoinLink, actor: AbstractBaseUser | None, paused: bool | None = None, qualification: Any = ...
+) -> JoinLink:
+    """Change the link's qualification rule (when given) and pause or reopen it (when given), in one
+    transaction: a bad rule changes nothing."""
+    if qualification is not ...:
+        link = join_link_set_qualification(link=link, qualification=qualification, actor=actor)
+    if paused is not None:
+        link = join_link_pause(link=link, paused=paused, actor=actor)
+    return link
+
+
+@transaction.atomic
+def join_link_set_qualification(*, link: JoinLink, qualification: Any, actor: AbstractBaseUser | None) -> JoinLink:
+    """Set, change or remove ({}) the link's qualification rule (checked as `join_link_create` checks
+    it). Participants who joined already keep the test they were given; newcomers take the new rule."""
+    link = JoinLink.objects.select_for_update().select_related("campaign").get(pk=link.pk)
+    rule = qualification_checked(campaign=link.campaign, rule=qualification, code_pattern=CODE)
+    if rule == link.qualification:
+        return link
+    before = link.qualification
+    link.qualification = rule
+    link.save(update_fields=["qualification"])
+    audit_record(
+        actor=actor,
+        campaign=link.campaign,
+        action="join_link.qualification",
+        target=f"join link {link.pk}" + (f" ({link.label})" if link.label else ""),
+        before={"qualification": before},
+        after={"qualification": rule},
     )
     return link
 
@@ -315,6 +350,9 @@ def _join(*, link: JoinLink, identity: Identity, consent: bool) -> Joined:
         session_id=identity.session_id,
     )
     member_grant(campaign=campaign, user=user, role=Role.GRADER, actor=None)
+    rule = link.qualification or {}
+    if rule and qualification_give(participant=participant, link=link) < rule["units"]:
+        raise LinkClosed(NO_QUALIFICATION)  # gold answers were removed since the rule was set: nobody joins
     made = assignments_create_for_grader(
         campaign=campaign, grader=user, limit=link.units_per_participant, seed=participant.pk
     )

@@ -32,6 +32,9 @@ REASON_WORDS = {
         "The units that still need judgments already have the most graders the campaign allows ({max_overlap})."
     ),
     allocation.NOTHING_NEEDED: "Nothing needs another judgment right now: the graders agree where it matters.",
+    allocation.SCREENED_OUT: (
+        "Your qualification answers were below this study's pass mark, so it has no more work for you."
+    ),
     OWN_WORK_OPEN: "You still have units of your own to judge: finish them, then ask again.",
 }
 # NOTHING_NEEDED in a fixed campaign: never, rather than not now.

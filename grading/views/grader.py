@@ -30,6 +30,7 @@ from grading.services.events import EventInput, event_record
 from grading.services.lifecycle import guidelines_changes
 from grading.services.more_work import batch_size, more_work_request, reason_message
 from grading.services.organizers import can_create_campaigns
+from grading.services.qualification import outcome_words
 
 TEMPLATES = {
     Scheme.BROAD_FINE: "grading/grade_broad_fine.html",
@@ -75,6 +76,8 @@ def continue_grading(request: HttpRequest, campaign_id: int) -> HttpResponse:
     if selectors_organizer.guidelines_changed_for(grader=request.user, campaigns=[campaign]):
         messages.info(request, "The guidelines changed since you last read them: here is what changed.")
         return redirect("grading:guidelines", campaign_id=campaign.pk)
+    if getattr(campaign, "grader_screened_out", False):  # screened out by a qualification: their result
+        return redirect("grading:completion", campaign_id=campaign.pk)
     number = selectors.page_to_continue(grader=request.user, campaign=campaign)
     if number is None:
         return render(request, "grading/nothing.html", {"campaign": campaign})
@@ -111,11 +114,20 @@ def more_work(request: HttpRequest, campaign_id: int) -> HttpResponse:
 @login_required
 def grade(request: HttpRequest, campaign_id: int, page: int) -> HttpResponse:
     campaign = _campaign_for(request, campaign_id)
+    completion = selectors.participant_completion(grader=request.user, campaign=campaign)
+    # A crowd participant who is qualifying sees only the qualification units (docs/design.md §2).
+    only = completion is not None and completion.qualifying
     try:
-        grading_page, n_pages = selectors.grading_page_get(grader=request.user, campaign=campaign, number=page)
+        grading_page, n_pages = selectors.grading_page_get(
+            grader=request.user, campaign=campaign, number=page, qualification_only=only
+        )
     except GradingError:
+        if only:  # a page of the share, not given yet: back to the qualification
+            return redirect("grading:continue", campaign_id=campaign.pk)
         raise Http404("No such page.") from None
-    pages = selectors.grading_pages(grader=request.user, campaign=campaign)
+    pages = selectors.grading_pages(grader=request.user, campaign=campaign, qualification_only=only)
+    screened_out = completion is not None and completion.screened_out
+    readonly = campaign.status != CampaignStatus.OPEN or screened_out
     cards = [
         _card(campaign, a, grading_page.judgments.get(a.unit_id), i + 1) for i, a in enumerate(grading_page.assignments)
     ]
@@ -129,14 +141,18 @@ def grade(request: HttpRequest, campaign_id: int, page: int) -> HttpResponse:
         "query": grading_page.query,
         "guidelines": selectors.guidelines_current(campaign=campaign),
         "counts": counts,
-        "readonly": campaign.status != CampaignStatus.OPEN,
-        "config": _page_config(request, campaign, grading_page, page, n_pages, pages, counts),
+        "readonly": readonly,
+        "config": _page_config(request, campaign, grading_page, page, n_pages, pages, counts, readonly=readonly),
         "broad_choices": [(i + 1, b.value, b.label) for i, b in enumerate(Broad)],
         "verdicts": [("A", "A", "1"), ("equal", "Equal", "2"), ("B", "B", "3")],
         "params": params,
         "wording": schemes.wording(campaign.scheme, params),
-        "can_ask_for_more": campaign.is_open and campaign.policy != Policy.FIXED and campaign.scheme != Scheme.ORDERING,
-        "completion": selectors.participant_completion(grader=request.user, campaign=campaign),
+        "can_ask_for_more": campaign.is_open
+        and campaign.policy != Policy.FIXED
+        and campaign.scheme != Scheme.ORDERING
+        and not screened_out,
+        "completion": completion,
+        "outcome": outcome_words(completion.participant, scheme=campaign.scheme) if screened_out else "",
     }
     if campaign.scheme == Scheme.ORDERING:
         context["order"] = grading_page.ordering
@@ -153,7 +169,8 @@ def completion(request: HttpRequest, campaign_id: int) -> HttpResponse:
     done = selectors.participant_completion(grader=request.user, campaign=campaign)
     if done is None:
         raise Http404("You did not join this campaign through a study link.")
-    return render(request, "grading/completion.html", {"campaign": campaign, "completion": done})
+    outcome = outcome_words(done.participant, scheme=campaign.scheme) if done.screened_out else ""
+    return render(request, "grading/completion.html", {"campaign": campaign, "completion": done, "outcome": outcome})
 
 
 STATE_TEXT = {"unrated": "Not rated yet", "saved": "Saved", "skipped": "Skipped"}
@@ -203,6 +220,8 @@ def _page_config(
     n_pages: int,
     pages: list[Any],
     counts: dict[str, int],
+    *,
+    readonly: bool,
 ) -> dict[str, Any]:
     def page_url(n: int) -> str | None:
         return reverse("grading:grade", args=[campaign.pk, n]) if 1 <= n <= n_pages else None
@@ -219,7 +238,7 @@ def _page_config(
         "prevUrl": page_url(number - 1),
         "nextUrl": page_url(number + 1),
         "nextUnratedUrl": page_url(later[0].number) if later else None,
-        "readonly": campaign.status != CampaignStatus.OPEN,
+        "readonly": readonly,
         "verdicts": PairwiseVerdict.values,
         "counts": counts,
     }

@@ -59,7 +59,6 @@ def test_an_organizer_makes_a_link_over_the_api_and_the_answer_has_its_url(clien
             "max_participants": 30,
             "expires_at": (timezone.now() + timedelta(days=3)).isoformat(),
             "consent_text": "You agree to take part.",
-            "qualification": {"gold_units": 3, "pass_mark": 0.7},
             "return_url": "https://app.prolific.com/submissions/complete?cc={code}",
         },
         content_type="application/json",
@@ -69,7 +68,7 @@ def test_an_organizer_makes_a_link_over_the_api_and_the_answer_has_its_url(clien
     link = JoinLink.objects.get()
     assert body["url"] == f"http://testserver/join/{link.key}/"
     assert (body["max_participants"], body["participants"], body["taking_participants"]) == (30, 0, True)
-    assert link.qualification == {"gold_units": 3, "pass_mark": 0.7} and link.consent_text
+    assert link.qualification == {} and link.consent_text
     assert AuditEntry.objects.filter(action="join_link.created", campaign=campaign).count() == 1
     listed = client.get(f"/api/campaigns/{campaign.pk}/join-links/").json()
     assert [entry["id"] for entry in listed] == [link.pk]

@@ -9,11 +9,11 @@ from __future__ import annotations
 
 from typing import Any
 
-import numpy as np
 import pandas as pd
 
 from analysis import selectors
 from grading.models.choices import Scheme
+from grading.services.gold import answer_scores
 from grading.services.payloads import VALUE_FIELD
 
 
@@ -44,13 +44,9 @@ def repeat_scores(frame: pd.DataFrame, *, numeric: bool) -> pd.DataFrame:
 def _per_grader(
     grader: pd.Series, answer: pd.Series, reference: pd.Series, *, numeric: bool, names: tuple[str, str]
 ) -> pd.DataFrame:
-    if numeric:
-        score = (pd.to_numeric(answer, errors="coerce") - pd.to_numeric(reference, errors="coerce")).abs()
-        name = names[1]
-    else:
-        score = (answer.astype(str).to_numpy() == reference.astype(str).to_numpy()).astype(float)
-        name = names[0]
-    table = pd.DataFrame({"grader": grader.to_numpy(), name: np.asarray(score, dtype=float)})
+    score = answer_scores(answer.to_numpy(), reference.to_numpy(), numeric=numeric)
+    name = names[1] if numeric else names[0]
+    table = pd.DataFrame({"grader": grader.to_numpy(), name: score})
     grouped = table.groupby("grader", sort=True)[name]
     return pd.DataFrame({"n": grouped.size(), name: grouped.mean()}).reset_index()
 

@@ -16,6 +16,7 @@ from grading.models import Campaign
 from grading.models.choices import CampaignStatus
 from grading.services import lifecycle
 from grading.services.join_links import ORGANIZER_WORDS, link_url_path
+from grading.services.qualification import rule_words
 from grading.views.organizer import error_list, organized
 
 STATUS_VERBS = {CampaignStatus.OPEN: "Open", CampaignStatus.CLOSED: "Close"}
@@ -101,7 +102,12 @@ def page(
             "link_form": link_form or JoinLinkForm(),
             "link_errors": link_errors or [],
             "join_links": [
-                (link, request.build_absolute_uri(link_url_path(link)), ORGANIZER_WORDS.get(link.closed or "", ""))
+                (
+                    link,
+                    request.build_absolute_uri(link_url_path(link)),
+                    ORGANIZER_WORDS.get(link.closed or "", ""),
+                    rule_words(link.qualification, scheme=campaign.scheme),
+                )
                 for link in selectors_organizer.join_links_of(campaign=campaign)
             ],
         },

@@ -28,6 +28,11 @@ def join_link_create(request: HttpRequest, campaign_id: int) -> HttpResponse:
     try:
         link = join_links.join_link_create(campaign=campaign, actor=request.user, **form.cleaned_data)
     except GradingError as exc:
+        # A problem with the qualification rule goes next to its field; any other above the form.
+        fields = {f"qualification.{rule}": name for name, rule in JoinLinkForm.QUALIFICATION_FIELDS.items()}
+        if exc.field in fields:
+            form.add_error(fields[exc.field], exc.message)
+            return campaign_views.page(request, campaign, link_form=form, link_errors=["No link was made."], status=400)
         return campaign_views.page(
             request, campaign, link_form=form, link_errors=[*error_list(exc), "No link was made."], status=400
         )
