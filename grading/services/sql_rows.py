@@ -96,31 +96,43 @@ class Columns:
 
 
 def new_instance(model: type[Model], **values: Any) -> Model:
-    """`model(**values)` for a new row, filled the way `Columns.instance` fills a stored one when every
-    concrete field is given by attribute name and nothing listens to the model's init signals."""
-    if values.keys() != _plain_attnames(model):
+    """`model(**values)` for a new row, filled the way `Columns.instance` fills a stored one: `values` by
+    attribute name, every other concrete field at its default (as Model.__init__ sets it), when
+    nothing listens to the model's init signals."""
+    plain = _plain_fields(model)
+    if plain is None or not values.keys() <= plain.keys():
         return model(**values)
     obj = model.__new__(model)
-    obj.__dict__.update(values)
+    state = obj.__dict__
+    for attname, field in plain.items():
+        state[attname] = values[attname] if attname in values else field.get_default()
     obj._state = ModelState()
     return obj
 
 
 @lru_cache(maxsize=64)
-def _plain_attnames(model: type[Model]) -> frozenset[str] | None:
-    """The concrete fields' attribute names, or None when instances need Model.__init__ (init signals)."""
+def _plain_fields(model: type[Model]) -> dict[str, Field] | None:
+    """The concrete fields by attribute name, or None when instances need Model.__init__ (init signals)."""
     if pre_init.has_listeners(model) or post_init.has_listeners(model):
         return None
-    return frozenset(f.attname for f in model._meta.concrete_fields)
+    return {f.attname: f for f in model._meta.concrete_fields}
 
 
 def cache_related(obj: Model, name: str, value: Model) -> None:
     """Attach `value` as obj's related object `name` when obj's foreign key already holds its id (the
-    descriptor's assignment checks and re-sets the id; this only fills the relation's cache)."""
-    field = obj._meta.get_field(name)
-    if getattr(obj, field.attname) != value.pk:
-        raise ValueError(f"{type(obj).__name__}.{name} is {getattr(obj, field.attname)}, not {value.pk}")
-    field.set_cached_value(obj, value)
+    descriptor's assignment checks and re-sets the id; this only fills the relation's cache, as
+    `field.set_cached_value` does)."""
+    attname, cache_name = _relation(type(obj), name)
+    if getattr(obj, attname) != value.pk:
+        raise ValueError(f"{type(obj).__name__}.{name} is {getattr(obj, attname)}, not {value.pk}")
+    obj._state.fields_cache[cache_name] = value
+
+
+@lru_cache(maxsize=64)
+def _relation(model: type[Model], name: str) -> tuple[str, str]:
+    """A foreign key's attribute name and the key of its related object in an instance's cache."""
+    field = model._meta.get_field(name)
+    return field.attname, field.cache_name
 
 
 def insert_sql(
@@ -160,7 +172,11 @@ def recordset(rows: Sequence[Model], fields: Sequence[Field], *, add: bool) -> s
     columns = [(f.column, f.attname) for f in fields if f not in stamped]
     out = []
     for row in rows:
-        record = {column: getattr(row, attname) for column, attname in columns}
+        values = row.__dict__  # what the fields' descriptors return, without calling them
+        try:
+            record = {column: values[attname] for column, attname in columns}
+        except KeyError:  # a deferred field: its descriptor loads it
+            record = {column: getattr(row, attname) for column, attname in columns}
         for f in stamped:
             record[f.column] = f.pre_save(row, add)
         out.append(record)
