@@ -18,8 +18,10 @@ from collections.abc import Callable, Sequence
 from functools import lru_cache
 from typing import Any
 
+import psycopg
 from django.db import connections
 from django.db.backends.base.base import BaseDatabaseWrapper
+from django.db.backends.utils import CursorWrapper
 from django.db.models import Field, Model
 from django.db.models.base import ModelState
 from django.db.models.signals import post_init, pre_init
@@ -166,10 +168,11 @@ def update_sql(
 
 
 def recordset(rows: Sequence[Model], fields: Sequence[Field], *, add: bool) -> str:
-    """`rows` as a JSON array of objects keyed by column, with auto_now fields set as save() sets them
-    (the caller casts it to the columns' types)."""
+    """`rows` as a JSON array of objects keyed by column, with auto_now fields set as save() sets them,
+    to one moment for all rows, as QuerySet.update() would (the caller casts it to the columns' types)."""
     stamped = [f for f in fields if getattr(f, "auto_now", False) or (add and getattr(f, "auto_now_add", False))]
     columns = [(f.column, f.attname) for f in fields if f not in stamped]
+    stamps: dict[str, tuple[Any, str]] = {}  # by attribute name: the moment, and as JSON text
     out = []
     for row in rows:
         values = row.__dict__  # what the fields' descriptors return, without calling them
@@ -178,7 +181,13 @@ def recordset(rows: Sequence[Model], fields: Sequence[Field], *, add: bool) -> s
         except KeyError:  # a deferred field: its descriptor loads it
             record = {column: getattr(row, attname) for column, attname in columns}
         for f in stamped:
-            record[f.column] = f.pre_save(row, add)
+            stamp = stamps.get(f.attname)
+            if stamp is None:
+                moment = f.pre_save(row, add)  # sets it on the row
+                stamp = stamps[f.attname] = (moment, _json_default(moment))
+            else:
+                values[f.attname] = stamp[0]
+            record[f.column] = stamp[1]
         out.append(record)
     return json.dumps(out, default=_json_default, allow_nan=False, separators=(",", ":"))
 
@@ -242,6 +251,31 @@ def _recordset_from(fields: Sequence[Field], connection: BaseDatabaseWrapper) ->
     qn = connection.ops.quote_name
     types = ", ".join(f"{qn(f.column)} {f.db_type(connection)}" for f in fields)
     return f"jsonb_to_recordset(%s::jsonb) AS v({types})"
+
+
+def read_cursor(connection: BaseDatabaseWrapper) -> CursorWrapper:
+    """A cursor for a hand-written read. On PostgreSQL its timestamps are read by psycopg's own loader
+    (compiled) instead of the one Django registers on the connection, a Python subclass that gives
+    each value the connection's time zone, which costs several microseconds a value. That is only
+    done when the two agree: Django's zone is UTC and so is the session's, whose timestamps psycopg
+    reads as UTC (datetime.UTC), as Django's loader does."""
+    cursor = connection.cursor()
+    if connection.vendor == "postgresql" and _timestamps_alike(connection):
+        cursor.cursor.adapters.register_loader(_TIMESTAMPTZ, _base_timestamp_loader())
+    return cursor
+
+
+def _timestamps_alike(connection: BaseDatabaseWrapper) -> bool:
+    pgconn = connection.connection.pgconn
+    return connection.timezone is datetime.UTC and pgconn.parameter_status(b"TimeZone") == b"UTC"
+
+
+_TIMESTAMPTZ = 1184  # the type's oid, fixed in PostgreSQL's catalog
+
+
+@lru_cache(maxsize=1)
+def _base_timestamp_loader() -> type:
+    return psycopg.adapters.get_loader(_TIMESTAMPTZ, psycopg.pq.Format.TEXT)
 
 
 def connection_for(model: type[Model]) -> BaseDatabaseWrapper:
