@@ -57,7 +57,7 @@ MIDDLEWARE = [
     "django.middleware.security.SecurityMiddleware",
     "evalutron.limits.BodySizeLimitMiddleware",
     "evalutron.handlers.ClientAbortMiddleware",
-    "csp.middleware.CSPMiddleware",
+    "evalutron.csp.CSPMiddleware",
     "whitenoise.middleware.WhiteNoiseMiddleware",
     "django.contrib.sessions.middleware.SessionMiddleware",
     "django.middleware.common.CommonMiddleware",

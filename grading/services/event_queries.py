@@ -30,7 +30,7 @@ from grading.models import Assignment, Campaign, CampaignRole, GradingEvent, Jud
 from grading.models.allocation import UnitAllocation
 from grading.models.choices import Role
 from grading.services.allocation_state import STATE_COLUMNS
-from grading.services.sql_rows import Columns, cache_related, connection_for, insert_sql, update_sql
+from grading.services.sql_rows import Columns, cache_related, connection_for, insert_sql, read_cursor, update_sql
 
 ASSIGNMENT = Columns(Assignment, "a")
 CAMPAIGN = Columns(Campaign, "c")
@@ -58,7 +58,7 @@ def assignments_locked(*, grader_id: int, campaign_ids: Sequence[int], unit_ids:
         return []
     connection = connection_for(Assignment)
     sql = _locked_sql(connection.alias, *_sizes(connection, campaign_ids, unit_ids))
-    with connection.cursor() as cursor:
+    with read_cursor(connection) as cursor:
         cursor.execute(sql, [Role.GRADER, grader_id, *_ids(connection, campaign_ids), *_ids(connection, unit_ids)])
         rows = cursor.fetchall()
     campaigns: dict[int, Campaign] = {}
@@ -118,7 +118,7 @@ def judgments_read(*, grader_id: int, unit_ids: Sequence[int], counted: Sequence
     params: list[Any] = [grader_id, *_ids(connection, unit_ids)]
     if counted:
         params += [grader_id, *_ids(connection, counted), *_ids(connection, counted)]
-    with connection.cursor() as cursor:
+    with read_cursor(connection) as cursor:
         cursor.execute(sql, params)
         rows = cursor.fetchall()
     grader_at, unit_at = JUDGMENT.attnames.index("grader_id") + 1, JUDGMENT.attnames.index("unit_id") + 1
@@ -230,7 +230,11 @@ def _in(column: str, n: int) -> str:
 
 
 def _ids(connection: BaseDatabaseWrapper, ids: Sequence[int]) -> list[Any]:
-    return [list(ids)] if connection.vendor == "postgresql" else list(ids)
+    """On PostgreSQL the array as text, '{1,2,3}', which the statement casts: psycopg's adaptation of a
+    Python list inspects every element and cost more than the statement's other parameters."""
+    if connection.vendor == "postgresql":
+        return ["{" + ",".join([str(int(i)) for i in ids]) + "}"]
+    return list(ids)
 
 
 def _starts(*groups: Columns) -> list[int]:

@@ -340,7 +340,9 @@ def _apply_judgment(
     else:
         judgment = context.judgments.get(event.unit_id)
         if judgment is None:
-            judgment = Judgment(campaign_id=campaign.pk, grader_id=event.grader_id, unit_id=event.unit_id, applied={})
+            judgment = new_instance(
+                Judgment, campaign_id=campaign.pk, grader_id=event.grader_id, unit_id=event.unit_id, applied={}
+            )
             context.judgments[event.unit_id] = judgment
             batch.new_judgments[event.unit_id] = judgment
         elif event.unit_id not in batch.new_judgments:

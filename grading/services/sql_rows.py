@@ -18,8 +18,10 @@ from collections.abc import Callable, Sequence
 from functools import lru_cache
 from typing import Any
 
+import psycopg
 from django.db import connections
 from django.db.backends.base.base import BaseDatabaseWrapper
+from django.db.backends.utils import CursorWrapper
 from django.db.models import Field, Model
 from django.db.models.base import ModelState
 from django.db.models.signals import post_init, pre_init
@@ -96,31 +98,43 @@ class Columns:
 
 
 def new_instance(model: type[Model], **values: Any) -> Model:
-    """`model(**values)` for a new row, filled the way `Columns.instance` fills a stored one when every
-    concrete field is given by attribute name and nothing listens to the model's init signals."""
-    if values.keys() != _plain_attnames(model):
+    """`model(**values)` for a new row, filled the way `Columns.instance` fills a stored one: `values` by
+    attribute name, every other concrete field at its default (as Model.__init__ sets it), when
+    nothing listens to the model's init signals."""
+    plain = _plain_fields(model)
+    if plain is None or not values.keys() <= plain.keys():
         return model(**values)
     obj = model.__new__(model)
-    obj.__dict__.update(values)
+    state = obj.__dict__
+    for attname, field in plain.items():
+        state[attname] = values[attname] if attname in values else field.get_default()
     obj._state = ModelState()
     return obj
 
 
 @lru_cache(maxsize=64)
-def _plain_attnames(model: type[Model]) -> frozenset[str] | None:
-    """The concrete fields' attribute names, or None when instances need Model.__init__ (init signals)."""
+def _plain_fields(model: type[Model]) -> dict[str, Field] | None:
+    """The concrete fields by attribute name, or None when instances need Model.__init__ (init signals)."""
     if pre_init.has_listeners(model) or post_init.has_listeners(model):
         return None
-    return frozenset(f.attname for f in model._meta.concrete_fields)
+    return {f.attname: f for f in model._meta.concrete_fields}
 
 
 def cache_related(obj: Model, name: str, value: Model) -> None:
     """Attach `value` as obj's related object `name` when obj's foreign key already holds its id (the
-    descriptor's assignment checks and re-sets the id; this only fills the relation's cache)."""
-    field = obj._meta.get_field(name)
-    if getattr(obj, field.attname) != value.pk:
-        raise ValueError(f"{type(obj).__name__}.{name} is {getattr(obj, field.attname)}, not {value.pk}")
-    field.set_cached_value(obj, value)
+    descriptor's assignment checks and re-sets the id; this only fills the relation's cache, as
+    `field.set_cached_value` does)."""
+    attname, cache_name = _relation(type(obj), name)
+    if getattr(obj, attname) != value.pk:
+        raise ValueError(f"{type(obj).__name__}.{name} is {getattr(obj, attname)}, not {value.pk}")
+    obj._state.fields_cache[cache_name] = value
+
+
+@lru_cache(maxsize=64)
+def _relation(model: type[Model], name: str) -> tuple[str, str]:
+    """A foreign key's attribute name and the key of its related object in an instance's cache."""
+    field = model._meta.get_field(name)
+    return field.attname, field.cache_name
 
 
 def insert_sql(
@@ -154,15 +168,26 @@ def update_sql(
 
 
 def recordset(rows: Sequence[Model], fields: Sequence[Field], *, add: bool) -> str:
-    """`rows` as a JSON array of objects keyed by column, with auto_now fields set as save() sets them
-    (the caller casts it to the columns' types)."""
+    """`rows` as a JSON array of objects keyed by column, with auto_now fields set as save() sets them,
+    to one moment for all rows, as QuerySet.update() would (the caller casts it to the columns' types)."""
     stamped = [f for f in fields if getattr(f, "auto_now", False) or (add and getattr(f, "auto_now_add", False))]
     columns = [(f.column, f.attname) for f in fields if f not in stamped]
+    stamps: dict[str, tuple[Any, str]] = {}  # by attribute name: the moment, and as JSON text
     out = []
     for row in rows:
-        record = {column: getattr(row, attname) for column, attname in columns}
+        values = row.__dict__  # what the fields' descriptors return, without calling them
+        try:
+            record = {column: values[attname] for column, attname in columns}
+        except KeyError:  # a deferred field: its descriptor loads it
+            record = {column: getattr(row, attname) for column, attname in columns}
         for f in stamped:
-            record[f.column] = f.pre_save(row, add)
+            stamp = stamps.get(f.attname)
+            if stamp is None:
+                moment = f.pre_save(row, add)  # sets it on the row
+                stamp = stamps[f.attname] = (moment, _json_default(moment))
+            else:
+                values[f.attname] = stamp[0]
+            record[f.column] = stamp[1]
         out.append(record)
     return json.dumps(out, default=_json_default, allow_nan=False, separators=(",", ":"))
 
@@ -226,6 +251,31 @@ def _recordset_from(fields: Sequence[Field], connection: BaseDatabaseWrapper) ->
     qn = connection.ops.quote_name
     types = ", ".join(f"{qn(f.column)} {f.db_type(connection)}" for f in fields)
     return f"jsonb_to_recordset(%s::jsonb) AS v({types})"
+
+
+def read_cursor(connection: BaseDatabaseWrapper) -> CursorWrapper:
+    """A cursor for a hand-written read. On PostgreSQL its timestamps are read by psycopg's own loader
+    (compiled) instead of the one Django registers on the connection, a Python subclass that gives
+    each value the connection's time zone, which costs several microseconds a value. That is only
+    done when the two agree: Django's zone is UTC and so is the session's, whose timestamps psycopg
+    reads as UTC (datetime.UTC), as Django's loader does."""
+    cursor = connection.cursor()
+    if connection.vendor == "postgresql" and _timestamps_alike(connection):
+        cursor.cursor.adapters.register_loader(_TIMESTAMPTZ, _base_timestamp_loader())
+    return cursor
+
+
+def _timestamps_alike(connection: BaseDatabaseWrapper) -> bool:
+    pgconn = connection.connection.pgconn
+    return connection.timezone is datetime.UTC and pgconn.parameter_status(b"TimeZone") == b"UTC"
+
+
+_TIMESTAMPTZ = 1184  # the type's oid, fixed in PostgreSQL's catalog
+
+
+@lru_cache(maxsize=1)
+def _base_timestamp_loader() -> type:
+    return psycopg.adapters.get_loader(_TIMESTAMPTZ, psycopg.pq.Format.TEXT)
 
 
 def connection_for(model: type[Model]) -> BaseDatabaseWrapper:

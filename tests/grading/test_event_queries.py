@@ -18,7 +18,7 @@ from rest_framework.test import APIClient
 from grading.models import Assignment, CampaignRole, GradingEvent, Judgment, UnitAllocation
 from grading.models.allocation import QueryAllocation
 from grading.models.choices import AssignmentStatus, Policy, Role, Scheme
-from grading.services import event_queries
+from grading.services import event_queries, sql_rows
 from grading.services.allocation_state import STATE_COLUMNS, allocation_state_build
 from grading.services.campaigns import role_grant
 from grading.services.event_input import EventInput
@@ -154,6 +154,34 @@ def test_the_locked_read_finds_what_the_orm_finds(seed):
             assert all(f.assignment.campaign is f.campaign is f.state.campaign for f in found)
             checked += len(got)
     assert checked > 10
+
+
+def test_timestamps_read_by_hand_are_the_orms_to_the_time_zone():
+    """sql_rows.read_cursor reads timestamps with psycopg's own loader on PostgreSQL: the same
+    instants, in the same zone object (datetime.UTC), as the ORM's."""
+    campaign = make_campaign(status="open")
+    unit = campaign.units.first()
+    grader = make_user()
+    Assignment.objects.create(
+        campaign=campaign, grader=grader, unit=unit, completed_at=datetime(2026, 3, 1, 12, 30, 15, 123456, tzinfo=UTC)
+    )
+    stored = Assignment.objects.get(grader=grader)
+    table = connection.ops.quote_name(Assignment._meta.db_table)
+    with sql_rows.read_cursor(connection) as cursor:
+        if connection.vendor == "postgresql":  # the fast loader is the one in use
+            loader = cursor.cursor.adapters.get_loader(1184, 0)
+            assert loader.__module__.startswith("psycopg_binary"), loader
+        cursor.execute(f"SELECT created_at, completed_at FROM {table} WHERE id = %s", [stored.pk])
+        row = cursor.fetchone()
+    converted = [
+        sql_rows.Columns(Assignment, "a", only=[name]).values(row, i, connection)[0]
+        for i, name in enumerate(["created_at", "completed_at"])
+    ]
+    assert converted == [stored.created_at, stored.completed_at]
+    assert all(
+        value.tzinfo is orm.tzinfo
+        for value, orm in zip(converted, [stored.created_at, stored.completed_at], strict=True)
+    )
 
 
 def test_the_read_after_the_locks_finds_what_the_orm_finds():
