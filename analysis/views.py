@@ -18,7 +18,13 @@ from analysis import selectors
 from analysis.models import RunTrigger
 from analysis.presentation.forms import InstrumentLinksForm, RunsEvaluationForm, SystemEvaluationForm
 from analysis.presentation.glossary import TERMS, glossary
-from analysis.presentation.report_tables import PAGE_QUERIES, report_plots_of_run, report_tables
+from analysis.presentation.report_tables import (
+    PAGE_QUERIES,
+    RenderedTables,
+    report_plots_of_run,
+    report_tables,
+    report_tables_rendered,
+)
 from analysis.presentation.summary import report_summary
 from analysis.qrels import QrelsError
 from analysis.run_evaluation import EvaluationError, campaign_runs_evaluate, evaluation_view
@@ -74,13 +80,19 @@ def _report(
             variant = ("evaluation", stored.pk)
         else:
             evaluation_missing = True
+    rendered = (
+        report_tables_rendered(good, show_names=request.user.is_staff, variant=variant)
+        if good
+        else RenderedTables(tables={}, html={})
+    )
     context = {
         "campaign": campaign,
         "good": good,
         "active": selectors.run_active(campaign_id=campaign.pk),
         "latest": selectors.run_latest(campaign_id=campaign.pk),
         "is_admin": request.user.is_staff,
-        "tables": report_tables(good, show_names=request.user.is_staff) if good else {},
+        "tables": rendered.tables,
+        "tables_html": rendered.html,
         "plots": report_plots_of_run(good, variant=variant) if good else {},
         "takes_system_orderings": campaign.scheme == Scheme.ORDERING,
         "upload_error": upload_error,

@@ -5,9 +5,11 @@ from __future__ import annotations
 import math
 import threading
 from collections import OrderedDict
+from dataclasses import dataclass
 from typing import Any
 
 from django.contrib.auth import get_user_model
+from django.template.loader import render_to_string
 from django.urls import reverse
 from django.utils.safestring import SafeString
 
@@ -204,9 +206,11 @@ def _confusability_tables(result: dict[str, Any], run: AnalysisRun) -> dict[str,
     return tables
 
 
-def report_tables(run: AnalysisRun, *, show_names: bool) -> dict[str, Table]:
+def report_tables(run: AnalysisRun, *, show_names: bool, names: dict[int, str] | None = None) -> dict[str, Table]:
+    """Every table of the run's report. `names` (grader id -> what the viewer sees) when the caller
+    has read them already (`_names`)."""
     result = run.result or {}
-    names = _names(result, show_names)
+    names = _names(result, show_names) if names is None else names
     overview = result.get("overview", {})
     tables = {
         "overview": Table(
@@ -556,3 +560,43 @@ def report_plots(result: dict[str, Any]) -> dict[str, SafeString]:
     out.update(system_plots(result))
     out.update(instrument_plots(result))
     return out
+
+
+@dataclass(frozen=True)
+class RenderedTables:
+    """A run's report tables (for the page's conditions) and each one's figure as HTML."""
+
+    tables: dict[str, Table]
+    html: dict[str, SafeString]
+
+
+TABLES_KEPT = 16
+_tables_kept: OrderedDict[tuple[Any, ...], RenderedTables] = OrderedDict()
+_tables_lock = threading.Lock()
+
+
+def report_tables_rendered(run: AnalysisRun, *, show_names: bool, variant: tuple[Any, ...] = ()) -> RenderedTables:
+    """`report_tables` of a stored run, each written through analysis/_table.html, made once per
+    process and kept for the next view: a stored run's result does not change. The key holds all
+    the tables depend on besides the run: `variant` (what the page laid over the stored result, as
+    for the plots) and the grader names this viewer sees (admins see user names, read anew each time,
+    so a renamed account shows at once)."""
+    names = _names(run.result or {}, show_names)
+    key = (run.pk, run.finished_at, variant, tuple(sorted(names.items())))
+    with _tables_lock:
+        kept = _tables_kept.get(key)
+        if kept is not None:
+            _tables_kept.move_to_end(key)
+            return kept
+    tables = report_tables(run, show_names=show_names, names=names)
+    context = {"campaign": {"pk": run.campaign_id}}
+    html = {
+        name: render_to_string("analysis/_table.html", {**context, "key": name, "table": table})
+        for name, table in tables.items()
+    }
+    made = RenderedTables(tables=tables, html=html)
+    with _tables_lock:
+        _tables_kept[key] = made
+        while len(_tables_kept) > TABLES_KEPT:
+            _tables_kept.popitem(last=False)
+    return made

@@ -72,3 +72,35 @@ def test_a_result_without_per_query_figures_is_read_as_stored(judged_campaign):
     )
     page = selectors.run_latest_good_for_page(campaign_id=judged_campaign.pk, page_queries=PAGE_QUERIES)
     assert page.result == result
+
+
+@pytest.mark.django_db
+def test_a_runs_tables_are_written_once_per_process_and_a_renamed_account_shows_at_once(judged_campaign, monkeypatch):
+    """The report page keeps a stored run's tables as HTML; what they depend on besides the run (the
+    systems evaluation laid over it, the user names an admin sees) is part of the key."""
+    from django.contrib.auth import get_user_model
+
+    from analysis.presentation import report_tables as module
+    from analysis.services import runs
+    from analysis.services.execute import run_execute
+
+    run = AnalysisRun.objects.create(campaign=judged_campaign, parameters=runs.parameters_clean({"n_boot": 20}), seed=3)
+    assert run_execute(run_id=run.pk) == "succeeded"
+    run.refresh_from_db()
+    made = []
+    real = module.report_tables
+    monkeypatch.setattr(module, "report_tables", lambda *a, **k: made.append(1) or real(*a, **k))
+
+    first = module.report_tables_rendered(run, show_names=True)
+    again = module.report_tables_rendered(run, show_names=True)
+    assert again is first and len(made) == 1
+    assert 'id="table-graders"' in first.html["graders"]
+    assert first.html["graders"].count("<tr>") == 1 + len(first.tables["graders"].rows)
+
+    grader = get_user_model().objects.get(pk=run.result["graders"][0]["grader"])
+    grader.username = "renamed-grader"
+    grader.save()
+    renamed = module.report_tables_rendered(run, show_names=True)
+    assert len(made) == 2 and "renamed-grader" in renamed.html["graders"]
+    assert "renamed-grader" not in module.report_tables_rendered(run, show_names=False).html["graders"]
+    assert module.report_tables_rendered(run, show_names=True, variant=("evaluation", 1)) is not renamed
