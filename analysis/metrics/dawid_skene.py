@@ -73,20 +73,20 @@ def _coded(judgments: pd.DataFrame, *, value_codes: Sequence | None = None) -> _
     frame = judgments.dropna(subset=["value"])
     if frame.empty:
         raise ValueError("`judgments` holds no values")
-    if frame.duplicated(["unit", "grader"]).any():
-        row = frame[frame.duplicated(["unit", "grader"])].iloc[0]
-        raise ValueError(f"`judgments` has two values of grader {row['grader']!r} for unit {row['unit']!r}")
     unit, units = pd.factorize(frame["unit"], sort=True)
     grader, graders = pd.factorize(frame["grader"], sort=True)
+    pairs = np.sort(unit.astype(np.int64) * max(len(graders), 1) + grader)
+    if (pairs[1:] == pairs[:-1]).any():  # found by sorting codes; named (slowly) only when there is one
+        row = frame[frame.duplicated(["unit", "grader"])].iloc[0]
+        raise ValueError(f"`judgments` has two values of grader {row['grader']!r} for unit {row['unit']!r}")
     if value_codes is None:
         return _Coded(unit, grader, frame["value"].to_numpy(dtype=float), np.asarray(units), np.asarray(graders))
     index = {v: i for i, v in enumerate(value_codes)}
-    unknown = frame.loc[~frame["value"].isin(list(index)), "value"]
-    if len(unknown):
-        raise ValueError(
-            f"`judgments` value {short(unknown.iloc[0])} is not one of the categories {short(list(value_codes))}"
-        )
-    codes = frame["value"].map(index).to_numpy(dtype=np.int64)
+    seen, distinct = pd.factorize(frame["value"])  # each distinct value looked up once
+    codes = np.array([index.get(v, -1) for v in distinct], dtype=np.int64)[seen]
+    if (codes < 0).any():
+        first = frame["value"].iloc[int(np.flatnonzero(codes < 0)[0])]
+        raise ValueError(f"`judgments` value {short(first)} is not one of the categories {short(list(value_codes))}")
     return _Coded(unit, grader, codes, np.asarray(units), np.asarray(graders))
 
 
