@@ -54,7 +54,8 @@ def test_it_equals_the_per_judgment_em(shape, tol, max_iter):
 def test_patterns_are_formed_when_they_pay_and_not_when_one_unit_is_huge():
     c = _coded(random_frame(**SHAPES["five graders on every unit"]), value_codes=[0, 1, 2])
     pat = _ds_em.patterns_of(c.unit, c.grader * 3 + c.value, n_units=c.units.size, n_cells=15)
-    assert pat.cells.shape[0] <= 4**5 - 1 < c.units.size  # each grader absent or one of 3 answers and pat.weight.sum() == c.units.size
+    assert pat.cells.shape[0] <= 4**5 - 1 < c.units.size  # each grader absent or one of 3 answers
+    assert pat.weight.sum() == c.units.size
     # every unit's pattern holds exactly its own cells
     own = {(u, cell) for u, cell in zip(c.unit.tolist(), (c.grader * 3 + c.value).tolist(), strict=True)}
     rebuilt = {(u, cell) for u in range(c.units.size) for cell in pat.cells[pat.of_unit[u]].indices.tolist()}
