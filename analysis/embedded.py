@@ -1,6 +1,10 @@
 """The embedded runner: without a broker, a background thread of the web process does the workers'
 and beat's job — sweep runs whose execution died, and execute queued runs once they are due.
 
+Between passes it waits for whichever comes first: a run queued in this process (dispatch sets an
+event, so the run starts at once), the start time of the earliest queued run (an automatic run's
+debounce ends), or POLL_SECONDS (to sweep, and to see runs queued by other processes).
+
 It starts with the process's first request (so management commands and tests start none) and
 never works inside a request: pages and the progress poll only read. Off with
 ANALYSIS_EMBEDDED_THREAD=false; `python manage.py run_due_analyses` does one pass by hand.
@@ -41,6 +45,7 @@ def runner_ensure_started(**_signal: Any) -> bool:
 def runner_stop(*, timeout: float = 30.0) -> None:
     """Stop the runner thread after its current pass (tests, and a clean shutdown)."""
     _stop.set()
+    runs.runs_queued_notify()
     if _thread is not None:
         _thread.join(timeout=timeout)
 
@@ -53,10 +58,20 @@ def runner_pass() -> int:
 
 def _loop() -> None:
     while not _stop.is_set():
+        pause = POLL_SECONDS
         try:
             runner_pass()
+            pause = _pause()
         except Exception:  # a thread has no caller to tell; a failing run records its own error
             logger.exception("embedded analysis runner: pass failed")
         finally:
             connection.close()
-        _stop.wait(POLL_SECONDS)
+        if not _stop.is_set():
+            runs.runs_queued_wait(timeout=pause)
+
+
+def _pause() -> float:
+    """Until the earliest queued run is due, at most POLL_SECONDS. A run already due was just
+    tried (and left queued after a database error): wait the full period, never spin."""
+    due_in = runs.run_next_due_in()
+    return POLL_SECONDS if due_in is None or due_in <= 0 else min(POLL_SECONDS, due_in)

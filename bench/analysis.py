@@ -1,11 +1,15 @@
 """Benchmark: a full analysis of 1,000,000 judgments in PostgreSQL, the report page, the exports.
 
     DATABASE_URL=postgres://postgres@127.0.0.1:5432/evalutron_bench .venv/bin/python bench/analysis.py
-    ... bench/analysis.py --units 2000000                      # 10,000,000 judgments
+    ... bench/analysis.py --judgments 10000000                 # 2,000,000 units (--units 2000000)
     ... bench/analysis.py --steps report,ground_truth_csv_stream,ground_truth_json_stream
+    ... bench/analysis.py --steps model                        # the run's model stage, CPU seconds
 
 Builds (once per size; reused on later runs) a synthetic BROAD+FINE campaign of 200,000 units × 5
-graders with two events per judgment, loaded with COPY, a few hundred judgments with comments.
+graders with two events per judgment, a few hundred judgments with comments, and prints the time it
+took. Rows go in by COPY of CSV blocks written by pandas; the tables' foreign keys and plain indexes
+are dropped for the load and made again after it, so each constraint is checked once over all rows
+rather than once per row at COMMIT (Django's foreign keys are deferred).
 Then measures, each in a fresh process so peak memory (max RSS) belongs to that step alone: the
 analysis run from database to stored result, the report page render (its time at the campaign's
 size is printed on a line of its own, with its CPU per request), the streamed event-log CSV export,
@@ -20,6 +24,7 @@ Aims: analysis < 60 s and < 2 GB; report ≤ 30 ms at 10^6 judgments and ≤ 60 
 from __future__ import annotations
 
 import argparse
+import binascii
 import json
 import os
 import resource
@@ -27,8 +32,13 @@ import subprocess
 import sys
 import time
 import uuid
+from contextlib import contextmanager
+from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
+
+import numpy as np
+import pandas as pd
 
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
@@ -77,13 +87,15 @@ def _copy(cursor, table: str, columns: list[str], rows) -> None:
 
 def build(n_units: int) -> int:
     """The synthetic campaign of n_units × 5 judgments: returns its id (reused when it already exists)."""
-    import numpy as np
+    from django.contrib.auth import get_user_model
     from django.db import connection, transaction
 
     from grading.models import Campaign, Judgment
     from grading.models.choices import Role, Scheme
     from grading.services.campaigns import campaign_create, role_grant
-    from tests.factories import make_user
+
+    def make_user(username: str, **extra):  # no password: hashing one costs a second of CPU
+        return get_user_model().objects.create_user(username=username, password=None, **extra)
 
     slug = slug_of(n_units)
     existing = Campaign.objects.filter(slug=slug).first()
@@ -108,7 +120,9 @@ def build(n_units: int) -> int:
             role_grant(campaign=campaign, user=g, role=Role.GRADER)
         organizer = make_user(f"bench-admin-{uuid.uuid4().hex[:6]}", is_staff=True)
         role_grant(campaign=campaign, user=organizer, role=Role.ORGANIZER)
-        _fill(connection.cursor().cursor, campaign.pk, [g.pk for g in graders], np.random.default_rng(1), n_units)
+        cur = connection.cursor().cursor
+        with _constraints_once(cur, BULK_TABLES):
+            _fill(cur, campaign.pk, [g.pk for g in graders], np.random.default_rng(1), n_units)
     _comments_ensure(campaign.pk)
     print(f"built {n_units * N_GRADERS:,} judgments in {time.perf_counter() - t0:.1f} s", file=sys.stderr)
     return campaign.pk
@@ -131,8 +145,6 @@ def _comments_ensure(campaign_id: int) -> None:
 
 
 def _fill(cur, campaign_id: int, graders: list[int], rng, n_units: int) -> None:
-    import numpy as np
-
     now = datetime.now(UTC)
     cur.execute("SELECT COALESCE(MAX(id), 0) FROM grading_query")
     q0 = cur.fetchone()[0]
@@ -180,87 +192,137 @@ def _fill(cur, campaign_id: int, graders: list[int], rng, n_units: int) -> None:
     noise = rng.choice([-1, 0, 0, 0, 1], size=(n_units, N_GRADERS))
     level = np.clip(truth[:, None] + noise, 0, 2)
     fine = np.clip(np.round(1.5 + 3.5 * level + rng.uniform(-1.5, 1.5, level.shape), 1), 0, 10)
-    start = now - timedelta(days=30)
-
-    def judgments():
-        for i in range(n_units):
-            for j, g in enumerate(graders):
-                yield (
-                    campaign_id,
-                    g,
-                    u0 + i + 1,
-                    BROADS[level[i, j]],
-                    f"{fine[i, j]:.1f}",
-                    "",
-                    False,
-                    1,
-                    "{}",
-                    now,
-                    now,
-                )
-
-    def events():
-        for i in range(n_units):
-            for j, g in enumerate(graders):
-                t = start + timedelta(seconds=i * 5 + j)
-                for k, (kind, value) in enumerate(
-                    (("broad_set", f'"{BROADS[level[i, j]]}"'), ("fine_set", f"{fine[i, j]:.1f}"))
-                ):
-                    yield (
-                        uuid.uuid4(),
-                        campaign_id,
-                        g,
-                        u0 + i + 1,
-                        None,
-                        kind,
-                        f'{{"value": {value}}}',
-                        t + timedelta(seconds=k * 3),
-                        now,
-                        "bench",
-                        k + 1,
-                        1,
-                    )
-
-    _copy(
-        cur,
-        "grading_judgment",
-        [
-            "campaign_id",
-            "grader_id",
-            "unit_id",
-            "broad",
-            "fine",
-            "comment",
-            "skipped",
-            "guidelines_version",
-            "applied",
-            "created_at",
-            "updated_at",
-        ],
-        judgments(),
-    )
-    _copy(
-        cur,
-        "grading_gradingevent",
-        [
-            "id",
-            "campaign_id",
-            "grader_id",
-            "unit_id",
-            "query_id",
-            "type",
-            "payload",
-            "client_ts",
-            "server_ts",
-            "session_id",
-            "seq",
-            "guidelines_version",
-        ],
-        events(),
-    )
+    for lo in range(0, n_units, BUILD_BLOCK):
+        hi = min(lo + BUILD_BLOCK, n_units)
+        block = _block(campaign_id, graders, u0, lo, level[lo:hi], fine[lo:hi], now)
+        _copy_csv(cur, "grading_judgment", JUDGMENT_COLUMNS, block.judgments)
+        _copy_csv(cur, "grading_gradingevent", EVENT_COLUMNS, block.events)
     for table in ("grading_query", "grading_candidate", "grading_unit"):
         cur.execute(f"SELECT setval(pg_get_serial_sequence('{table}', 'id'), (SELECT MAX(id) FROM {table}))")
     cur.execute("ANALYZE")
+
+
+JUDGMENT_COLUMNS = ["campaign_id", "grader_id", "unit_id", "broad", "fine", "comment", "skipped"]
+JUDGMENT_COLUMNS += ["guidelines_version", "applied", "created_at", "updated_at"]
+EVENT_COLUMNS = ["id", "campaign_id", "grader_id", "unit_id", "type", "payload", "client_ts", "server_ts"]
+EVENT_COLUMNS += ["session_id", "seq", "guidelines_version"]
+BULK_TABLES = ["grading_query", "grading_candidate", "grading_unit", "grading_judgment", "grading_gradingevent"]
+BUILD_BLOCK = 100_000  # units per COPY block (500,000 judgments, 1,000,000 events)
+
+
+@dataclass
+class _Block:
+    judgments: pd.DataFrame
+    events: pd.DataFrame
+
+
+def _block(campaign_id, graders, u0, lo, level, fine, now) -> _Block:
+    """Units lo.. of the campaign as rows to COPY: a judgment per (unit, grader), and its two events
+    (broad_set, then fine_set 3 s later; the grader j of unit i starts at i·5 + j s after `start`)."""
+    n = level.shape[0]
+    unit = np.repeat(np.arange(u0 + lo + 1, u0 + lo + n + 1), N_GRADERS)
+    grader = np.tile(np.asarray(graders), n)
+    broad = np.asarray(BROADS, dtype=object)[level.ravel()]
+    fine_text = pd.Series(fine.ravel()).map("{:.1f}".format).to_numpy()
+    judgments = pd.DataFrame(
+        {
+            "campaign_id": campaign_id,
+            "grader_id": grader,
+            "unit_id": unit,
+            "broad": broad,
+            "fine": fine_text,
+            "comment": "",
+            "skipped": "f",
+            "guidelines_version": 1,
+            "applied": "{}",
+            "created_at": now.isoformat(),
+            "updated_at": now.isoformat(),
+        }
+    )
+    offset = (np.arange(lo, lo + n)[:, None] * 5 + np.arange(N_GRADERS)[None, :]).ravel()
+    start = np.datetime64((now - timedelta(days=30)).replace(tzinfo=None), "us")
+
+    def at(seconds: np.ndarray) -> np.ndarray:  # UTC timestamps as text, formatted by NumPy in C
+        return np.char.add(np.datetime_as_string(start + seconds.astype("timedelta64[s]"), unit="us"), "+00:00")
+
+    two = {
+        "broad_set": ('{"value": "' + broad + '"}', at(offset), 1),
+        "fine_set": ('{"value": ' + fine_text + "}", at(offset + 3), 2),
+    }
+    ids = np.frombuffer(binascii.hexlify(uuid.uuid4().bytes + os.urandom(16 * (2 * n * N_GRADERS - 1))), "S32")
+    events = pd.concat(
+        [
+            pd.DataFrame(
+                {
+                    "id": ids[i::2].astype("U32"),
+                    "campaign_id": campaign_id,
+                    "grader_id": grader,
+                    "unit_id": unit,
+                    "type": kind,
+                    "payload": payload,
+                    "client_ts": ts,
+                    "server_ts": now.isoformat(),
+                    "session_id": "bench",
+                    "seq": seq,
+                    "guidelines_version": 1,
+                }
+            )
+            for i, (kind, (payload, ts, seq)) in enumerate(two.items())
+        ]
+    )
+    return _Block(judgments, events)
+
+
+def _copy_csv(cur, table: str, columns: list[str], frame: pd.DataFrame) -> None:
+    """The frame's rows into the table with one COPY … (FORMAT csv) (the frame written by pandas, not
+    row by row). An empty field is an empty string, never NULL (no column written here is NULL)."""
+    csv = f"FORMAT csv, FORCE_NOT_NULL ({', '.join(columns)})"
+    with cur.copy(f"COPY {table} ({', '.join(columns)}) FROM STDIN WITH ({csv})") as copy:
+        copy.write(frame[columns].to_csv(index=False, header=False))
+
+
+@contextmanager
+def _constraints_once(cur, tables: list[str]):
+    """Load into ``tables`` without per-row constraint work, then check every constraint once.
+
+    Django's foreign keys are DEFERRABLE INITIALLY DEFERRED: each COPYed row queues a check that
+    runs at COMMIT, one lookup per row and key (most of the old build's time). Here the tables'
+    foreign keys and plain indexes are dropped for the load and made again afterwards in the same
+    transaction: ADD CONSTRAINT checks all rows in one join, CREATE INDEX sorts once. Primary keys,
+    unique and CHECK constraints stay (checked as rows arrive)."""
+    cur.execute("SET CONSTRAINTS ALL IMMEDIATE")  # check the campaign's few rows now: no ALTER with checks pending
+    fks, indexes = [], []
+    for table in tables:
+        cur.execute(
+            "SELECT conname, pg_get_constraintdef(oid) FROM pg_constraint"
+            " WHERE conrelid = %s::regclass AND contype = 'f'",
+            [table],
+        )
+        fks += [(table, name, definition) for name, definition in cur.fetchall()]
+        cur.execute(
+            "SELECT indexrelid::regclass::text, pg_get_indexdef(indexrelid) FROM pg_index i"
+            " WHERE indrelid = %s::regclass AND NOT indisprimary"
+            " AND NOT EXISTS (SELECT 1 FROM pg_constraint c WHERE c.conindid = i.indexrelid)",
+            [table],
+        )
+        indexes += cur.fetchall()
+    for table, name, _ in fks:
+        cur.execute(f'ALTER TABLE {table} DROP CONSTRAINT "{name}"')
+    for name, _ in indexes:
+        cur.execute(f"DROP INDEX {name}")
+    loaded = time.perf_counter()
+    yield
+    made = time.perf_counter()
+    print(f"  rows loaded in {made - loaded:.1f} s", file=sys.stderr)
+    for _, definition in indexes:
+        cur.execute(definition)
+    for table, name, definition in fks:
+        cur.execute(f'ALTER TABLE {table} ADD CONSTRAINT "{name}" {definition}')
+    cur.execute("SET CONSTRAINTS ALL DEFERRED")
+    print(
+        f"  {len(indexes)} indexes made and {len(fks)} foreign keys checked in {time.perf_counter() - made:.1f} s",
+        file=sys.stderr,
+    )
 
 
 def _max_rss_mb() -> float:
@@ -285,6 +347,37 @@ def step_analysis(campaign_id: int) -> dict:
         "rss_before_mb": round(rss0, 1),
         "stages": run.timings,
         "error": run.error,
+    }
+
+
+def step_model(campaign_id: int) -> dict:
+    """The run's "model" stage alone, on the loaded judgments, as report_compute does it: the
+    models (Dawid–Skene, the numeric grader model), the allocation accounting and the hidden units.
+    CPU seconds of this process (all threads) and wall seconds, the best of three; ``fit_cpu_seconds``
+    is the models' share."""
+    from analysis.services.report import campaign_data_load
+    from analysis.services.sections.accounting import accounting
+    from analysis.services.sections.hidden_units import hidden_units_section
+    from analysis.services.sections.model import model_truth
+
+    data = campaign_data_load(campaign_id=campaign_id)
+    cpu, wall, fit = [], [], []
+    for _ in range(3):
+        c0, t0 = time.process_time(), time.perf_counter()
+        section, _units = model_truth(data.judgments, data.spec, data.pseudonyms)
+        fit.append(time.process_time() - c0)
+        accounting(campaign_id=campaign_id, model=section)
+        hidden_units_section(campaign_id=campaign_id, scheme=data.scheme, pseudonyms=data.pseudonyms)
+        cpu.append(time.process_time() - c0)
+        wall.append(time.perf_counter() - t0)
+    ds = section.get("dawid_skene", {})
+    return {
+        "cpu_seconds": round(min(cpu), 3),
+        "wall_seconds": round(min(wall), 3),
+        "fit_cpu_seconds": round(min(fit), 3),
+        "ds_iterations": ds.get("iterations"),
+        "ds_log_likelihood": ds.get("log_likelihood"),
+        "max_rss_mb": round(_max_rss_mb(), 1),
     }
 
 
@@ -423,6 +516,8 @@ STEPS = {
     "ground_truth_csv_stream": step_gt_csv_stream,
     "ground_truth_json_stream": step_gt_json_stream,
 }
+DEFAULT_STEPS = list(STEPS)  # without flags: today's run
+STEPS["model"] = step_model  # on request (--steps model): the model computation's CPU time
 
 
 def _step(step: str, campaign_id: int, n_units: int) -> dict:
@@ -434,34 +529,55 @@ def _step(step: str, campaign_id: int, n_units: int) -> dict:
     )
     if out.returncode:
         raise SystemExit(f"step {step} failed:\n{out.stderr[-3000:]}")
+    if step == "build":
+        sys.stderr.write(out.stderr)  # the build's figures
     return json.loads(out.stdout.strip().splitlines()[-1])
 
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--step", choices=[*STEPS, "has_run"], help=argparse.SUPPRESS)
+    parser.add_argument("--step", choices=[*STEPS, "has_run", "build"], help=argparse.SUPPRESS)
     parser.add_argument("--campaign", type=int, help=argparse.SUPPRESS)
-    parser.add_argument("--units", type=int, default=200_000, help="units of 5 judgments each (default 200,000)")
+    parser.add_argument("--judgments", type=int, help="judgments to build, a multiple of 5 (default 1,000,000)")
+    parser.add_argument("--units", type=int, help="units of 5 judgments each (default 200,000)")
     parser.add_argument(
-        "--steps", default=",".join(STEPS), help=f"comma-separated steps to run (default all: {', '.join(STEPS)})"
+        "--steps",
+        default=",".join(DEFAULT_STEPS),
+        help=f"comma-separated steps to run, of {', '.join(STEPS)} (default: {', '.join(DEFAULT_STEPS)})",
     )
     args = parser.parse_args()
+    if args.judgments is not None and args.units is not None:
+        parser.error("give --judgments or --units, not both")
+    if args.judgments is not None and args.judgments % N_GRADERS:
+        parser.error(f"--judgments must be a multiple of {N_GRADERS} (each unit has {N_GRADERS}); got {args.judgments}")
+    if args.units is None:
+        args.units = 200_000 if args.judgments is None else args.judgments // N_GRADERS
     steps = [s for s in args.steps.split(",") if s]
     unknown = [s for s in steps if s not in STEPS]
     if unknown or not steps:
         parser.error(f"--steps takes some of {', '.join(STEPS)}; got {args.steps!r}")
     if not 1_000 <= args.units <= 5_000_000:
-        parser.error(f"--units must be in 1,000..5,000,000, got {args.units}")
+        parser.error(f"--units must be in 1,000..5,000,000 (--judgments 5,000..25,000,000), got {args.units}")
     _setup()
     if args.step == "has_run":
         print(json.dumps(step_has_run(args.campaign)))
         return
+    if args.step == "build":
+        _ensure_database()
+        print(json.dumps({"campaign": build(args.units)}))
+        return
     if args.step:
         print(json.dumps(STEPS[args.step](args.campaign)))
         return
-    _ensure_database()
-    campaign_id = build(args.units)
-    if "analysis" not in steps and not _step("has_run", campaign_id, args.units)["succeeded"]:
+    # Built in a child process of its own, like every step: a child inherits its parent's peak RSS
+    # (Linux keeps ru_maxrss across fork and exec), so this process must stay small.
+    campaign_id = _step("build", 0, args.units)["campaign"]
+    reads_a_run = {"report", "ground_truth_export", "ground_truth_csv_stream", "ground_truth_json_stream"}
+    if (
+        reads_a_run & set(steps)
+        and "analysis" not in steps
+        and not _step("has_run", campaign_id, args.units)["succeeded"]
+    ):
         steps.insert(0, "analysis")  # the report and the ground truth read a finished run
     results = {}
     for step in steps:

@@ -17,8 +17,8 @@ from dataclasses import dataclass
 
 import numpy as np
 import pandas as pd
-from scipy.special import logsumexp
 
+from . import _ds_em
 from ._checks import short
 
 SMOOTHING = 0.01
@@ -73,44 +73,21 @@ def _coded(judgments: pd.DataFrame, *, value_codes: Sequence | None = None) -> _
     frame = judgments.dropna(subset=["value"])
     if frame.empty:
         raise ValueError("`judgments` holds no values")
-    if frame.duplicated(["unit", "grader"]).any():
-        row = frame[frame.duplicated(["unit", "grader"])].iloc[0]
-        raise ValueError(f"`judgments` has two values of grader {row['grader']!r} for unit {row['unit']!r}")
     unit, units = pd.factorize(frame["unit"], sort=True)
     grader, graders = pd.factorize(frame["grader"], sort=True)
+    pairs = np.sort(unit.astype(np.int64) * max(len(graders), 1) + grader)
+    if (pairs[1:] == pairs[:-1]).any():  # found by sorting codes; named (slowly) only when there is one
+        row = frame[frame.duplicated(["unit", "grader"])].iloc[0]
+        raise ValueError(f"`judgments` has two values of grader {row['grader']!r} for unit {row['unit']!r}")
     if value_codes is None:
         return _Coded(unit, grader, frame["value"].to_numpy(dtype=float), np.asarray(units), np.asarray(graders))
     index = {v: i for i, v in enumerate(value_codes)}
-    unknown = frame.loc[~frame["value"].isin(list(index)), "value"]
-    if len(unknown):
-        raise ValueError(
-            f"`judgments` value {short(unknown.iloc[0])} is not one of the categories {short(list(value_codes))}"
-        )
-    codes = frame["value"].map(index).to_numpy(dtype=np.int64)
+    seen, distinct = pd.factorize(frame["value"])  # each distinct value looked up once
+    codes = np.array([index.get(v, -1) for v in distinct], dtype=np.int64)[seen]
+    if (codes < 0).any():
+        first = frame["value"].iloc[int(np.flatnonzero(codes < 0)[0])]
+        raise ValueError(f"`judgments` value {short(first)} is not one of the categories {short(list(value_codes))}")
     return _Coded(unit, grader, codes, np.asarray(units), np.asarray(graders))
-
-
-def _m_step(c: _Coded, posterior: np.ndarray, k: int, smoothing: float) -> tuple[np.ndarray, np.ndarray]:
-    """Priors (k,) and confusion matrices (G, k, k) from soft labels, with additive smoothing."""
-    n_graders = c.graders.size
-    priors = (posterior.sum(axis=0) + smoothing) / (posterior.shape[0] + k * smoothing)
-    cell = c.grader * k + c.value  # (grader, answer) per judgment
-    counts = np.stack(
-        [np.bincount(cell, weights=posterior[c.unit, t], minlength=n_graders * k) for t in range(k)], axis=1
-    ).reshape(n_graders, k, k)  # [g, answer, truth]
-    counts = counts.transpose(0, 2, 1) + smoothing  # [g, truth, answer]
-    return priors, counts / counts.sum(axis=2, keepdims=True)
-
-
-def _e_step(c: _Coded, priors: np.ndarray, confusion: np.ndarray, n_units: int) -> tuple[np.ndarray, float]:
-    """Posterior (n_units, k) and the natural-log marginal likelihood."""
-    k = priors.size
-    contrib = np.log(confusion[c.grader, :, c.value])  # (J, k): log θ_g[t, answer] for every truth t
-    log_joint = np.log(priors)[None, :] + np.stack(
-        [np.bincount(c.unit, weights=contrib[:, t], minlength=n_units) for t in range(k)], axis=1
-    )
-    norm = logsumexp(log_joint, axis=1, keepdims=True)
-    return np.exp(log_joint - norm), float(norm.sum())
 
 
 def _em(
@@ -122,24 +99,20 @@ def _em(
     max_iter: int = MAX_ITER,
     start: np.ndarray | None = None,
 ) -> tuple[np.ndarray, np.ndarray, np.ndarray, float, int, bool]:
-    n_units = c.units.size
-    if start is None:
-        posterior = np.zeros((n_units, k))
-        np.add.at(posterior, (c.unit, c.value), 1.0)
-        posterior /= posterior.sum(axis=1, keepdims=True)
-    else:
-        posterior = start
-    priors, confusion = _m_step(c, posterior, k, smoothing)
-    converged, iterations, log_likelihood = False, 0, float("nan")
-    while iterations < max_iter:
-        new, log_likelihood = _e_step(c, priors, confusion, n_units)
-        change = float(np.abs(new - posterior).max())
-        posterior, iterations = new, iterations + 1
-        priors, confusion = _m_step(c, posterior, k, smoothing)
-        if change < tol:
-            converged = True
-            break
-    return posterior, priors, confusion, log_likelihood, iterations, converged
+    """The EM on answer patterns (``_ds_em``): posterior, priors, confusion, log-likelihood,
+    iterations, converged."""
+    return _ds_em.em(
+        c.unit,
+        c.grader,
+        c.value,
+        n_units=c.units.size,
+        n_graders=c.graders.size,
+        k=k,
+        smoothing=smoothing,
+        tol=tol,
+        max_iter=max_iter,
+        start=start,
+    )
 
 
 def dawid_skene_codes(

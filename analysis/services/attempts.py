@@ -16,11 +16,12 @@ from datetime import timedelta
 from typing import Any
 
 from django.conf import settings
-from django.db import connection
-from django.db.models import F, Q
+from django.db import connection, transaction
+from django.db.models import F, Max, Q
 from django.utils import timezone
 
 from analysis.models import AnalysisRun, RunStatus
+from grading.models import Campaign
 
 
 class RunLost(Exception):
@@ -31,8 +32,18 @@ def stale_seconds() -> int:
     return int(settings.ANALYSIS_STALE_SECONDS)
 
 
+def run_number_next(*, campaign_id: int) -> int:
+    """The next run number within the campaign (#1, #2, ...); call inside the numbering transaction.
+    The campaign's row lock serialises concurrent numberings."""
+    Campaign.objects.select_for_update().filter(pk=campaign_id).first()
+    return (AnalysisRun.objects.filter(campaign_id=campaign_id).aggregate(m=Max("number"))["m"] or 0) + 1
+
+
 def run_claim(*, run_id: int, task_id: str = "") -> AnalysisRun | str:
-    """Take a queued, due run for this attempt. Returns the run, or why it was not taken."""
+    """Take a queued, due run for this attempt. Returns the run, or why it was not taken.
+
+    A run without a number (an automatic run, numbered when it starts: docs/design.md §4) gets the
+    campaign's next number here, so numbers follow the order in which runs start."""
     now = timezone.now()
     claimable = AnalysisRun.objects.filter(pk=run_id, status=RunStatus.QUEUED).filter(
         Q(not_before__isnull=True) | Q(not_before__lte=now + timedelta(seconds=1))
@@ -48,8 +59,13 @@ def run_claim(*, run_id: int, task_id: str = "") -> AnalysisRun | str:
     }
     if task_id:
         updates["task_id"] = task_id
-    if claimable.update(**updates):
-        return AnalysisRun.objects.get(pk=run_id)
+    with transaction.atomic():
+        if claimable.update(**updates):
+            run = AnalysisRun.objects.get(pk=run_id)
+            if run.number is None:
+                run.number = run_number_next(campaign_id=run.campaign_id)
+                AnalysisRun.objects.filter(pk=run_id).update(number=run.number)
+            return run
     run = AnalysisRun.objects.filter(pk=run_id).first()
     if run is None:
         return "missing"

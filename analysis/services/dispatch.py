@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import logging
 import secrets
+import threading
 
 from django.db.models import Q
 from django.utils import timezone
@@ -21,6 +22,9 @@ from evalutron.celery import app
 
 logger = logging.getLogger(__name__)
 RUN_TASK = "analysis.run"  # the name analysis.tasks.analysis_run is registered under
+# Set when a run is queued for the embedded runner, which waits on it (analysis.embedded): a run
+# queued in this process starts at once, not at the runner's next sweep.
+_queued = threading.Event()
 
 
 def embedded() -> bool:
@@ -41,6 +45,31 @@ def run_dispatch(*, run_id: int, countdown: float = 0, background: bool = False)
         app.send_task(RUN_TASK, args=[run_id], task_id=task_id, countdown=max(0, countdown) or None)
     elif countdown <= 0 and not background:
         _execute_here(run_id=run_id, task_id=task_id)
+    else:
+        runs_queued_notify()
+
+
+def runs_queued_notify() -> None:
+    """Wake the embedded runner: a run was queued (or it should stop)."""
+    _queued.set()
+
+
+def runs_queued_wait(*, timeout: float) -> bool:
+    """The embedded runner's pause: until a run is queued or ``timeout`` seconds pass. True if woken."""
+    woken = _queued.wait(max(0.0, timeout))
+    _queued.clear()
+    return woken
+
+
+def run_next_due_in() -> float | None:
+    """Seconds until the earliest queued run with a start time is due (≤ 0: already due), or None."""
+    due = (
+        AnalysisRun.objects.filter(status=RunStatus.QUEUED, not_before__isnull=False)
+        .order_by("not_before")
+        .values_list("not_before", flat=True)
+        .first()
+    )
+    return None if due is None else (due - timezone.now()).total_seconds()
 
 
 def runs_execute_due(*, campaign_id: int | None = None) -> int:

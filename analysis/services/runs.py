@@ -18,7 +18,7 @@ from typing import Any
 from django.conf import settings
 from django.contrib.auth.models import AbstractBaseUser
 from django.db import IntegrityError, transaction
-from django.db.models import Max, Q
+from django.db.models import Q
 from django.utils import timezone
 
 from analysis.models import AnalysisRun, RunStatus, RunTrigger
@@ -29,11 +29,17 @@ from analysis.services.attempts import (  # noqa: F401 - re-exported: callers kn
     heartbeat_thread,
     run_claim,
     run_fail,
+    run_number_next,
     run_release,
     stale_seconds,
 )
-from analysis.services.dispatch import embedded, runs_execute_due  # noqa: F401 - re-exported
-from grading.models import Campaign
+from analysis.services.dispatch import (  # noqa: F401 - re-exported
+    embedded,
+    run_next_due_in,
+    runs_execute_due,
+    runs_queued_notify,
+    runs_queued_wait,
+)
 
 logger = logging.getLogger(__name__)
 
@@ -114,18 +120,12 @@ def run_create(
     return run
 
 
-def run_number_next(*, campaign_id: int) -> int:
-    """The next run number within the campaign (#1, #2, ...); call inside the creating transaction.
-    The campaign's row lock serialises concurrent creations."""
-    Campaign.objects.select_for_update().filter(pk=campaign_id).first()
-    return (AnalysisRun.objects.filter(campaign_id=campaign_id).aggregate(m=Max("number"))["m"] or 0) + 1
-
-
 def run_schedule_auto(*, campaign_id: int) -> AnalysisRun | None:
     """Debounced automatic run after new judgments: at most one queued per campaign.
 
     The first judgment after a quiet spell queues a run due ANALYSIS_DEBOUNCE_SECONDS later; later
-    judgments join it (the run reads the database when it starts, so it sees them all). With a
+    judgments join it (the run reads the database when it starts, so it sees them all). It has no
+    number until it starts: runs asked for meanwhile start first and take the numbers before it. With a
     broker the task is sent with that countdown; embedded, a background thread executes it once it
     is due (no request ever waits for an analysis, and no page view starts one).
     """
@@ -134,9 +134,8 @@ def run_schedule_auto(*, campaign_id: int) -> AnalysisRun | None:
     debounce = int(settings.ANALYSIS_DEBOUNCE_SECONDS)
     try:
         with transaction.atomic():
-            run = AnalysisRun.objects.create(
+            run = AnalysisRun.objects.create(  # numbered when it starts (attempts.run_claim)
                 campaign_id=campaign_id,
-                number=run_number_next(campaign_id=campaign_id),
                 trigger=RunTrigger.AUTO,
                 parameters=parameters_clean(None),
                 seed=secrets.randbits(31),

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import threading
 import time
 from datetime import timedelta
 
@@ -11,7 +12,7 @@ from django.utils import timezone
 from analysis.models import AnalysisRun, RunStatus, RunTrigger
 from analysis.services import dispatch, runs
 from grading.models import Assignment
-from tests.factories import make_campaign, record
+from tests.factories import make_campaign, make_user, record
 
 pytestmark = pytest.mark.django_db
 
@@ -110,3 +111,53 @@ def test_dispatch_sends_the_task_under_the_name_the_worker_registered():
     from analysis.tasks import analysis_run
 
     assert analysis_run.name == dispatch.RUN_TASK
+
+
+def test_embedded_a_run_queued_for_the_runner_starts_within_a_second(transactional_db, settings, monkeypatch):
+    """The runner, idle in its wait between sweeps, is woken by the queueing itself (no pass by hand)."""
+    from analysis import embedded
+
+    settings.ANALYSIS_EMBEDDED_THREAD = True
+    settings.ANALYSIS_DEBOUNCE_SECONDS = 0
+    campaign = make_campaign(graders=2)
+    idle, started = threading.Event(), threading.Event()
+    next_due_in, execute = runs.run_next_due_in, dispatch.run_execute
+    monkeypatch.setattr(runs, "run_next_due_in", lambda: (idle.set(), next_due_in())[1])
+    monkeypatch.setattr(dispatch, "run_execute", lambda **kw: (started.set(), execute(**kw))[1])
+    try:
+        assert embedded.runner_ensure_started()
+        assert idle.wait(10)  # the first pass found nothing; the runner now waits (up to POLL_SECONDS)
+        queued_at = time.monotonic()
+        run = runs.run_schedule_auto(campaign_id=campaign.pk)  # autocommit: dispatched as it commits
+        assert run is not None
+        assert started.wait(1.0), "the queued run did not start within a second"
+        assert time.monotonic() - queued_at < 1.0
+    finally:
+        embedded.runner_stop()
+    run.refresh_from_db()
+    assert run.status == RunStatus.SUCCEEDED, (run.status, run.error)
+
+
+def test_an_automatic_run_is_numbered_when_it_starts_so_numbers_follow_the_starting_order(
+    django_capture_on_commit_callbacks, settings, client
+):
+    settings.ANALYSIS_DEBOUNCE_SECONDS = 60
+    organizer = make_user()
+    campaign = make_campaign(graders=2, organizer=organizer)
+    with django_capture_on_commit_callbacks(execute=True):
+        _judge(campaign, 4)  # queues the automatic run, due in a minute
+    auto = AnalysisRun.objects.get(campaign=campaign, trigger=RunTrigger.AUTO)
+    assert auto.number is None
+    client.force_login(organizer)
+    page = client.get(f"/reports/campaigns/{campaign.pk}/").content.decode()
+    assert "numbered when it starts, so that numbers follow the order in which analyses start" in page
+    assert f"Analysis #{auto.pk}" not in page
+    with django_capture_on_commit_callbacks(execute=True):
+        manual = runs.run_create(campaign_id=campaign.pk)  # embedded: executes as it commits
+    manual.refresh_from_db()
+    assert (manual.status, manual.number) == (RunStatus.SUCCEEDED, 1)
+    AnalysisRun.objects.filter(pk=auto.pk).update(not_before=timezone.now() - timedelta(seconds=1))
+    assert runs.runs_execute_due(campaign_id=campaign.pk) == 1
+    auto.refresh_from_db()
+    assert (auto.status, auto.number) == (RunStatus.SUCCEEDED, 2)
+    assert auto.started_at > manual.started_at

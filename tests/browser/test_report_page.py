@@ -3,17 +3,20 @@
 from __future__ import annotations
 
 import shutil
+from datetime import timedelta
 from pathlib import Path
 
 import pytest
 from django.conf import settings as django_settings
 from django.db import transaction
 from django.test import Client
+from django.utils import timezone
 
 from analysis.models import AnalysisRun, RunStatus
 from analysis.services import runs
 from analysis.services.execute import run_execute
 from tests.analysis.conftest import judge_broad_fine
+from tests.browser.test_organizer import no_sideways_scroll
 from tests.factories import make_campaign, make_user
 
 ARTIFACTS = Path(__file__).resolve().parents[2] / "test-artifacts"
@@ -155,4 +158,27 @@ def test_an_organizer_uploads_system_orderings_and_sees_them_scored(browser, liv
     assert page.locator("#section-agreement").count() == 0  # no per-unit judgments in an ordering campaign
     ARTIFACTS.mkdir(exist_ok=True)
     page.screenshot(path=str(ARTIFACTS / "report-orderings.png"), full_page=True)
+    assert errors == []
+
+
+def test_a_waiting_automatic_run_says_when_it_is_due_and_takes_its_number_when_it_starts(
+    browser, live_server, campaign
+):
+    campaign, organizer = campaign
+    due = timezone.now() + timedelta(seconds=60)
+    auto = runs.run_schedule_auto(campaign_id=campaign.pk)
+    AnalysisRun.objects.filter(pk=auto.pk).update(not_before=due)
+    page, errors = _page_as(browser, live_server, organizer)
+    page.goto(f"{live_server.url}/reports/campaigns/{campaign.pk}/")
+    said = page.locator("#run-unnumbered").inner_text()
+    assert said.startswith(f"Automatic analysis of the new judgments, due at {due:%H:%M:%S} UTC")
+    assert "numbered when it starts, so that numbers follow the order in which analyses start" in said
+    page.set_viewport_size({"width": 390, "height": 844})
+    no_sideways_scroll(page)
+    page.screenshot(path=str(ARTIFACTS / "report-automatic-queued-390.png"), full_page=True)
+    AnalysisRun.objects.filter(pk=auto.pk).update(not_before=timezone.now())
+    assert run_execute(run_id=auto.pk) == RunStatus.SUCCEEDED
+    number = AnalysisRun.objects.get(pk=auto.pk).number
+    assert number == AnalysisRun.objects.filter(campaign=campaign).exclude(pk=auto.pk).count() + 1
+    page.wait_for_function(f"() => document.body.innerText.includes('Result of analysis #{number}')", timeout=20000)
     assert errors == []
