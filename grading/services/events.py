@@ -33,6 +33,7 @@ from grading.services.sql_rows import new_instance
 
 MAX_PAYLOAD_BYTES = 8192
 EVENT_TYPES = tuple(EventType.values)  # (EventType.values builds its list on every call)
+_encode = json.JSONEncoder(default=str).encode  # json.dumps(..., default=str) builds an encoder per call
 
 
 @dataclass
@@ -305,7 +306,7 @@ def _same_event(existing: GradingEvent, *, grader: AbstractBaseUser, data: Event
 def _payload(payload: Any) -> dict[str, Any]:
     if not isinstance(payload, dict):
         raise InvalidValue("payload must be a JSON object.", field="payload", value=payload)
-    if len(json.dumps(payload, default=str)) > MAX_PAYLOAD_BYTES:
+    if len(_encode(payload)) > MAX_PAYLOAD_BYTES:
         raise InvalidValue(f"payload is larger than {MAX_PAYLOAD_BYTES} bytes.", field="payload", value="(too large)")
     return payload
 
