@@ -203,7 +203,24 @@ def recordset(rows: Sequence[Model], fields: Sequence[Field], *, add: bool) -> s
                 values[f.attname] = stamp[0]
             record[f.column] = stamp[1]
         out.append(record)
-    return json.dumps(out, default=_json_default, allow_nan=False, separators=(",", ":"))
+    return json.dumps(out, default=_memo_default(), allow_nan=False, separators=(",", ":"))
+
+
+def _memo_default() -> Callable[[Any], Any]:
+    """_json_default, writing each datetime object once: a batch's moment recurs in every row (its
+    events' server_ts, its assignments' completed_at), and an aware datetime's isoformat is slow.
+    Keyed by identity: every value stays alive, in the rows, while the record set is encoded."""
+    texts: dict[int, str] = {}
+
+    def default(value: Any) -> Any:
+        if type(value) is datetime.datetime:
+            text = texts.get(id(value))
+            if text is None:
+                text = texts[id(value)] = value.isoformat()
+            return text
+        return _json_default(value)
+
+    return default
 
 
 def _json_default(value: Any) -> Any:
