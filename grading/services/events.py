@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import json
 from dataclasses import dataclass
-from datetime import UTC
+from datetime import UTC, datetime
 from functools import partial
 from typing import Any
 
@@ -66,8 +66,24 @@ def event_summary(event: GradingEvent) -> dict[str, Any]:
         "unit": event.unit_id,
         "query": event.query_id,
         "seq": event.seq,
-        "server_ts": event.server_ts.isoformat(),
+        "server_ts": _isoformat(event.server_ts),
     }
+
+
+_last_moment: tuple[datetime | None, str] = (None, "")
+
+
+def _isoformat(moment: datetime) -> str:
+    """moment.isoformat(), remembering the last moment written: every event of a batch has the
+    batch's one server_ts, and an aware datetime's isoformat is slow. By identity (the remembered
+    object is held, so its id cannot be reused); one tuple, swapped whole, so threads share it safely."""
+    global _last_moment
+    last = _last_moment
+    if last[0] is moment:
+        return last[1]
+    text = moment.isoformat()
+    _last_moment = (moment, text)
+    return text
 
 
 def judgment_summary(judgment: Judgment) -> dict[str, Any]:
