@@ -161,7 +161,8 @@ print(json.dumps(out))
 # Run in the app's own process: each body is posted twice as the spare grader (once to warm the
 # process: the token remembered, an automatic analysis queued; once counted) through Django's WSGI
 # handler, as gunicorn calls it, so that request_started / request_finished run as in the server
-# (with CONN_HEALTH_CHECKS, Django pings a reused connection once per request). libpq traces every
+# (with CONN_HEALTH_CHECKS, a reused connection is checked once per request: by
+# evalutron/postgres/base.py without a statement while it is idle and its socket quiet). libpq traces every
 # message the connection sends: each simple Query and each extended-protocol Sync is a statement,
 # BEGIN and COMMIT included, and callbacks run on commit are counted too.
 COUNT_STATEMENTS = """

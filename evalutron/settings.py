@@ -99,6 +99,8 @@ if DATABASE_URL:
             "Evalutron supports postgres:// and sqlite:// URLs."
         )
     _db["CONN_HEALTH_CHECKS"] = True
+    if _db["ENGINE"] == "django.db.backends.postgresql":
+        _db["ENGINE"] = "evalutron.postgres"  # Django's, with a health check that costs no statement
 else:
     _db = {"ENGINE": "django.db.backends.sqlite3", "NAME": DATA_DIR / "evalutron.sqlite3"}
 if _db["ENGINE"] == "django.db.backends.sqlite3":

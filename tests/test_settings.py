@@ -86,3 +86,35 @@ def test_production_static_files_import_each_other_by_their_hashed_names(tmp_pat
     for line in imports:
         target = line.split('"')[1]
         assert re.fullmatch(r"\.\./\w+\.[0-9a-f]{12}\.js", target) and (scheme[0].parent / target).is_file(), line
+
+
+def test_the_web_process_imports_its_views_and_keeps_them_from_the_garbage_collector():
+    """evalutron/wsgi.py: what is alive once the application and its views are imported is frozen
+    (gc.freeze), so that the collector does not walk it again on every full collection."""
+    result = django(
+        [
+            "shell",
+            "--no-imports",
+            "-c",
+            "import gc, sys; before = gc.get_freeze_count(); import evalutron.wsgi; "
+            "print(before, gc.get_freeze_count() > 10_000, 'grading.api.views' in sys.modules)",
+        ],
+        PRODUCTION,
+    )
+    assert result.returncode == 0, result.stderr
+    assert result.stdout.split() == ["0", "True", "True"]
+
+
+def test_postgres_urls_use_the_backend_with_the_quiet_health_check():
+    result = django(
+        [
+            "shell",
+            "--no-imports",
+            "-c",
+            "from django.conf import settings as s; d = s.DATABASES['default']; "
+            "print(d['ENGINE'], d['CONN_HEALTH_CHECKS'])",
+        ],
+        PRODUCTION,
+    )
+    assert result.returncode == 0, result.stderr
+    assert result.stdout.split() == ["evalutron.postgres", "True"]

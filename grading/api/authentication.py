@@ -22,6 +22,8 @@ from django.contrib.auth import get_user_model
 from rest_framework.authentication import TokenAuthentication
 from rest_framework.authtoken.models import Token
 
+from grading.services.sql_rows import cache_related, stored_instance
+
 MAX_ENTRIES = 10_000  # tokens remembered per process; past it, the longest remembered are forgotten first
 
 
@@ -30,8 +32,8 @@ class _Entry:
     expires: float
     db: str
     user_id: int
-    user_values: tuple[Any, ...]
-    token_values: tuple[Any, ...]
+    user_values: dict[str, Any]  # by attribute name, every concrete field
+    token_values: dict[str, Any]
 
 
 class TokenMemory:
@@ -45,10 +47,9 @@ class TokenMemory:
         entry = self._entries.get(key)
         if entry is None or entry.expires <= now:
             return None
-        user_model = get_user_model()
-        user = user_model.from_db(entry.db, _attnames(user_model), list(entry.user_values))
-        token = Token.from_db(entry.db, _attnames(Token), list(entry.token_values))
-        token.user = user
+        user = stored_instance(get_user_model(), entry.db, entry.user_values)
+        token = stored_instance(Token, entry.db, entry.token_values)
+        cache_related(token, "user", user)
         return user, token
 
     def put(self, key: str, user: Any, token: Token, expires: float) -> None:
@@ -56,8 +57,8 @@ class TokenMemory:
             expires=expires,
             db=token._state.db or "default",
             user_id=user.pk,
-            user_values=tuple(getattr(user, a) for a in _attnames(type(user))),
-            token_values=tuple(getattr(token, a) for a in _attnames(Token)),
+            user_values={a: getattr(user, a) for a in _attnames(type(user))},
+            token_values={a: getattr(token, a) for a in _attnames(Token)},
         )
         with self._lock:
             self._entries[key] = entry

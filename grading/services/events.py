@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import json
 from dataclasses import dataclass
-from datetime import UTC
+from datetime import UTC, datetime
 from functools import partial
 from typing import Any
 
@@ -33,6 +33,7 @@ from grading.services.sql_rows import new_instance
 
 MAX_PAYLOAD_BYTES = 8192
 EVENT_TYPES = tuple(EventType.values)  # (EventType.values builds its list on every call)
+_encode = json.JSONEncoder(default=str).encode  # json.dumps(..., default=str) builds an encoder per call
 
 
 @dataclass
@@ -65,8 +66,24 @@ def event_summary(event: GradingEvent) -> dict[str, Any]:
         "unit": event.unit_id,
         "query": event.query_id,
         "seq": event.seq,
-        "server_ts": event.server_ts.isoformat(),
+        "server_ts": _isoformat(event.server_ts),
     }
+
+
+_last_moment: tuple[datetime | None, str] = (None, "")
+
+
+def _isoformat(moment: datetime) -> str:
+    """moment.isoformat(), remembering the last moment written: every event of a batch has the
+    batch's one server_ts, and an aware datetime's isoformat is slow. By identity (the remembered
+    object is held, so its id cannot be reused); one tuple, swapped whole, so threads share it safely."""
+    global _last_moment
+    last = _last_moment
+    if last[0] is moment:
+        return last[1]
+    text = moment.isoformat()
+    _last_moment = (moment, text)
+    return text
 
 
 def judgment_summary(judgment: Judgment) -> dict[str, Any]:
@@ -305,7 +322,7 @@ def _same_event(existing: GradingEvent, *, grader: AbstractBaseUser, data: Event
 def _payload(payload: Any) -> dict[str, Any]:
     if not isinstance(payload, dict):
         raise InvalidValue("payload must be a JSON object.", field="payload", value=payload)
-    if len(json.dumps(payload, default=str)) > MAX_PAYLOAD_BYTES:
+    if len(_encode(payload)) > MAX_PAYLOAD_BYTES:
         raise InvalidValue(f"payload is larger than {MAX_PAYLOAD_BYTES} bytes.", field="payload", value="(too large)")
     return payload
 

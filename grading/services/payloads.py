@@ -3,6 +3,9 @@
 from __future__ import annotations
 
 import math
+from collections.abc import Mapping
+from functools import lru_cache
+from types import MappingProxyType
 from typing import Any
 
 from grading import schemes
@@ -64,6 +67,28 @@ def check_type_fits_scheme(campaign: Campaign, kind: str) -> None:
         )
 
 
+def numeric_params(params: dict[str, Any]) -> Mapping[str, float]:
+    """A numeric campaign's scale, normalised (schemes.normalise_params), remembered per process by
+    the values it is made from, so no change to a campaign can leave it stale: checking the scale
+    again cost about as much as the rest of a score event's parsing. The values' types are part of
+    the key (true, 1 and 1.0 are equal keys to a dict, but only the numbers are a valid min)."""
+    if not isinstance(params, dict):
+        return schemes.normalise_params(Scheme.NUMERIC, params)
+    raw = (params.get("min", 0), params.get("max", 10), params.get("step", 1))
+    key = tuple((type(v), v) for v in raw)
+    try:
+        hash(key)
+    except TypeError:  # a list or an object where a number belongs: normalise_params names it
+        return schemes.normalise_params(Scheme.NUMERIC, params)
+    return _numeric_params(key)
+
+
+@lru_cache(maxsize=1024)
+def _numeric_params(key: tuple[tuple[type, Any], ...]) -> Mapping[str, float]:
+    lo, hi, step = (v for _, v in key)
+    return MappingProxyType(schemes.normalise_params(Scheme.NUMERIC, {"min": lo, "max": hi, "step": step}))
+
+
 def parse(campaign: Campaign, kind: str, payload: dict[str, Any], *, query: Query | None) -> Any:
     """The validated value an event carries (None for events that carry no value)."""
     params = campaign.scheme_params or {}
@@ -82,7 +107,7 @@ def parse(campaign: Campaign, kind: str, payload: dict[str, Any], *, query: Quer
         if kind == EventType.FINE_SET:
             return schemes.parse_fine(value)
         if kind == EventType.SCORE_SET:
-            return schemes.parse_score(schemes.normalise_params(Scheme.NUMERIC, params), value)
+            return schemes.parse_score(numeric_params(params), value)
         if kind == EventType.LABEL_SET:
             return schemes.parse_label(params, value)
         return schemes.parse_verdict(value)

@@ -112,6 +112,20 @@ def new_instance(model: type[Model], **values: Any) -> Model:
     return obj
 
 
+def stored_instance(model: type[Model], db: str, values: dict[str, Any]) -> Model:
+    """What `model.from_db(db, names, values)` makes of a stored row given as {attribute name: value}
+    for every concrete field; filled directly, as `Columns.instance` does, when the model has no
+    from_db of its own and nothing listens to its init signals."""
+    plain = _plain_fields(model)
+    if plain is None or model.from_db.__func__ is not Model.from_db.__func__ or values.keys() != plain.keys():
+        return model.from_db(db, list(values), list(values.values()))
+    obj = model.__new__(model)
+    obj.__dict__.update(values)
+    state = obj._state = ModelState()
+    state.adding, state.db = False, db
+    return obj
+
+
 @lru_cache(maxsize=64)
 def _plain_fields(model: type[Model]) -> dict[str, Field] | None:
     """The concrete fields by attribute name, or None when instances need Model.__init__ (init signals)."""
@@ -189,7 +203,24 @@ def recordset(rows: Sequence[Model], fields: Sequence[Field], *, add: bool) -> s
                 values[f.attname] = stamp[0]
             record[f.column] = stamp[1]
         out.append(record)
-    return json.dumps(out, default=_json_default, allow_nan=False, separators=(",", ":"))
+    return json.dumps(out, default=_memo_default(), allow_nan=False, separators=(",", ":"))
+
+
+def _memo_default() -> Callable[[Any], Any]:
+    """_json_default, writing each datetime object once: a batch's moment recurs in every row (its
+    events' server_ts, its assignments' completed_at), and an aware datetime's isoformat is slow.
+    Keyed by identity: every value stays alive, in the rows, while the record set is encoded."""
+    texts: dict[int, str] = {}
+
+    def default(value: Any) -> Any:
+        if type(value) is datetime.datetime:
+            text = texts.get(id(value))
+            if text is None:
+                text = texts[id(value)] = value.isoformat()
+            return text
+        return _json_default(value)
+
+    return default
 
 
 def _json_default(value: Any) -> Any:

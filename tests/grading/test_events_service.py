@@ -1,3 +1,4 @@
+from datetime import UTC, datetime, timedelta, timezone
 from decimal import Decimal
 from uuid import uuid4
 
@@ -6,6 +7,7 @@ import pytest
 from grading.errors import CampaignClosed, EventConflict, InvalidValue, NotAssigned, NotFound
 from grading.models import Assignment, GradingEvent, Judgment, Ordering
 from grading.models.choices import AssignmentStatus, CampaignStatus, Scheme
+from grading.services import events as events_service
 from tests.factories import make_campaign, make_user, record
 
 pytestmark = pytest.mark.django_db
@@ -202,3 +204,10 @@ def test_a_batch_that_changes_several_existing_judgments_writes_every_field():
     assert [(j.broad, j.fine) for j in judgments] == [("VS", Decimal(f"{2.5 + i:.1f}")) for i in range(4)]
     assert all(set(j.applied) == {"broad", "fine"} and j.last_event.type == "fine_set" for j in judgments)
     assert Assignment.objects.filter(grader=grader, status=AssignmentStatus.DONE).count() == 4
+
+
+def test_an_event_summary_writes_each_events_own_server_time():
+    first = datetime(2026, 1, 2, 3, 4, 5, 678901, tzinfo=UTC)
+    equal_elsewhere = first.astimezone(timezone(timedelta(hours=2)))  # equal, but written otherwise
+    for moment in (first, first, equal_elsewhere, first, first + timedelta(microseconds=1)):
+        assert events_service._isoformat(moment) == moment.isoformat()

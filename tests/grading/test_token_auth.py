@@ -140,3 +140,19 @@ def test_the_memory_holds_a_bounded_number_of_tokens(clock, monkeypatch):
         token_queries(client)
     assert len(authentication.memory._entries) == 2
     assert token_queries(clients[0]) == (200, 1)  # the oldest was forgotten
+
+
+def test_a_remembered_user_and_token_are_what_the_database_holds(clock):
+    user = make_user()
+    token = token_get_or_create(user=user)
+    auth = authentication.CachedTokenAuthentication()
+    auth.authenticate_credentials(token.key)  # looked up and remembered
+    remembered, again = auth.authenticate_credentials(token.key)
+    for model, made in ((type(user), remembered), (type(token), again)):
+        stored = model.objects.get(pk=made.pk)
+        assert [getattr(made, f.attname) for f in model._meta.concrete_fields] == [
+            getattr(stored, f.attname) for f in model._meta.concrete_fields
+        ]
+        assert not made._state.adding and made._state.db == stored._state.db
+    assert again.user is remembered and remembered.is_authenticated and remembered.is_active
+    remembered.save(update_fields=["first_name"])  # a stored row: saved as an UPDATE
