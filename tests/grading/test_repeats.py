@@ -108,7 +108,9 @@ def test_repeat_answers_stay_out_of_agreement_and_judgment_changes_and_are_score
     assert section["repeats"] == {
         "categorical": True,
         "numeric": True,
-        "graders": [{"grader": grader.pk, "pseudonym": "G1", "n": 1, "identical": 0.0, "mean_abs_diff": 1.5}],
+        "graders": [
+            {"grader": grader.pk, "pseudonym": "G1", "n": 1, "identical": 0.0, "mean_abs_diff": 1.5, "excluded": False}
+        ],
     }
 
 
