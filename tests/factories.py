@@ -95,3 +95,18 @@ def record(
             client_ts=client_ts or datetime.now(UTC),
         ),
     )
+
+
+def settings_form_data(campaign: Campaign, **changes: Any) -> dict[str, Any]:
+    """What the campaign's settings form posts when nothing but `changes` is edited."""
+    data = {
+        "name": campaign.name,
+        "description": "",
+        "scheme_params": "",
+        "guidelines": "Judge how similar each candidate is to the query.",
+        "initial_overlap": campaign.initial_overlap,
+        "max_overlap": campaign.max_overlap,
+        "budget": "",
+        "policy": campaign.policy,
+    }
+    return {**data, **changes}

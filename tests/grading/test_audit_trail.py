@@ -13,7 +13,7 @@ from analysis.services import runs
 from analysis.services.execute import run_execute
 from grading.models import AuditEntry, Campaign, CampaignRole
 from grading.models.choices import CampaignStatus, Role, Scheme
-from tests.factories import make_campaign, make_user, record
+from tests.factories import make_campaign, make_user, record, settings_form_data
 from tests.grading.api_helpers import client_for, graders_of
 
 pytestmark = pytest.mark.django_db
@@ -42,20 +42,6 @@ def only(action: str) -> AuditEntry:
     return entries[0]
 
 
-def settings_post(campaign: Campaign, **changes) -> dict:
-    data = {
-        "name": campaign.name,
-        "description": "",
-        "scheme_params": "",
-        "guidelines": "Judge how similar each candidate is to the query.",
-        "initial_overlap": campaign.initial_overlap,
-        "max_overlap": campaign.max_overlap,
-        "budget": "",
-        "policy": campaign.policy,
-    }
-    return {**data, **changes}
-
-
 def judged(campaign: Campaign) -> None:
     Campaign.objects.filter(pk=campaign.pk).update(status=CampaignStatus.OPEN)
     grader = graders_of(campaign)[0]
@@ -82,23 +68,25 @@ def test_a_status_change_is_recorded_and_a_refused_one_is_not(page, campaign, or
 
 def test_changed_settings_are_recorded_with_only_what_changed(page, campaign):
     url = f"/organize/campaigns/{campaign.pk}/"
-    assert page.post(url, settings_post(campaign, policy="consensus", max_overlap=4)).status_code == 302
+    assert page.post(url, settings_form_data(campaign, policy="consensus", max_overlap=4)).status_code == 302
     entry = only("campaign.settings")
     assert entry.before == {"max_overlap": 5, "policy": "fixed"} and entry.after == {
         "max_overlap": 4,
         "policy": "consensus",
     }
-    assert page.post(url, settings_post(campaign, policy="consensus", max_overlap=4)).status_code == 302  # no change
-    assert page.post(url, settings_post(campaign, max_overlap=1)).status_code == 400  # below the initial overlap
+    assert (
+        page.post(url, settings_form_data(campaign, policy="consensus", max_overlap=4)).status_code == 302
+    )  # no change
+    assert page.post(url, settings_form_data(campaign, max_overlap=1)).status_code == 400  # below the initial overlap
     assert AuditEntry.objects.filter(action="campaign.settings").count() == 1
 
 
 def test_an_edit_of_the_guidelines_is_recorded_as_their_versions(page, campaign):
     url = f"/organize/campaigns/{campaign.pk}/"
-    assert page.post(url, settings_post(campaign, guidelines="Listen twice.")).status_code == 302
+    assert page.post(url, settings_form_data(campaign, guidelines="Listen twice.")).status_code == 302
     entry = only("campaign.guidelines")
     assert (entry.before, entry.after) == ({"version": 1}, {"version": 2})
-    page.post(url, settings_post(campaign, guidelines="Listen twice."))  # the same text: no new version
+    page.post(url, settings_form_data(campaign, guidelines="Listen twice."))  # the same text: no new version
     assert AuditEntry.objects.filter(action="campaign.guidelines").count() == 1
     assert not AuditEntry.objects.filter(action="campaign.settings").exists()
 

@@ -26,7 +26,7 @@ from grading.services.exclusion import grader_exclude, grader_include
 from grading.services.gold import gold_set
 from grading.services.organizer import campaign_update
 from grading.services.policy_params import policy_params_problems
-from tests.factories import make_campaign, make_user, record
+from tests.factories import make_campaign, make_user, record, settings_form_data
 
 pytestmark = [pytest.mark.django_db, pytest.mark.both_backends]
 BROADS = ["NS", "SS", "VS"]
@@ -235,20 +235,6 @@ def test_the_figure_in_a_reason_never_reads_as_the_threshold():
     assert shown_below(0.59951, 0.6) == "0.5995"
 
 
-def _settings(campaign, **changes) -> dict:
-    data = {
-        "name": campaign.name,
-        "description": "",
-        "scheme_params": "",
-        "guidelines": "Judge how similar each candidate is to the query.",
-        "initial_overlap": campaign.initial_overlap,
-        "max_overlap": campaign.max_overlap,
-        "budget": "",
-        "policy": campaign.policy,
-    }
-    return {**data, **changes}
-
-
 def test_an_organizer_sets_the_thresholds_in_the_settings_and_a_bad_one_is_said_beside_its_field(client):
     organizer = make_user()
     campaign = make_campaign(n_queries=1, n_candidates=2, graders=1, organizer=organizer)
@@ -256,12 +242,12 @@ def test_an_organizer_sets_the_thresholds_in_the_settings_and_a_bad_one_is_said_
     client.force_login(organizer)
     url = f"/organize/campaigns/{campaign.pk}/"
     assert 'id="id_exclude_gold_below"' in client.get(url).content.decode()
-    response = client.post(url, _settings(campaign, exclude_gold_below="1.5", exclude_min_judgments="0"))
+    response = client.post(url, settings_form_data(campaign, exclude_gold_below="1.5", exclude_min_judgments="0"))
     assert response.status_code == 400
     html = response.content.decode()
     assert html.count('class="field-error"') == 2 and "less than or equal to 1" in html
     assert Campaign.objects.get(pk=campaign.pk).policy_params == {"repeat_share": 0.1}
-    response = client.post(url, _settings(campaign, exclude_gold_below="0.6", exclude_reliability_below="0.5"))
+    response = client.post(url, settings_form_data(campaign, exclude_gold_below="0.6", exclude_reliability_below="0.5"))
     assert response.status_code == 302
     assert Campaign.objects.get(pk=campaign.pk).policy_params == {
         "repeat_share": 0.1,
@@ -271,7 +257,7 @@ def test_an_organizer_sets_the_thresholds_in_the_settings_and_a_bad_one_is_said_
     entry = AuditEntry.objects.filter(campaign=campaign, action="campaign.settings").latest("pk")
     assert entry.after["policy_params"]["exclude_gold_below"] == 0.6
     assert 'value="0.6"' in client.get(url).content.decode()
-    client.post(url, _settings(campaign, exclude_reliability_below="0.5"))  # gold emptied: no longer asked
+    client.post(url, settings_form_data(campaign, exclude_reliability_below="0.5"))  # gold emptied: no longer asked
     assert Campaign.objects.get(pk=campaign.pk).policy_params == {"repeat_share": 0.1, "exclude_reliability_below": 0.5}
 
 
@@ -281,7 +267,7 @@ def test_a_numeric_campaigns_settings_offer_no_thresholds(client):
     client.force_login(organizer)
     url = f"/organize/campaigns/{campaign.pk}/"
     assert "exclude_gold_below" not in client.get(url).content.decode()
-    assert client.post(url, _settings(campaign, exclude_gold_below="0.5")).status_code == 302
+    assert client.post(url, settings_form_data(campaign, exclude_gold_below="0.5")).status_code == 302
     assert Campaign.objects.get(pk=campaign.pk).policy_params == {}
 
 

@@ -11,7 +11,7 @@ from grading.errors import CampaignLocked, InvalidValue
 from grading.models import Assignment, Campaign, CampaignRole, Judgment
 from grading.models.choices import AssignmentStatus, CampaignStatus, Role
 from grading.services.lifecycle import campaign_admin_update, guidelines_changes
-from tests.factories import make_campaign, make_user, record
+from tests.factories import make_campaign, make_user, record, settings_form_data
 
 pytestmark = pytest.mark.django_db
 
@@ -26,20 +26,6 @@ def organizer(client):
 @pytest.fixture
 def campaign(organizer) -> Campaign:
     return make_campaign(n_queries=2, n_candidates=3, graders=2, organizer=organizer, status=CampaignStatus.DRAFT)
-
-
-def settings_post(campaign: Campaign, **changes) -> dict:
-    data = {
-        "name": campaign.name,
-        "description": "",
-        "scheme_params": "",
-        "guidelines": "Judge how similar each candidate is to the query.",
-        "initial_overlap": campaign.initial_overlap,
-        "max_overlap": campaign.max_overlap,
-        "budget": "",
-        "policy": campaign.policy,
-    }
-    return {**data, **changes}
 
 
 def grade_once(campaign: Campaign) -> Assignment:
@@ -64,12 +50,12 @@ def test_lifecycle_goes_draft_open_closed_and_reopens_with_a_confirmation(client
 def test_scheme_parameters_lock_once_grading_has_started(client, campaign):
     url = f"/organize/campaigns/{campaign.pk}/"
     bands = '{"fine_bands": {"NS": [0, 5], "SS": [3, 8], "VS": [6, 10]}}'
-    assert client.post(url, settings_post(campaign, scheme_params=bands)).status_code == 302
+    assert client.post(url, settings_form_data(campaign, scheme_params=bands)).status_code == 302
     assert Campaign.objects.get(pk=campaign.pk).scheme_params["fine_bands"]["NS"] == [0, 5]
     client.post(url + "status/open/")
     grade_once(campaign)
     other = '{"fine_bands": {"NS": [0, 3], "SS": [3, 8], "VS": [6, 10]}}'
-    refused = client.post(url, settings_post(campaign, scheme_params=other))
+    refused = client.post(url, settings_form_data(campaign, scheme_params=other))
     assert refused.status_code == 400
     assert "scheme_params cannot change: grading has started" in refused.content.decode()
     assert Campaign.objects.get(pk=campaign.pk).scheme_params["fine_bands"]["NS"] == [0, 5]
@@ -164,7 +150,8 @@ def test_edited_guidelines_make_a_version_and_graders_see_what_changed(client, c
     client.post(f"/campaigns/{campaign.pk}/guidelines/")  # has read version 1
     client.force_login(organizer)
     client.post(
-        f"/organize/campaigns/{campaign.pk}/", settings_post(campaign, guidelines="Judge similarity.\nIgnore loudness.")
+        f"/organize/campaigns/{campaign.pk}/",
+        settings_form_data(campaign, guidelines="Judge similarity.\nIgnore loudness."),
     )
     campaign.refresh_from_db()
     assert campaign.guidelines_version == 2
