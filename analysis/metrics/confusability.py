@@ -117,9 +117,14 @@ def ca_corr(system: ArrayLike, truth: ArrayLike, confusability: ArrayLike) -> fl
     float; NaN when every unit is maximally confusable or a weighted variance is 0.
     """
     system, truth, conf = _paired(system, truth, confusability)
-    spread = conf.max() - conf.min()
-    weight = 1.0 - ((conf - conf.min()) / spread if spread > 0 else np.zeros_like(conf))
-    return weighted_pearson(system, truth, weight)
+    return weighted_pearson(system, truth, normalised_weights(conf))
+
+
+def normalised_weights(conf: ArrayLike) -> np.ndarray:
+    """``1 − (c − min c) / (max c − min c)``, caCorr's weights; all 1 when every ``c`` is the same."""
+    conf = np.asarray(conf, dtype=float)
+    spread = conf.max() - conf.min() if conf.size else 0.0
+    return 1.0 - ((conf - conf.min()) / spread if spread > 0 else np.zeros_like(conf))
 
 
 def metric_by_band(system: ArrayLike, truth: ArrayLike, confusability: ArrayLike, edges: ArrayLike) -> pd.DataFrame:

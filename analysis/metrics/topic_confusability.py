@@ -17,15 +17,9 @@ import numpy as np
 import pandas as pd
 
 from ._checks import short
+from .confusability import normalised_weights
 
 DECIMALS = 12
-
-
-def normalised_weights(conf: np.ndarray) -> np.ndarray:
-    """``1 − (c − min c) / (max c − min c)``, caCorr's weights; all 1 when every ``c`` is the same."""
-    conf = np.asarray(conf, dtype=float)
-    spread = conf.max() - conf.min() if conf.size else 0.0
-    return 1.0 - ((conf - conf.min()) / spread if spread > 0 else np.zeros_like(conf))
 
 
 def tertile_bands(conf: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
