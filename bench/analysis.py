@@ -464,33 +464,24 @@ def step_ground_truth(campaign_id: int) -> dict:
 
 def step_gt_csv_stream(campaign_id: int) -> dict:
     """The organizer's CSV download as the response streams it (rows per second)."""
-    from analysis import export, selectors, streams
-
-    run = selectors.run_latest_good(campaign_id=campaign_id)
-    rows = selectors.unit_results(run_id=run.pk).count()
-    backend = _backend_pid()
-    t0, c0 = time.perf_counter(), time.process_time() + _pid_cpu(backend)
-    size = sum(len(chunk) for chunk in streams.ground_truth_csv(run, export.Filters()))
-    seconds, cpu = time.perf_counter() - t0, time.process_time() + _pid_cpu(backend) - c0
-    return {
-        "rows": rows,
-        "seconds": round(seconds, 2),
-        "rows_per_s": round(rows / seconds),
-        "cpu_s": round(cpu, 2),
-        "rows_per_cpu_s": round(rows / cpu),
-        "mb": round(size / 1e6, 1),
-    }
+    return _stream_step(campaign_id, "ground_truth_csv")
 
 
 def step_gt_json_stream(campaign_id: int) -> dict:
     """The organizer's JSON download as the response streams it (rows per second)."""
+    return _stream_step(campaign_id, "ground_truth_json")
+
+
+def _stream_step(campaign_id: int, stream: str) -> dict:
+    """Rows per second and per CPU second (this process and its PostgreSQL backend) of one of
+    analysis.streams' ground-truth generators, read to the end."""
     from analysis import export, selectors, streams
 
     run = selectors.run_latest_good(campaign_id=campaign_id)
     rows = selectors.unit_results(run_id=run.pk).count()
     backend = _backend_pid()
     t0, c0 = time.perf_counter(), time.process_time() + _pid_cpu(backend)
-    size = sum(len(chunk) for chunk in streams.ground_truth_json(run, export.Filters()))
+    size = sum(len(chunk) for chunk in getattr(streams, stream)(run, export.Filters()))
     seconds, cpu = time.perf_counter() - t0, time.process_time() + _pid_cpu(backend) - c0
     return {
         "rows": rows,
