@@ -5,6 +5,7 @@ from __future__ import annotations
 import math
 import threading
 from collections import OrderedDict
+from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
@@ -469,28 +470,37 @@ def _mean(values: list[float | None]) -> float | None:
     return sum(kept) / len(kept) if kept else None
 
 
-# Plots drawn from stored runs, kept per process: a stored run's result never changes, so its plots are
-# drawn once rather than on every view of the report (the crescent's grid alone is a thousand cells).
-PLOTS_KEPT = 16
-_plots_kept: OrderedDict[tuple[Any, ...], dict[str, SafeString]] = OrderedDict()
-_plots_lock = threading.Lock()
+# Plots and tables of stored runs, kept per process: a stored run's result never changes, so they are
+# made once rather than on every view of the report (the crescent's grid alone is a thousand cells).
+PLOTS_KEPT = 16  # runs, for the plots and for the tables alike
+
+
+class _Kept(OrderedDict):
+    """Made things by key, the least recently used dropped beyond PLOTS_KEPT; safe across threads
+    (two threads may both make a missing entry: the same thing, kept once)."""
+
+    _lock = threading.Lock()
+
+    def get_or_make(self, key: tuple[Any, ...], make: Callable[[], Any]) -> Any:
+        with self._lock:
+            if key in self:
+                self.move_to_end(key)
+                return self[key]
+        made = make()
+        with self._lock:
+            self[key] = made
+            while len(self) > PLOTS_KEPT:
+                self.popitem(last=False)
+        return made
+
+
+_plots_kept = _Kept()
 
 
 def report_plots_of_run(run: AnalysisRun, *, variant: tuple[Any, ...] = ()) -> dict[str, SafeString]:
     """`report_plots` of a stored run's result, drawn once per process. `variant` names what the
     page laid over the stored result (the systems evaluation it shows), as part of the key."""
-    key = (run.pk, run.finished_at, variant)
-    with _plots_lock:
-        kept = _plots_kept.get(key)
-        if kept is not None:
-            _plots_kept.move_to_end(key)
-            return kept
-    drawn = report_plots(run.result)
-    with _plots_lock:
-        _plots_kept[key] = drawn
-        while len(_plots_kept) > PLOTS_KEPT:
-            _plots_kept.popitem(last=False)
-    return drawn
+    return _plots_kept.get_or_make((run.pk, run.finished_at, variant), lambda: report_plots(run.result))
 
 
 def report_plots(result: dict[str, Any]) -> dict[str, SafeString]:
@@ -570,9 +580,7 @@ class RenderedTables:
     html: dict[str, SafeString]
 
 
-TABLES_KEPT = 16
-_tables_kept: OrderedDict[tuple[Any, ...], RenderedTables] = OrderedDict()
-_tables_lock = threading.Lock()
+_tables_kept = _Kept()
 
 
 def report_tables_rendered(run: AnalysisRun, *, show_names: bool, variant: tuple[Any, ...] = ()) -> RenderedTables:
@@ -582,21 +590,14 @@ def report_tables_rendered(run: AnalysisRun, *, show_names: bool, variant: tuple
     for the plots) and the grader names this viewer sees (admins see user names, read anew each time,
     so a renamed account shows at once)."""
     names = _names(run.result or {}, show_names)
-    key = (run.pk, run.finished_at, variant, tuple(sorted(names.items())))
-    with _tables_lock:
-        kept = _tables_kept.get(key)
-        if kept is not None:
-            _tables_kept.move_to_end(key)
-            return kept
-    tables = report_tables(run, show_names=show_names, names=names)
-    context = {"campaign": {"pk": run.campaign_id}}
-    html = {
-        name: render_to_string("analysis/_table.html", {**context, "key": name, "table": table})
-        for name, table in tables.items()
-    }
-    made = RenderedTables(tables=tables, html=html)
-    with _tables_lock:
-        _tables_kept[key] = made
-        while len(_tables_kept) > TABLES_KEPT:
-            _tables_kept.popitem(last=False)
-    return made
+
+    def make() -> RenderedTables:
+        tables = report_tables(run, show_names=show_names, names=names)
+        context = {"campaign": {"pk": run.campaign_id}}
+        html = {
+            name: render_to_string("analysis/_table.html", {**context, "key": name, "table": table})
+            for name, table in tables.items()
+        }
+        return RenderedTables(tables=tables, html=html)
+
+    return _tables_kept.get_or_make((run.pk, run.finished_at, variant, tuple(sorted(names.items()))), make)
