@@ -353,6 +353,12 @@ SELECT r.result - 'queries',
 """
 
 
+def most_disagreeing(queries: list[dict[str, Any]], limit: int) -> list[dict[str, Any]]:
+    """The `limit` queries with the most units in disagreement, most first (ties, and a missing
+    figure counted as 0, in the given order): the rule _RESULT_FOR_PAGE_SQL follows too."""
+    return sorted(queries, key=lambda q: -(q.get("disagreement_pct") or 0.0))[:limit]
+
+
 def run_latest_good_for_page(*, campaign_id: int, page_queries: int) -> AnalysisRun | None:
     """The latest good run with its result as the report page needs it: ``queries`` holds only the
     `page_queries` queries with the most disagreement (most first; ties in the result's order) and
@@ -381,8 +387,7 @@ def run_latest_good_for_page(*, campaign_id: int, page_queries: int) -> Analysis
         result = run.result or {}  # read on access: the whole result
         queries = result.get("queries")
         if isinstance(queries, list):
-            ranked = sorted(enumerate(queries), key=lambda iq: (-(iq[1].get("disagreement_pct") or 0.0), iq[0]))
-            result = {**result, "queries": [q for _, q in ranked[:page_queries]], "queries_total": len(queries)}
+            result = {**result, "queries": most_disagreeing(queries, page_queries), "queries_total": len(queries)}
         run.result = result
     return run
 

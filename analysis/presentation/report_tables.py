@@ -28,7 +28,7 @@ PAGE_QUERIES = 40
 
 
 def most_disagreeing(queries: list[dict[str, Any]], limit: int = PAGE_QUERIES) -> list[dict[str, Any]]:
-    return sorted(queries, key=lambda q: -(q.get("disagreement_pct") or 0.0))[:limit]
+    return selectors.most_disagreeing(queries, limit)
 
 
 def _ci(est: dict[str, Any] | None) -> dict[str, Any]:
