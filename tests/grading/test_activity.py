@@ -9,9 +9,8 @@ from rest_framework.test import APIClient
 from grading.activity import sentence, words
 from grading.models import AuditEntry, Campaign
 from grading.models.choices import CampaignStatus
-from tests.factories import make_campaign, make_user
+from tests.factories import make_campaign, make_user, settings_form_data
 from tests.grading.api_helpers import client_for, graders_of
-from tests.grading.test_audit_trail import settings_post
 
 pytestmark = pytest.mark.django_db
 
@@ -43,7 +42,7 @@ def test_the_activity_tab_reads_newest_first_in_words_a_page_at_a_time(page, cam
     assert newest < older and "<strong>olga</strong>" in html
     assert "Status:</span>\n          Open" in html and "changed to</span> Closed" in html
     for i in range(60):
-        page.post(f"/organize/campaigns/{campaign.pk}/", settings_post(campaign, name=f"Name {i}"))
+        page.post(f"/organize/campaigns/{campaign.pk}/", settings_form_data(campaign, name=f"Name {i}"))
     first = page.get(f"/organize/campaigns/{campaign.pk}/activity/").content.decode()
     second = page.get(f"/organize/campaigns/{campaign.pk}/activity/?page=2").content.decode()
     assert "Page 1 of 2" in first and "changed to</span> Name 10</li>" in first  # the 50 newest: 59 down to 10
