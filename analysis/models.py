@@ -47,6 +47,10 @@ class AnalysisRun(models.Model):
     started_at = models.DateTimeField(null=True, blank=True)
     heartbeat_at = models.DateTimeField(null=True, blank=True)
     finished_at = models.DateTimeField(null=True, blank=True)
+    # A run split into shards of graders (docs/analysis.md, "Sharded runs"): how many there are and
+    # how many have finished, while it works. 0 of 0 until the run is planned.
+    shards_total = models.PositiveIntegerField(default=0)
+    shards_done = models.PositiveIntegerField(default=0)
 
     class Meta:
         ordering = ["-created_at", "-id"]
@@ -66,6 +70,29 @@ class AnalysisRun(models.Model):
     @property
     def is_finished(self) -> bool:
         return self.status in (RunStatus.SUCCEEDED, RunStatus.FAILED)
+
+
+class RunShard(models.Model):
+    """One shard of a run's attempt: the graders it reads and, once done, what it found.
+
+    ``part`` holds the shard's reduced data (``analysis.services.shards.ShardPart``: the graders'
+    judgments and per-grader behaviour figures, never their raw events); the combining step reads
+    every shard's part. Rows of an earlier attempt are replaced when the run is planned again."""
+
+    run = models.ForeignKey(AnalysisRun, on_delete=models.CASCADE, related_name="shards")
+    attempt = models.PositiveSmallIntegerField()
+    index = models.PositiveIntegerField()
+    graders = models.JSONField(default=list)
+    judgments = models.PositiveIntegerField(default=0)
+    part = models.BinaryField(null=True, blank=True)
+    seconds = models.FloatField(null=True, blank=True)
+    finished_at = models.DateTimeField(null=True, blank=True)
+
+    class Meta:
+        constraints = [models.UniqueConstraint(fields=["run", "index"], name="analysis_shard_unique_index")]
+
+    def __str__(self) -> str:
+        return f"shard {self.index} of run {self.run_id}"
 
 
 class UnitResult(models.Model):
