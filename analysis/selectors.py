@@ -58,11 +58,24 @@ def _frame(
     return pgcopy.query_frame(qs, columns, types or {}, use_copy=copy)
 
 
-def judgments_frame(*, campaign_id: int) -> pd.DataFrame:
-    """One row per (unit, grader) judgment that is not skipped, sorted by unit then grader. Judgments
-    of hidden gold units are left out (see ``gold_judgments_frame``)."""
+GraderSpan = tuple[int | None, int | None]  # graders with ids from the first (inclusive) to the second (exclusive)
+
+
+def _of_graders(qs: QuerySet, span: GraderSpan | None) -> QuerySet:
+    """Only the graders in ``span`` (None: all; an open end: no bound on that side)."""
+    if span is not None and span[0] is not None:
+        qs = qs.filter(grader_id__gte=span[0])
+    if span is not None and span[1] is not None:
+        qs = qs.filter(grader_id__lt=span[1])
+    return qs
+
+
+def judgments_frame(*, campaign_id: int, graders: GraderSpan | None = None) -> pd.DataFrame:
+    """One row per (unit, grader) judgment that is not skipped, sorted by unit then grader; of the
+    graders in ``graders`` only, when given. Judgments of hidden gold units are left out (see
+    ``gold_judgments_frame``)."""
     qs = (
-        Judgment.objects.filter(campaign_id=campaign_id, skipped=False)
+        _of_graders(Judgment.objects.filter(campaign_id=campaign_id, skipped=False), graders)
         .filter(unit__gold__isnull=True)  # hidden gold units count toward neither truth nor agreement (§5.6)
         .order_by()
         .values_list(
@@ -86,15 +99,16 @@ _repeat_since = Assignment.objects.filter(
 )
 
 
-def unit_events_frame(*, campaign_id: int) -> pd.DataFrame:
-    """Every event about a unit: grader, unit, type, ts (client time, UTC), session_seq, server_ts,
-    value (payload.value as text) — one query serves both stability and engagement.
+def unit_events_frame(*, campaign_id: int, graders: GraderSpan | None = None) -> pd.DataFrame:
+    """Every event about a unit (of the graders in ``graders`` only, when given): grader, unit, type,
+    ts (client time, UTC), session_seq, server_ts, value (payload.value as text) — one query serves
+    both stability and engagement.
 
     An audition counts once, when it starts playing: pauses, seeks and ends become ``audition_other``.
     A page_focus event whose page was hidden becomes ``page_hidden`` (it stops time on unit).
     """
     qs = (
-        GradingEvent.objects.filter(campaign_id=campaign_id, unit__isnull=False)
+        _of_graders(GradingEvent.objects.filter(campaign_id=campaign_id, unit__isnull=False), graders)
         .exclude(type__in=ORGANIZER_EVENTS)  # an organizer's verdict or gold answer, not a grader's work
         .exclude(Exists(_repeat_since))  # a hidden repeat's answer is no change of the judgment (§5.6)
         .order_by()
@@ -670,3 +684,15 @@ def participants_rows(*, campaign_id: int) -> list[dict[str, Any]]:
             }
         )
     return rows
+
+
+def judgments_per_grader(*, campaign_id: int) -> list[tuple[int, int]]:
+    """(grader, judgments not skipped) of every grader with some, by grader id: what a run's shards
+    are cut from (analysis.services.shards)."""
+    return list(
+        Judgment.objects.filter(campaign_id=campaign_id, skipped=False)
+        .order_by("grader_id")
+        .values("grader_id")
+        .annotate(n=Count("pk"))
+        .values_list("grader_id", "n")
+    )

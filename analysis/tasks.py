@@ -2,16 +2,17 @@
 
 from __future__ import annotations
 
+from functools import partial
 from typing import Any
 
-from celery import shared_task
+from celery import chord, group, shared_task
 from celery.exceptions import SoftTimeLimitExceeded
 from django.conf import settings
 
 from analysis.models import AnalysisRun
 from analysis.services import runs
 from analysis.services.attempts import run_fail
-from analysis.services.execute import Transient, run_execute
+from analysis.services.execute import Transient, combine_execute, run_execute, shard_execute
 
 TIME_LIMIT = int(getattr(settings, "ANALYSIS_TIME_LIMIT_SECONDS", 1800))
 
@@ -32,7 +33,12 @@ def analysis_run(self: Any, run_id: int) -> str:
     """Execute AnalysisRun ``run_id``. A redelivered message for a finished run does nothing."""
     runs.run_sweep_stale()  # a worker also finds runs lost by a dead one, even where no beat runs
     try:
-        status = run_execute(run_id=run_id, task_id=self.request.id or "", worker_heartbeat=not self.request.is_eager)
+        status = run_execute(
+            run_id=run_id,
+            task_id=self.request.id or "",
+            worker_heartbeat=not self.request.is_eager,
+            fan_out=None if self.request.is_eager else partial(_fan_out, queue=_queue_of(self.request)),
+        )
     except SoftTimeLimitExceeded:
         run = AnalysisRun.objects.filter(pk=run_id).first()
         if run is not None:
@@ -46,6 +52,58 @@ def analysis_run(self: Any, run_id: int) -> str:
         # The message arrived before the debounce window closed (clock skew, early redelivery).
         self.apply_async((run_id,), countdown=max(1.0, _seconds_until_due(run_id)))
     return status
+
+
+def _fan_out(run_id: int, attempt: int, shards: int, *, queue: str | None) -> None:
+    """A run split across the workers: a chord of its shards, then the step that combines them, sent
+    to the queue the run's own task came from (the workers that take analyses)."""
+    options = {"queue": queue} if queue else {}
+    chord(
+        group(analysis_shard.si(run_id, attempt, index).set(**options) for index in range(shards)),
+        analysis_combine.si(run_id, attempt).set(**options),
+    ).apply_async()
+
+
+def _queue_of(request: Any) -> str | None:
+    return (getattr(request, "delivery_info", None) or {}).get("routing_key") or None
+
+
+_SHARD_TASK = {
+    "acks_late": True,
+    "reject_on_worker_lost": True,
+    "soft_time_limit": TIME_LIMIT,
+    "time_limit": TIME_LIMIT + 60,
+    "autoretry_for": (Transient,),
+    "retry_backoff": 5,
+    "retry_backoff_max": 120,
+    "max_retries": 3,
+}
+
+
+@shared_task(name="analysis.shard", **_SHARD_TASK)
+def analysis_shard(run_id: int, attempt: int, index: int) -> str:
+    """Read shard ``index`` of the run's attempt ``attempt`` and keep its part."""
+    return _within_time_limit(run_id, lambda: shard_execute(run_id=run_id, attempt=attempt, index=index))
+
+
+@shared_task(name="analysis.combine", **_SHARD_TASK)
+def analysis_combine(run_id: int, attempt: int) -> str:
+    """Combine the shards' parts of the run's attempt ``attempt``, compute and store the report."""
+    return _within_time_limit(run_id, lambda: combine_execute(run_id=run_id, attempt=attempt))
+
+
+def _within_time_limit(run_id: int, work: Any) -> str:
+    try:
+        return work()
+    except SoftTimeLimitExceeded:
+        run = AnalysisRun.objects.filter(pk=run_id).first()
+        if run is not None:
+            run_fail(
+                run_id=run_id,
+                attempt=run.attempts,
+                error=f"Stopped: a part of the analysis took longer than the time limit of {TIME_LIMIT} s.",
+            )
+        return "failed"
 
 
 def _seconds_until_due(run_id: int) -> float:

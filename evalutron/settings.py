@@ -128,6 +128,11 @@ CELERY_BROKER_URL = env_str("CELERY_BROKER_URL")
 CELERY_RESULT_BACKEND = env_str("CELERY_RESULT_BACKEND") or None
 if CELERY_BROKER_URL:
     CELERY_TASK_ALWAYS_EAGER = False
+    # A sharded analysis run is a chord (its shards, then the step that combines them), and a chord
+    # needs a result backend: the broker's Redis unless another is named.
+    if CELERY_RESULT_BACKEND is None and CELERY_BROKER_URL.startswith(("redis://", "rediss://")):
+        CELERY_RESULT_BACKEND = CELERY_BROKER_URL
+    CELERY_RESULT_EXPIRES = 3600
 else:
     # Embedded mode: tasks run in the web process, synchronously. Nothing else to start.
     CELERY_BROKER_URL = "memory://localhost/"
@@ -152,6 +157,9 @@ ANALYSIS_STALE_SECONDS = env_int("ANALYSIS_STALE_SECONDS", 60, minimum=3 * ANALY
 ANALYSIS_SWEEP_SECONDS = env_int("ANALYSIS_SWEEP_SECONDS", 15, minimum=1)
 ANALYSIS_MAX_ATTEMPTS = env_int("ANALYSIS_MAX_ATTEMPTS", 3, minimum=1)
 ANALYSIS_TIME_LIMIT_SECONDS = env_int("ANALYSIS_TIME_LIMIT_SECONDS", 1800, minimum=60)
+# A run reads a campaign in shards of graders with about this many judgments each; with a broker the
+# shards are Celery tasks that any worker takes (docs/analysis.md, "Sharded runs").
+ANALYSIS_SHARD_JUDGMENTS = env_int("ANALYSIS_SHARD_JUDGMENTS", 500_000, minimum=1)
 # Embedded (no broker): a background thread of the web process, started by its first request, sweeps
 # lost runs and executes queued runs once due (analysis.embedded). Off, `manage.py run_due_analyses` does.
 ANALYSIS_EMBEDDED_THREAD = env_bool("ANALYSIS_EMBEDDED_THREAD", True)

@@ -33,7 +33,15 @@ from .patterns import (  # noqa: F401
     pattern_table,
 )
 from .shapes import collapse_counts, long_to_counts, long_to_wide, wide_to_counts  # noqa: F401
-from .stability import engagement, engagement_summary, event_flags, judgment_stability  # noqa: F401
+from .stability import (  # noqa: F401
+    engagement,
+    engagement_summary,
+    event_flags,
+    judgment_stability,
+    stability_counts,
+    stability_counts_add,
+    stability_summary,
+)
 
 # isort: split
 # Orderings: AC/WCA/RBA, exact FreSPA, ED, noise robustness (issue 5; docs/orderings.md).

@@ -60,24 +60,56 @@ def event_flags(events: pd.DataFrame, *, tolerance: float = 0.0) -> pd.DataFrame
     return frame.assign(opportunity=key.to_numpy(), first=first, change=~first, revert=revert, repeat=repeat)
 
 
-def _summarise(flags: pd.DataFrame) -> dict[str, float | int]:
+def stability_counts(flags: pd.DataFrame) -> dict[str, object]:
+    """What the stability figures of some opportunities are computed from, and can be summed over
+    disjoint sets of opportunities (a run split into shards of graders adds them up):
+    ``sizes`` maps a number of events to how many opportunities had that many; ``changes``,
+    ``reverts`` and ``repeats`` count events."""
     per_opp = flags.groupby("opportunity")["first"].size()
-    freq = per_opp.value_counts()
-    mode = int(freq.sort_index().idxmax())  # lowest of the most frequent
-    changes = int(flags["change"].sum())
     return {
-        "opportunities": int(per_opp.size),
-        "events": int(len(flags)),
-        "mean_events": float(per_opp.mean()),
-        "max_events": int(per_opp.max()),
-        "mode_events": mode,
-        "share_at_mode": float(freq[mode] / per_opp.size),
-        "pct_changed": float(100.0 * (per_opp > 1).mean()),
-        "changes": changes,
+        "sizes": {int(k): int(v) for k, v in per_opp.value_counts().sort_index().items()},
+        "changes": int(flags["change"].sum()),
         "reverts": int(flags["revert"].sum()),
-        "pct_reverts": float(100.0 * flags["revert"].sum() / changes) if changes else 0.0,
         "repeats": int(flags["repeat"].sum()),
     }
+
+
+def stability_counts_add(a: dict[str, object], b: dict[str, object]) -> dict[str, object]:
+    sizes = dict(a["sizes"])  # type: ignore[call-overload]
+    for k, v in b["sizes"].items():  # type: ignore[attr-defined]
+        sizes[k] = sizes.get(k, 0) + v
+    return {
+        "sizes": dict(sorted(sizes.items())),
+        **{key: a[key] + b[key] for key in ("changes", "reverts", "repeats")},  # type: ignore[operator]
+    }
+
+
+def stability_summary(counts: dict[str, object]) -> dict[str, float | int]:
+    """The stability figures (``judgment_stability``'s columns) from ``stability_counts``."""
+    sizes: dict[int, int] = counts["sizes"]  # type: ignore[assignment]
+    opportunities = sum(sizes.values())
+    events = sum(k * v for k, v in sizes.items())
+    top = max(sizes.values())
+    mode = min(k for k, v in sizes.items() if v == top)  # lowest of the most frequent
+    changes: int = counts["changes"]  # type: ignore[assignment]
+    reverts: int = counts["reverts"]  # type: ignore[assignment]
+    return {
+        "opportunities": opportunities,
+        "events": events,
+        "mean_events": events / opportunities,
+        "max_events": max(sizes),
+        "mode_events": mode,
+        "share_at_mode": sizes[mode] / opportunities,
+        "pct_changed": 100.0 * (sum(v for k, v in sizes.items() if k > 1) / opportunities),
+        "changes": changes,
+        "reverts": reverts,
+        "pct_reverts": 100.0 * reverts / changes if changes else 0.0,
+        "repeats": counts["repeats"],  # type: ignore[dict-item]
+    }
+
+
+def _summarise(flags: pd.DataFrame) -> dict[str, float | int]:
+    return stability_summary(stability_counts(flags))
 
 
 def judgment_stability(events: pd.DataFrame, *, tolerance: float = 0.0) -> dict[str, object]:

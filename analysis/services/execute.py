@@ -1,23 +1,27 @@
-"""Executing one analysis run: claim it, compute the report with progress, store the result."""
+"""Executing one analysis run: claim it, read it in shards, compute the report with progress, store the result."""
 
 from __future__ import annotations
 
 import json
 import logging
 import math
-from collections.abc import Iterator
+import time
+from collections.abc import Callable, Iterator
 from contextlib import nullcontext
 from typing import Any
 
 import pandas as pd
 from django.db import InterfaceError, OperationalError, connection, transaction
+from django.db.models import F
 from django.utils import timezone
 
-from analysis import pgcopy
-from analysis.models import AnalysisRun, RunStatus, UnitResult
+from analysis import pgcopy, selectors
+from analysis.models import AnalysisRun, RunShard, RunStatus, UnitResult
+from analysis.selectors import GraderSpan
 from analysis.services import attempts
 from analysis.services.model_handover import grader_model_hand_over
-from analysis.services.report import report_compute
+from analysis.services.report import DEFAULT_TOLERANCE, exclusions_before_reading, report_compute
+from analysis.services.shards import ShardPart, part_dumps, part_loads, shard_compute, shard_plan
 
 logger = logging.getLogger(__name__)
 STORE_BATCH = 5_000
@@ -29,8 +33,14 @@ class Transient(Exception):
     """The database went away mid-run: the task should retry."""
 
 
-def run_execute(*, run_id: int, task_id: str = "", worker_heartbeat: bool = True) -> str:
+def run_execute(*, run_id: int, task_id: str = "", worker_heartbeat: bool = True, fan_out: FanOut | None = None) -> str:
     """Claim, compute and store one run. Returns its final status, or why it was not run.
+
+    The run reads the campaign in shards of graders (``analysis.services.shards``). Given
+    ``fan_out`` (a worker with a broker) and more than one shard, the shards are handed to it --
+    the Celery tasks ``analysis.shard``, then ``analysis.combine`` (``shard_execute``,
+    ``combine_execute``) -- and this returns "sharded"; otherwise every shard is read here, one
+    after another, and the run completes here.
 
     Any error in the computation marks the run failed with a readable message; a lost database
     connection gives the run back to the queue and raises Transient for the task to retry.
@@ -40,14 +50,77 @@ def run_execute(*, run_id: int, task_id: str = "", worker_heartbeat: bool = True
         return claimed
     run = claimed
     progress = attempts.Progress(run_id=run.pk, attempt=run.attempts)
-    beating = attempts.heartbeat_thread(progress) if worker_heartbeat else nullcontext()
+
+    def body() -> str:
+        progress.stage("planning shards", 1)
+        exclusions_before_reading(campaign_id=run.campaign_id)
+        plan = _plan_store(run, shard_plan(campaign_id=run.campaign_id))
+        if fan_out is not None and len(plan) > 1:
+            fan_out(run.pk, run.attempts, len(plan))
+            return SHARDED
+        progress.stage("reading shards", 2)
+        excluded = _excluded(run.campaign_id)
+        parts = []
+        for shard in plan:
+            started = time.perf_counter()
+            parts.append(_shard_part(run, shard, excluded))
+            _shard_done(run, shard, judgments=len(parts[-1].judgments), seconds=time.perf_counter() - started)
+        return _complete(run, progress, parts)
+
+    return _attempt(run, progress, body, heartbeat=worker_heartbeat)
+
+
+def shard_execute(*, run_id: int, attempt: int, index: int) -> str:
+    """One shard of a run split across workers (the task ``analysis.shard``): read its graders, keep
+    their part for the combining step, count the shard done. A shard of an attempt that no longer
+    owns the run, or one already done (a redelivered message), does nothing."""
+    run = _owned(run_id, attempt)
+    shard = RunShard.objects.filter(run_id=run_id, attempt=attempt, index=index, finished_at__isnull=True).first()
+    if run is None or shard is None:
+        return "lost" if run is None else "done"
+    progress = attempts.Progress(run_id=run.pk, attempt=attempt)
+
+    def body() -> str:
+        started = time.perf_counter()
+        part = _shard_part(run, shard, _excluded(run.campaign_id))
+        _shard_done(run, shard, judgments=len(part.judgments), seconds=time.perf_counter() - started, part=part)
+        return "done"
+
+    return _attempt(run, progress, body, heartbeat=True, where=f"shard {index + 1} of {run.shards_total}")
+
+
+def combine_execute(*, run_id: int, attempt: int) -> str:
+    """The last step of a run split across workers (the task ``analysis.combine``, run once every
+    shard is done): combine the shards' parts, compute the report and store it."""
+    run = _owned(run_id, attempt)
+    if run is None:
+        return "lost"
+    progress = attempts.Progress(run_id=run.pk, attempt=attempt)
+
+    def body() -> str:
+        shards = list(RunShard.objects.filter(run_id=run.pk, attempt=attempt).order_by("index"))
+        missing = [s.index + 1 for s in shards if s.part is None]
+        if missing:
+            raise RuntimeError(f"shard(s) {', '.join(map(str, missing))} of {len(shards)} left no part")
+        progress.timings["reading shards"] = round(sum(s.seconds or 0.0 for s in shards), 4)
+        parts = [part_loads(bytes(s.part)) for s in shards]
+        return _complete(run, progress, parts)
+
+    return _attempt(run, progress, body, heartbeat=True)
+
+
+FanOut = Callable[[int, int, int], None]  # (run id, attempt, shards): send the shards' tasks
+SHARDED = "sharded"
+
+
+def _attempt(
+    run: AnalysisRun, progress: attempts.Progress, body: Callable[[], str], *, heartbeat: bool, where: str = ""
+) -> str:
+    """Run ``body`` for this attempt at ``run``, with a heartbeat from a side thread, and turn what
+    goes wrong into the run's state: lost ownership, a database gone (Transient), a failure."""
     try:
-        with beating:
-            result, units = report_compute(
-                campaign_id=run.campaign_id, parameters=run.parameters, seed=run.seed, progress=progress
-            )
-            progress.stage("storing results", 95)
-            stored = _store(run, result, units, progress)
+        with attempts.heartbeat_thread(progress) if heartbeat else nullcontext():
+            return body()
     except attempts.RunLost:
         logger.warning("analysis run %s: attempt %s lost ownership; result discarded", run.pk, run.attempts)
         return "lost"
@@ -55,15 +128,70 @@ def run_execute(*, run_id: int, task_id: str = "", worker_heartbeat: bool = True
         _release_quietly(run, f"Database error, retrying: {exc}")
         raise Transient(str(exc)) from exc
     except Exception as exc:  # the run records any failure; the worker carries on
-        logger.exception("analysis run %s failed at stage %r", run.pk, progress._stage)
-        attempts.run_fail(
-            run_id=run.pk, attempt=run.attempts, error=f"{type(exc).__name__} during “{progress._stage}”: {exc}"
-        )
+        where = where or f"“{progress._stage}”"
+        logger.exception("analysis run %s failed in %s", run.pk, where)
+        attempts.run_fail(run_id=run.pk, attempt=progress.attempt, error=f"{type(exc).__name__} during {where}: {exc}")
         return RunStatus.FAILED
-    if not stored:
+
+
+def _complete(run: AnalysisRun, progress: attempts.Progress, parts: list[ShardPart]) -> str:
+    result, units = report_compute(
+        campaign_id=run.campaign_id, parameters=run.parameters, seed=run.seed, progress=progress, parts=parts
+    )
+    progress.stage("storing results", 95)
+    if not _store(run, result, units, progress):
         return "lost"
+    RunShard.objects.filter(run_id=run.pk).update(part=None)  # read; the rows stay as the run's record
     grader_model_hand_over(campaign_id=run.campaign_id, model=result.get("model") or {})
     return RunStatus.SUCCEEDED
+
+
+def _owned(run_id: int, attempt: int) -> AnalysisRun | None:
+    return AnalysisRun.objects.filter(pk=run_id, status=RunStatus.RUNNING, attempts=attempt).first()
+
+
+def _excluded(campaign_id: int) -> set[int]:
+    return {e["grader"] for e in selectors.excluded_graders(campaign_id=campaign_id)}
+
+
+def _plan_store(run: AnalysisRun, plan: list[GraderSpan]) -> list[RunShard]:
+    """The run's shards for this attempt, replacing any of an earlier attempt."""
+    with transaction.atomic():
+        if not _owned_rows(run).update(shards_total=len(plan), shards_done=0):
+            raise attempts.RunLost(f"run {run.pk} was taken away from attempt {run.attempts}")
+        RunShard.objects.filter(run_id=run.pk).delete()
+        return RunShard.objects.bulk_create(
+            RunShard(run_id=run.pk, attempt=run.attempts, index=i, graders=list(span)) for i, span in enumerate(plan)
+        )
+
+
+def _owned_rows(run: AnalysisRun) -> Any:
+    return AnalysisRun.objects.filter(pk=run.pk, status=RunStatus.RUNNING, attempts=run.attempts)
+
+
+def _shard_part(run: AnalysisRun, shard: RunShard, excluded: set[int]) -> ShardPart:
+    low, high = shard.graders
+    return shard_compute(
+        campaign_id=run.campaign_id,
+        span=(low, high),
+        excluded=excluded,
+        tolerance=float(run.parameters.get("fine_tolerance", DEFAULT_TOLERANCE)),
+    )
+
+
+def _shard_done(
+    run: AnalysisRun, shard: RunShard, *, judgments: int, seconds: float, part: ShardPart | None = None
+) -> None:
+    """Count the shard done (once), keeping its part for the combining step when it has to travel."""
+    with transaction.atomic():
+        done = RunShard.objects.filter(pk=shard.pk, attempt=run.attempts, finished_at__isnull=True).update(
+            judgments=judgments,
+            seconds=round(seconds, 4),
+            part=None if part is None else part_dumps(part),
+            finished_at=timezone.now(),
+        )
+        if done and not _owned_rows(run).update(shards_done=F("shards_done") + 1, heartbeat_at=timezone.now()):
+            raise attempts.RunLost(f"run {run.pk} was taken away from attempt {run.attempts}")
 
 
 def _release_quietly(run: AnalysisRun, error: str) -> None:

@@ -17,17 +17,19 @@ from analysis.reports.serialize import jsonable
 from analysis.services import auto_exclusion
 from analysis.services.sections.accounting import accounting
 from analysis.services.sections.agreement import agreement_report
-from analysis.services.sections.behaviour import graders, queries, stability
+from analysis.services.sections.behaviour import Behaviour, graders, queries, stability
 from analysis.services.sections.hidden_units import hidden_units_section
 from analysis.services.sections.instrument import instrument_section
 from analysis.services.sections.model import model_truth
 from analysis.services.sections.ordering import orderings
 from analysis.services.sections.systems import systems_section
+from analysis.services.shards import ShardPart, parts_combine, shard_compute
 from analysis.services.values import ValueSpec, value_spec, with_values
 from grading.models import Campaign
 from grading.models.choices import Scheme
 
 RESULT_SCHEMA = 1
+DEFAULT_TOLERANCE = 0.05  # FINE values this close count as equal (the runs' fine_tolerance default)
 
 
 class ProgressSink(Protocol):
@@ -42,43 +44,51 @@ class _NoProgress:
 @dataclass
 class CampaignData:
     """A campaign's data as the sections read it. ``judgments`` carries the value columns ``cat`` and
-    ``num`` (``values.with_values``), derived once here for every section."""
+    ``num`` (``values.with_values``), derived once here for every section; ``behaviour`` is what
+    stability and engagement need of the event log (``sections.behaviour.Behaviour``)."""
 
     campaign_id: int
     scheme: str
     spec: ValueSpec
     judgments: pd.DataFrame
-    value_events: pd.DataFrame
-    unit_events: pd.DataFrame
+    behaviour: Behaviour
     orderings: pd.DataFrame
     pseudonyms: dict[int, str]
     query_labels: dict[int, str]
-    client_ts_replaced: int = 0
     excluded: list[dict[str, Any]] = field(default_factory=list)
 
+    @property
+    def client_ts_replaced(self) -> int:
+        return self.behaviour.client_ts_replaced
 
-def campaign_data_load(*, campaign_id: int) -> CampaignData:
-    """The campaign's data as every section reads it. The one place that decides whose work counts:
-    excluded graders (``selectors.excluded_graders``: by an organizer, or automatically by a
-    threshold) are left out of the judgments, the events and the orderings here, so that ground
-    truth, agreement, stability and the model are computed as if their judgments were absent (the
-    event log keeps them)."""
+
+def campaign_data_load(
+    *, campaign_id: int, tolerance: float = DEFAULT_TOLERANCE, parts: list[ShardPart] | None = None
+) -> CampaignData:
+    """The campaign's data as every section reads it: from the shards' ``parts`` when a run was
+    split (``analysis.services.shards``), else read here as one shard of every grader.
+
+    The one place that decides whose work counts: excluded graders (``selectors.excluded_graders``:
+    by an organizer, or automatically by a threshold) are left out of the judgments, the events and
+    the orderings here, so that ground truth, agreement, stability and the model are computed as if
+    their judgments were absent (the event log keeps them). A grader excluded after the shards read
+    their work is left out here all the same."""
     campaign = Campaign.objects.get(pk=campaign_id)
     spec = value_spec(campaign)
     excluded = selectors.excluded_graders(campaign_id=campaign_id)
     out = {e["grader"] for e in excluded}
-    unit_events = _counted(selectors.unit_events_frame(campaign_id=campaign_id), out)
+    if parts is None:
+        parts = [shard_compute(campaign_id=campaign_id, span=(None, None), excluded=out, tolerance=tolerance)]
+    judgments, behaviour = parts_combine(parts)
     return CampaignData(
         campaign_id=campaign_id,
         scheme=campaign.scheme,
         spec=spec,
-        judgments=with_values(_counted(selectors.judgments_frame(campaign_id=campaign_id), out), spec),
-        value_events=selectors.value_events(unit_events),
-        unit_events=unit_events[["grader", "unit", "ts", "type"]],
+        judgments=with_values(_counted(judgments, out), spec),
+        behaviour=behaviour.without(out),
         orderings=_counted(selectors.orderings_frame(campaign_id=campaign_id), out),
         pseudonyms=selectors.grader_pseudonyms(campaign_id=campaign_id),
         query_labels=selectors.query_labels(campaign_id=campaign_id),
-        client_ts_replaced=unit_events.attrs.get("client_ts_replaced", 0),
         excluded=excluded,
     )
 
@@ -92,39 +102,58 @@ def _counted(frame: pd.DataFrame, excluded: set[int]) -> pd.DataFrame:
     return kept
 
 
-def _data_after_thresholds(campaign_id: int) -> tuple[CampaignData, tuple[dict[str, Any], pd.DataFrame] | None]:
+def exclusions_before_reading(*, campaign_id: int) -> None:
+    """The automatic exclusion by gold accuracy (``auto_exclusion``), applied before any shard reads
+    a judgment: it needs only the gold answers, and whoever it excludes is left out of everything."""
+    campaign = Campaign.objects.get(pk=campaign_id)
+    auto_exclusion.gold_exclusions_apply(campaign=campaign, thresholds=auto_exclusion.thresholds_of(campaign))
+
+
+def _data_after_thresholds(
+    campaign_id: int, tolerance: float, parts: list[ShardPart] | None
+) -> tuple[CampaignData, tuple[dict[str, Any], pd.DataFrame] | None]:
     """The campaign's data once the automatic thresholds (``auto_exclusion``) have had their say, and
     the model fitted to it when the reliability check fitted one that still holds (None: fit later).
 
-    Gold accuracy is checked before loading. Reliability needs a fit: a grader below it is
-    excluded and the data loaded again without them, so that every figure of the run leaves them
-    out (the report's model is then fitted again, without them)."""
+    Gold accuracy is checked before reading (``exclusions_before_reading``; here too when no shard
+    did it). Reliability needs a fit: a grader below it is excluded and left out of the data, so
+    that every figure of the run leaves them out (the report's model is then fitted again, without
+    them)."""
+    if parts is None:
+        exclusions_before_reading(campaign_id=campaign_id)
+        parts = [shard_compute(campaign_id=campaign_id, span=(None, None), excluded=set(), tolerance=tolerance)]
     campaign = Campaign.objects.get(pk=campaign_id)
     thresholds = auto_exclusion.thresholds_of(campaign)
-    auto_exclusion.gold_exclusions_apply(campaign=campaign, thresholds=thresholds)
-    data = campaign_data_load(campaign_id=campaign_id)
+    data = campaign_data_load(campaign_id=campaign_id, tolerance=tolerance, parts=parts)
     if thresholds.reliability_below is None:
         return data, None
     fitted = model_truth(data.judgments, data.spec, data.pseudonyms)
     if auto_exclusion.reliability_exclusions_apply(campaign=campaign, thresholds=thresholds, model=fitted[0]):
-        return campaign_data_load(campaign_id=campaign_id), None
+        return campaign_data_load(campaign_id=campaign_id, tolerance=tolerance, parts=parts), None
     return data, fitted
 
 
 def report_compute(
-    *, campaign_id: int, parameters: dict[str, Any], seed: int, progress: ProgressSink | None = None
+    *,
+    campaign_id: int,
+    parameters: dict[str, Any],
+    seed: int,
+    progress: ProgressSink | None = None,
+    parts: list[ShardPart] | None = None,
 ) -> tuple[dict[str, Any], pd.DataFrame]:
     """Every section of the campaign report (docs/design.md §5) and the per-unit results.
 
     Parameters
     ----------
+    parts : the shards' parts of a run split into shards (``analysis.services.shards``), in the
+        order of their spans; None reads the campaign here, as one shard.
     parameters : cleaned run parameters (n_boot, confidence, fine_tolerance).
     seed : seeds the agreement sections (``sections.agreement.agreement_report``, the rule the ``agreement``
         command shares) and, separately, the generator of the orderings section.
     """
     progress = progress or _NoProgress()
     progress.stage("loading judgments", 2)
-    data, fitted = _data_after_thresholds(campaign_id)
+    data, fitted = _data_after_thresholds(campaign_id, float(parameters["fine_tolerance"]), parts)
     rng = np.random.default_rng(seed)
     n_boot, confidence = int(parameters["n_boot"]), float(parameters["confidence"])
     result: dict[str, Any] = {"schema": RESULT_SCHEMA, "scheme": data.scheme, "seed": seed, "parameters": parameters}
@@ -142,11 +171,9 @@ def report_compute(
     shared, units = agreement_report(data.judgments, data.spec, n_boot=n_boot, confidence=confidence, seed=seed)
     result.update(shared)  # agreement, confusability, fine_within_broad
     progress.stage("stability", 70)
-    result["stability"] = stability(
-        data.value_events, data.unit_events, data.spec, tolerance=float(parameters["fine_tolerance"])
-    )
+    result["stability"] = stability(data.behaviour)
     progress.stage("graders", 80)
-    result["graders"] = graders(data.judgments, data.spec, data.unit_events, data.pseudonyms)
+    result["graders"] = graders(data.judgments, data.spec, data.behaviour, data.pseudonyms)
     progress.stage("model", 82)
     # The graders' fitted reliabilities reach allocation after the run is stored
     # (analysis.services.model_handover); nothing here writes to allocation.

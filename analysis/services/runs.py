@@ -40,10 +40,11 @@ from analysis.services.dispatch import (  # noqa: F401 - re-exported
     runs_queued_notify,
     runs_queued_wait,
 )
+from analysis.services.report import DEFAULT_TOLERANCE
 
 logger = logging.getLogger(__name__)
 
-DEFAULT_PARAMETERS: dict[str, Any] = {"n_boot": 1000, "confidence": 0.95, "fine_tolerance": 0.05}
+DEFAULT_PARAMETERS: dict[str, Any] = {"n_boot": 1000, "confidence": 0.95, "fine_tolerance": DEFAULT_TOLERANCE}
 # name -> (type, low, high)
 PARAMETER_RULES: dict[str, tuple[type, float, float]] = {
     "n_boot": (int, 10, 100_000),

@@ -50,8 +50,9 @@ class Worker:
     during the first ``attempts`` attempts (see tests/analysis/slow_worker.py).
     """
 
-    def __init__(self, queue: str, log: Path, *, pause: tuple[str, float, int]) -> None:
+    def __init__(self, queue: str, log: Path, *, pause: tuple[str, float, int], env: dict[str, str]) -> None:
         env = {
+            **env,
             **os.environ,
             "DATABASE_URL": _test_database_url(),
             "CELERY_BROKER_URL": services.broker_url(),
@@ -140,8 +141,8 @@ def sender(queue: str) -> Iterator[Callable[[int], None]]:
 def start_worker(queue: str, tmp_path: Path) -> Iterator[Callable[..., Worker]]:
     workers: list[Worker] = []
 
-    def start(pause: tuple[str, float, int] = ("", 0.0, 0)) -> Worker:
-        workers.append(Worker(queue, tmp_path / f"worker-{len(workers)}.log", pause=pause))
+    def start(pause: tuple[str, float, int] = ("", 0.0, 0), **env: str) -> Worker:
+        workers.append(Worker(queue, tmp_path / f"worker-{len(workers)}.log", pause=pause, env=env))
         return workers[-1]
 
     yield start
@@ -208,3 +209,24 @@ def test_a_worker_killed_mid_run_leaves_the_run_retried_not_stuck(campaign, send
     done, _ = _poll(run.pk, lambda r: r.is_finished)
     assert done.status == RunStatus.SUCCEEDED, done.error
     assert done.attempts == 2
+
+
+def test_two_real_workers_share_a_sharded_run_and_store_what_one_reading_computes(campaign, sender, start_worker):
+    """The run's shards go out as a chord to the workers' queue; the combining step stores exactly
+    the report one process computes from the whole campaign (docs/analysis.md, "Sharded runs")."""
+    for _ in range(2):
+        start_worker(ANALYSIS_SHARD_JUDGMENTS="4")
+    params = runs.parameters_clean({"n_boot": 200})
+    run = AnalysisRun.objects.create(campaign=campaign, parameters=params, seed=20260102)
+    sender(run.pk)
+
+    done, seen = _poll(run.pk, lambda r: r.is_finished, timeout=90)
+
+    assert done.status == RunStatus.SUCCEEDED, done.error
+    assert done.shards_total == 3 and done.shards_done == 3  # three graders, one shard each
+    assert any(status == "running" for status, _, _ in seen)
+    expected, units = report_compute(campaign_id=campaign.pk, parameters=params, seed=run.seed)
+    assert done.result == jsonable(expected)
+    stored = {r.unit_id: (r.n, r.mean, r.std, r.entropy, r.n_vs) for r in UnitResult.objects.filter(run=done)}
+    assert stored == {int(u.unit): (u.n, u.mean, u.std, u.entropy, u.n_vs) for u in units.itertuples()}
+    assert {"reading shards", "loading judgments", "storing results"} <= set(done.timings)

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from dataclasses import dataclass
+from functools import reduce
 from typing import Any
 
 import numpy as np
@@ -19,37 +21,142 @@ SCALES = {
 }
 
 
-def stability(
-    value_events: pd.DataFrame, unit_events: pd.DataFrame, spec: ValueSpec, *, tolerance: float
-) -> dict[str, Any]:
-    """Changes, reverts and repeats per scale (overall and per grader); time and auditions per unit."""
-    scales: dict[str, Any] = {}
+@dataclass
+class Behaviour:
+    """What the stability and engagement figures need from some graders' events, reduced where the
+    events were read (``behaviour_reduce``): no event row is kept. The behaviours of disjoint sets
+    of graders combine (``behaviour_combine``) into exactly the campaign's: every figure is either a
+    grader's own or a sum of counts, and time on unit keeps one value per opportunity for its median.
+
+    stability : scale label -> {"tolerance": t, "per_grader": {grader: stability counts}}.
+    opportunities : one row per (grader, unit) opportunity, by grader then unit: grader, seconds
+        (active time on unit), auditions.
+    by_grader : index grader: units, mean_seconds, median_seconds, mean_auditions.
+    events : grader -> their unit events.
+    """
+
+    stability: dict[str, dict[str, Any]]
+    opportunities: pd.DataFrame
+    by_grader: pd.DataFrame
+    events: pd.Series
+    client_ts_replaced: int = 0
+
+    def without(self, graders: set[int]) -> Behaviour:
+        """The behaviour of every grader but ``graders`` (the excluded)."""
+        if not graders:
+            return self
+        return Behaviour(
+            stability={
+                label: {**part, "per_grader": {g: c for g, c in part["per_grader"].items() if g not in graders}}
+                for label, part in self.stability.items()
+            },
+            opportunities=self.opportunities[~self.opportunities["grader"].isin(graders)].reset_index(drop=True),
+            by_grader=self.by_grader[~self.by_grader.index.isin(graders)],
+            events=self.events[~self.events.index.isin(graders)],
+            client_ts_replaced=self.client_ts_replaced,
+        )
+
+
+def behaviour_reduce(unit_events: pd.DataFrame, value_events: pd.DataFrame, *, tolerance: float) -> Behaviour:
+    """Reduce some graders' unit events (``selectors.unit_events_frame``, with its ``value_events``)
+    to their Behaviour. Each grader's events must all be here: time on unit follows a grader from
+    one event to their next, on whatever unit."""
+    stability_parts: dict[str, dict[str, Any]] = {}
     for kind, (label, numeric) in SCALES.items():
         events = value_events[value_events["type"] == kind]
         if events.empty:
             continue
         values = events["value"].astype(float) if numeric else events["value"].astype(str)
         frame = events[["grader", "unit", "seq"]].assign(value=values.to_numpy())
-        result = m.judgment_stability(frame, tolerance=tolerance if numeric else 0.0)
-        scales[label] = {
-            "tolerance": tolerance if numeric else 0.0,
-            "overall": result["overall"],
-            "per_grader": result["per_grader"].reset_index().to_dict("records"),
+        scale_tolerance = tolerance if numeric else 0.0
+        flags = m.event_flags(frame, tolerance=scale_tolerance)
+        stability_parts[label] = {
+            "tolerance": scale_tolerance,
+            "per_grader": {int(g): m.stability_counts(part) for g, part in flags.groupby("grader", sort=True)},
         }
-    return {"scales": scales, "engagement": engagement(unit_events)}
-
-
-def engagement(unit_events: pd.DataFrame) -> dict[str, Any]:
-    if unit_events.empty:
-        return {"overall": None, "per_grader": []}
-    per = m.engagement(unit_events[["grader", "unit", "ts", "type"]])
-    by_grader = per.groupby(level="grader").agg(
-        units=("seconds", "size"),
-        mean_seconds=("seconds", "mean"),
-        median_seconds=("seconds", "median"),
-        mean_auditions=("auditions", "mean"),
+    per = m.engagement(unit_events[["grader", "unit", "ts", "type"]]) if not unit_events.empty else None
+    if per is None or per.empty:
+        opportunities = pd.DataFrame(
+            {
+                "grader": pd.Series(dtype="int64"),
+                "seconds": pd.Series(dtype=float),
+                "auditions": pd.Series(dtype="int64"),
+            }
+        )
+        by_grader = pd.DataFrame(columns=["units", "mean_seconds", "median_seconds", "mean_auditions"])
+    else:
+        opportunities = pd.DataFrame(
+            {
+                "grader": per.index.get_level_values("grader").to_numpy(),
+                "seconds": per["seconds"].to_numpy(),
+                "auditions": per["auditions"].to_numpy(),
+            }
+        )
+        by_grader = per.groupby(level="grader").agg(
+            units=("seconds", "size"),
+            mean_seconds=("seconds", "mean"),
+            median_seconds=("seconds", "median"),
+            mean_auditions=("auditions", "mean"),
+        )
+    return Behaviour(
+        stability=stability_parts,
+        opportunities=opportunities,
+        by_grader=by_grader,
+        events=unit_events.groupby("grader").size(),
+        client_ts_replaced=int(unit_events.attrs.get("client_ts_replaced", 0)),
     )
-    return {"overall": m.engagement_summary(per), "per_grader": by_grader.reset_index().to_dict("records")}
+
+
+def behaviour_combine(parts: list[Behaviour]) -> Behaviour:
+    """The behaviour of the union of the parts' graders (disjoint sets, given in ascending order of
+    their graders, so that every row comes in the order one reading of all the events gives)."""
+    if len(parts) == 1:
+        return parts[0]
+    stability_parts: dict[str, dict[str, Any]] = {}
+    for part in parts:
+        for label, scale in part.stability.items():
+            into = stability_parts.setdefault(label, {"tolerance": scale["tolerance"], "per_grader": {}})
+            into["per_grader"].update(scale["per_grader"])
+    return Behaviour(
+        stability=stability_parts,
+        opportunities=_concat([p.opportunities for p in parts], ignore_index=True),
+        by_grader=_concat([p.by_grader for p in parts]),
+        events=_concat([p.events for p in parts]),
+        client_ts_replaced=sum(p.client_ts_replaced for p in parts),
+    )
+
+
+def _concat(frames: list[Any], **kwargs: Any) -> Any:
+    """Concatenated, leaving out empty parts (an empty part's columns may have no dtype)."""
+    kept = [f for f in frames if len(f)] or frames[:1]
+    return pd.concat(kept, **kwargs) if len(kept) > 1 else kept[0]
+
+
+def stability(behaviour: Behaviour) -> dict[str, Any]:
+    """Changes, reverts and repeats per scale (overall and per grader); time and auditions per unit."""
+    scales: dict[str, Any] = {}
+    for label, _numeric in SCALES.values():
+        part = behaviour.stability.get(label)
+        if not part or not part["per_grader"]:
+            continue
+        counts = dict(sorted(part["per_grader"].items()))
+        per_grader = pd.DataFrame.from_dict({g: m.stability_summary(c) for g, c in counts.items()}, orient="index")
+        per_grader.index.name = "grader"
+        scales[label] = {
+            "tolerance": part["tolerance"],
+            "overall": m.stability_summary(reduce(m.stability_counts_add, counts.values())),
+            "per_grader": per_grader.reset_index().to_dict("records"),
+        }
+    return {"scales": scales, "engagement": engagement(behaviour)}
+
+
+def engagement(behaviour: Behaviour) -> dict[str, Any]:
+    if behaviour.opportunities.empty:
+        return {"overall": None, "per_grader": []}
+    return {
+        "overall": m.engagement_summary(behaviour.opportunities),
+        "per_grader": behaviour.by_grader.reset_index().to_dict("records"),
+    }
 
 
 def _agreement_with_majority(cat: pd.DataFrame, categories: list[Any]) -> pd.Series:
@@ -82,7 +189,7 @@ def _deviation_from_others(num: pd.DataFrame) -> pd.Series:
 
 
 def graders(
-    judgments: pd.DataFrame, spec: ValueSpec, unit_events: pd.DataFrame, pseudonyms: dict[int, str]
+    judgments: pd.DataFrame, spec: ValueSpec, behaviour: Behaviour, pseudonyms: dict[int, str]
 ) -> list[dict[str, Any]]:
     """One row per grader: judgments, category usage, agreement with the majority, score habits, time."""
     frame = valued(judgments, spec)
@@ -98,10 +205,9 @@ def graders(
         num = numeric_long(frame)
         stats = num.groupby("grader")["value"].agg(score_mean="mean", score_std="std")
         table = table.join(stats).join(_deviation_from_others(num))
-    if not unit_events.empty:
-        per = m.engagement(unit_events[["grader", "unit", "ts", "type"]])
-        table = table.join(per.groupby(level="grader")["seconds"].median().rename("median_seconds"))
-        table = table.join(unit_events.groupby("grader").size().rename("events"))
+    if not behaviour.opportunities.empty:
+        table = table.join(behaviour.by_grader["median_seconds"])
+        table = table.join(behaviour.events.rename("events"))
     table = table.reset_index()
     table.insert(1, "pseudonym", table["grader"].map(lambda g: pseudonyms.get(int(g), f"grader-{g}")))
     return table.sort_values("pseudonym").to_dict("records")

@@ -1,0 +1,97 @@
+"""A run read in shards of graders gives exactly what one reading of the whole campaign gives
+(docs/analysis.md, "Sharded runs"), on both backends."""
+
+from __future__ import annotations
+
+import pandas as pd
+import pytest
+
+from analysis.models import AnalysisRun, RunShard, RunStatus
+from analysis.services import runs
+from analysis.services.execute import run_execute
+from analysis.services.report import report_compute
+from analysis.services.shards import part_dumps, part_loads, parts_combine, shard_compute, shard_plan
+from grading.models import Judgment
+from grading.services.exclusion import grader_exclude
+from tests.analysis.conftest import judge_broad_fine
+from tests.factories import make_campaign
+
+pytestmark = [pytest.mark.django_db, pytest.mark.both_backends]
+PARAMS = {"n_boot": 200, "confidence": 0.95, "fine_tolerance": 0.5}
+
+
+@pytest.fixture
+def campaign():
+    campaign = make_campaign(n_queries=4, n_candidates=5, graders=6, overlap=4)
+    judge_broad_fine(campaign, seed=11)
+    return campaign
+
+
+def _parts(campaign, per_shard, excluded=frozenset()):
+    plan = shard_plan(campaign_id=campaign.pk, per_shard=per_shard)
+    return plan, [
+        shard_compute(campaign_id=campaign.pk, span=span, excluded=set(excluded), tolerance=PARAMS["fine_tolerance"])
+        for span in plan
+    ]
+
+
+@pytest.mark.parametrize("per_shard", [1, 7, 25])
+def test_a_report_from_shards_equals_the_report_from_one_reading(campaign, per_shard):
+    expected, expected_units = report_compute(campaign_id=campaign.pk, parameters=PARAMS, seed=3)
+    plan, parts = _parts(campaign, per_shard)
+    assert len(plan) > 1
+    result, units = report_compute(campaign_id=campaign.pk, parameters=PARAMS, seed=3, parts=parts)
+    assert result == expected  # every figure, to the last bit: nothing is approximated
+    pd.testing.assert_frame_equal(units, expected_units)
+
+
+def test_a_shards_part_travels_as_bytes_unchanged(campaign):
+    _, parts = _parts(campaign, 25)
+    for part in parts:
+        back = part_loads(part_dumps(part))
+        assert back.span == part.span
+        pd.testing.assert_frame_equal(back.judgments, part.judgments)
+        pd.testing.assert_frame_equal(back.behaviour.opportunities, part.behaviour.opportunities)
+        pd.testing.assert_frame_equal(back.behaviour.by_grader, part.behaviour.by_grader)
+        pd.testing.assert_series_equal(back.behaviour.events, part.behaviour.events)
+        assert back.behaviour.stability == part.behaviour.stability
+    combined, _ = parts_combine([part_loads(part_dumps(p)) for p in parts])
+    whole = shard_compute(campaign_id=campaign.pk, span=(None, None), excluded=set(), tolerance=0.5)
+    pd.testing.assert_frame_equal(combined, whole.judgments)
+
+
+def test_the_plan_cuts_between_graders_and_leaves_no_grader_out(campaign):
+    graders = sorted(set(Judgment.objects.filter(campaign=campaign).values_list("grader_id", flat=True)))
+    plan = shard_plan(campaign_id=campaign.pk, per_shard=15)
+    assert plan[0][0] is None and plan[-1][1] is None  # open ends: graders with events only belong too
+    assert all(plan[i][1] == plan[i + 1][0] for i in range(len(plan) - 1))
+    assert {c for _, c in plan[:-1]} <= set(graders)  # cut at a grader, never inside one
+    assert shard_plan(campaign_id=campaign.pk, per_shard=10**9) == [(None, None)]
+    assert len(shard_plan(campaign_id=campaign.pk, per_shard=1)) == len(graders)  # one grader each, at least
+
+
+def test_a_grader_excluded_after_the_shards_read_is_left_out_all_the_same(campaign):
+    leaver = Judgment.objects.filter(campaign=campaign).order_by("grader_id").values_list("grader", flat=True)[0]
+    _, parts = _parts(campaign, 7)  # read with everyone in
+    role = campaign.roles.get(user_id=leaver, role="grader")
+    grader_exclude(campaign=campaign, role=role, reason="straight-lined", actor=None)
+    expected, _ = report_compute(campaign_id=campaign.pk, parameters=PARAMS, seed=3)
+    result, _ = report_compute(campaign_id=campaign.pk, parameters=PARAMS, seed=3, parts=parts)
+    assert result == expected
+    assert all(g["grader"] != leaver for g in result["graders"])
+
+
+def test_an_embedded_run_reads_its_shards_one_after_another_and_counts_them(campaign, settings):
+    one = AnalysisRun.objects.create(campaign=campaign, parameters=runs.parameters_clean(PARAMS), seed=9)
+    assert run_execute(run_id=one.pk) == RunStatus.SUCCEEDED
+    settings.ANALYSIS_SHARD_JUDGMENTS = 10
+    run = AnalysisRun.objects.create(campaign=campaign, parameters=runs.parameters_clean(PARAMS), seed=9)
+    assert run_execute(run_id=run.pk) == RunStatus.SUCCEEDED
+    run.refresh_from_db()
+    one.refresh_from_db()
+    assert run.shards_total > 1 and run.shards_done == run.shards_total and one.shards_total == 1
+    assert run.result == one.result
+    shards = RunShard.objects.filter(run=run).order_by("index")
+    assert sum(s.judgments for s in shards) == Judgment.objects.filter(campaign=campaign, skipped=False).count()
+    assert all(s.finished_at and s.part is None for s in shards)  # parts are dropped once combined
+    assert {"planning shards", "reading shards", "loading judgments", "total"} <= set(run.timings)
