@@ -4,6 +4,7 @@
     ... bench/analysis.py --judgments 10000000                 # 2,000,000 units (--units 2000000)
     ... bench/analysis.py --steps report,ground_truth_csv_stream,ground_truth_json_stream
     ... bench/analysis.py --steps model                        # the run's model stage, CPU seconds
+    ... bench/analysis.py --judgments 10000000 --workers 2     # one process against 2 Celery workers
 
 Builds (once per size; reused on later runs) a synthetic BROAD+FINE campaign of 200,000 units × 5
 graders with two events per judgment, a few hundred judgments with comments, and prints the time it
@@ -17,8 +18,18 @@ the ground-truth CSV export in memory, and the streamed ground truth as CSV and 
 second of each, and their ratio; and per CPU second of this process and its PostgreSQL backend,
 which a busy machine disturbs much less than wall time). A step that needs a finished analysis
 runs one first when the campaign has none.
+With --workers W the steps give way to a comparison (docs/analysis.md, "Sharded runs"): an analysis
+in one process (embedded, ANALYSIS_SHARD_JUDGMENTS so large that the campaign is one shard), then W
+Celery workers started here (solo pool, so each computes in its own process) on --broker-url
+(default redis://127.0.0.1:6379/15; give each concurrent bench a broker database of its own) with
+ANALYSIS_SHARD_JUDGMENTS from --shard-judgments, and the same analysis sent to them as the app sends
+one and waited for; the workers are stopped afterwards, also on error. Printed as the last line: the
+seconds of both runs (the sharded one's from its creation to its end), its shards, the peak RSS of
+the one-process run and of each worker (the largest), and whether the two runs' results and
+per-unit rows are the same to 1e-9 (analysis.reports.compare; the differences go to stderr).
 Aims: analysis < 60 s and < 2 GB; report ≤ 30 ms at 10^6 judgments and ≤ 60 ms at 10^7; export
-≥ 100,000 rows/s; streamed JSON at least as many rows/s as streamed CSV.
+≥ 100,000 rows/s; streamed JSON at least as many rows/s as streamed CSV. With --workers at 10^7
+judgments on this 2-core machine: sharded on 2 workers ≤ 150 s, ≤ 1 GB in any process, identical.
 """
 
 from __future__ import annotations
@@ -28,10 +39,13 @@ import binascii
 import json
 import os
 import resource
+import socket
 import subprocess
 import sys
+import tempfile
 import time
 import uuid
+from collections.abc import Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta
@@ -341,10 +355,33 @@ def step_analysis(campaign_id: int) -> dict:
     seconds = time.perf_counter() - t0
     run.refresh_from_db()
     return {
+        "run": run.pk,
         "status": status,
         "seconds": round(seconds, 2),
         "max_rss_mb": round(_max_rss_mb(), 1),
         "rss_before_mb": round(rss0, 1),
+        "stages": run.timings,
+        "error": run.error,
+    }
+
+
+def step_sharded(campaign_id: int) -> dict:
+    """With a broker (--workers): a run handed to the Celery workers as the app hands one
+    (runs.run_enqueue), waited for. Its seconds are from its creation to its end, as stored."""
+    from analysis.models import AnalysisRun
+    from analysis.services import runs
+
+    run = AnalysisRun.objects.create(campaign_id=campaign_id, parameters=runs.parameters_clean(None), seed=1)
+    runs.run_enqueue(run_id=run.pk)
+    while not run.is_finished:
+        time.sleep(0.2)
+        run.refresh_from_db()
+    return {
+        "run": run.pk,
+        "status": run.status,
+        "seconds": round((run.finished_at - run.created_at).total_seconds(), 2),
+        "shards": run.shards_total,
+        "shards_done": run.shards_done,
         "stages": run.timings,
         "error": run.error,
     }
@@ -511,30 +548,180 @@ DEFAULT_STEPS = list(STEPS)  # without flags: today's run
 STEPS["model"] = step_model  # on request (--steps model): the model computation's CPU time
 
 
-def _step(step: str, campaign_id: int, n_units: int) -> dict:
-    out = subprocess.run(
-        [sys.executable, __file__, "--step", step, "--campaign", str(campaign_id), "--units", str(n_units)],
-        capture_output=True,
-        text=True,
-        check=False,
-    )
-    if out.returncode:
-        raise SystemExit(f"step {step} failed:\n{out.stderr[-3000:]}")
+def _step(
+    step: str,
+    campaign_id: int,
+    n_units: int,
+    *,
+    env: dict[str, str] | None = None,
+    extra: list[str] | None = None,
+    workers: list[subprocess.Popen] | None = None,
+) -> dict:
+    """Run one step in a fresh process (``env``: its environment; ``extra``: more arguments); it
+    stops, and the bench with it, if one of the ``workers`` it waits for dies meanwhile."""
+    command = [sys.executable, __file__, "--step", step, "--campaign", str(campaign_id), "--units", str(n_units)]
+    with subprocess.Popen(
+        [*command, *(extra or [])], stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=env
+    ) as proc:
+        while True:
+            try:
+                stdout, stderr = proc.communicate(timeout=1)
+                break
+            except subprocess.TimeoutExpired:
+                dead = [w for w in workers or [] if w.poll() is not None]
+                if dead:
+                    proc.kill()
+                    raise SystemExit(f"step {step}: a Celery worker exited with code {dead[0].returncode}") from None
+    if proc.returncode:
+        raise SystemExit(f"step {step} failed:\n{stderr[-3000:]}")
     if step == "build":
-        sys.stderr.write(out.stderr)  # the build's figures
-    return json.loads(out.stdout.strip().splitlines()[-1])
+        sys.stderr.write(stderr)  # the build's figures
+    return json.loads(stdout.strip().splitlines()[-1])
 
 
-def main() -> None:
+DEFAULT_BROKER_URL = "redis://127.0.0.1:6379/15"
+SHARD_SETTING = "ANALYSIS_SHARD_JUDGMENTS"  # judgments per shard; a campaign of at most so many is one shard
+WORKER_READY_SECONDS = 180
+WORKER_STOP_SECONDS = 30
+
+
+def compare(campaign_id: int, n_units: int, args: argparse.Namespace) -> dict:
+    """The one-process run (embedded, one shard) against the sharded run on ``args.workers`` Celery
+    workers: seconds, shards, the peak memory of every process that computed, and whether the two
+    runs' results and per-unit rows are the same (to 1e-9; the differences go to stderr)."""
+    one = _succeeded(_step("analysis", campaign_id, n_units, env={**os.environ, SHARD_SETTING: str(10**12)}))
+    print(f"one process: {one}", file=sys.stderr)
+    env = {**os.environ, "CELERY_BROKER_URL": args.broker_url}
+    if args.shard_judgments is not None:
+        env[SHARD_SETTING] = str(args.shard_judgments)
+    with _celery_workers(args.workers, env) as workers:
+        sharded = _step(
+            "sharded", campaign_id, n_units, env=env, extra=["--broker-url", args.broker_url], workers=workers
+        )
+        worker_rss = [_peak_rss_mb(w.pid) for w in workers]
+    print(f"sharded on {args.workers} workers: {sharded}; their peak RSS (MB): {worker_rss}", file=sys.stderr)
+    differences = _differences(one["run"], _succeeded(sharded)["run"])
+    return {
+        "judgments": n_units * N_GRADERS,
+        "workers": args.workers,
+        "shards": sharded["shards"],
+        "seconds_one_process": one["seconds"],
+        "seconds_sharded": sharded["seconds"],
+        "peak_rss_mb_per_process": max([one["max_rss_mb"], *worker_rss]),
+        "identical": not differences,
+    }
+
+
+def _succeeded(run: dict) -> dict:
+    if run["status"] != "succeeded":
+        raise SystemExit(f"analysis run {run['run']} {run['status']}: {run['error']}")
+    return run
+
+
+def _differences(run_a: int, run_b: int, shown: int = 200) -> list[str]:
+    """Where two runs' results and per-unit rows differ (to 1e-9); the first ``shown`` go to stderr."""
+    from analysis.models import AnalysisRun
+    from analysis.reports.compare import results_differences, unit_results_differences
+
+    results = dict(AnalysisRun.objects.filter(pk__in=[run_a, run_b]).values_list("pk", "result"))
+    found = results_differences(results[run_a], results[run_b]) + unit_results_differences(run_a, run_b)
+    for line in found[:shown]:
+        print(f"differs: {line}", file=sys.stderr)
+    if len(found) > shown:
+        print(f"... and {len(found) - shown} more differences", file=sys.stderr)
+    return found
+
+
+@contextmanager
+def _celery_workers(n: int, env: dict[str, str]) -> Iterator[list[subprocess.Popen]]:
+    """``n`` Celery worker processes on the broker of ``env``, once they all answer a ping; stopped
+    (SIGTERM, then SIGKILL after WORKER_STOP_SECONDS) on the way out, also on error. The solo pool runs
+    each task in the worker process itself, so a worker's peak memory is its tasks'."""
+    names = [f"bench{i}-{os.getpid()}@{socket.gethostname()}" for i in range(1, n + 1)]
+    with tempfile.TemporaryDirectory(prefix="bench-analysis-") as logs:
+        workers: list[subprocess.Popen] = []
+        try:
+            for name in names:
+                with open(Path(logs) / f"{name}.log", "wb") as log:
+                    workers.append(
+                        subprocess.Popen(
+                            [sys.executable, "-m", "celery", "-A", "evalutron", "worker", "--pool=solo"]
+                            + ["--concurrency=1", "-n", name, "--loglevel=info"]
+                            + ["--without-heartbeat", "--without-gossip", "--without-mingle"],
+                            cwd=ROOT,
+                            env=env,
+                            stdout=log,
+                            stderr=subprocess.STDOUT,
+                        )
+                    )
+            _workers_ready(names, workers, env["CELERY_BROKER_URL"])
+            yield workers
+        except BaseException:
+            for name in names:
+                tail = (Path(logs) / f"{name}.log").read_text(errors="replace")[-2000:]
+                print(f"--- worker {name}, end of its log:\n{tail}", file=sys.stderr)
+            raise
+        finally:
+            _workers_stop(workers)
+
+
+def _workers_ready(names: list[str], workers: list[subprocess.Popen], broker_url: str) -> None:
+    from celery import Celery
+
+    deadline = time.monotonic() + WORKER_READY_SECONDS
+    with Celery(broker=broker_url) as app:
+        while True:
+            dead = [w for w in workers if w.poll() is not None]
+            if dead:
+                raise SystemExit(f"a Celery worker exited at start with code {dead[0].returncode}")
+            answered = {name for reply in app.control.ping(destination=names, timeout=1.0) for name in reply}
+            if answered >= set(names):
+                return
+            if time.monotonic() > deadline:
+                raise SystemExit(
+                    f"Celery workers not answering after {WORKER_READY_SECONDS} s: {set(names) - answered}"
+                )
+
+
+def _workers_stop(workers: list[subprocess.Popen]) -> None:
+    for worker in workers:
+        if worker.poll() is None:
+            worker.terminate()
+    for worker in workers:
+        try:
+            worker.wait(timeout=WORKER_STOP_SECONDS)
+        except subprocess.TimeoutExpired:
+            worker.kill()
+            worker.wait()
+
+
+def _peak_rss_mb(pid: int) -> float:
+    """A live process's peak resident memory (VmHWM), in MB as _max_rss_mb counts them."""
+    with open(f"/proc/{pid}/status") as f:
+        kb = next(int(line.split()[1]) for line in f if line.startswith("VmHWM:"))
+    return round(kb / 1024, 1)
+
+
+def _arguments() -> argparse.Namespace:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--step", choices=[*STEPS, "has_run", "build"], help=argparse.SUPPRESS)
+    parser.add_argument("--step", choices=[*STEPS, "has_run", "build", "sharded"], help=argparse.SUPPRESS)
     parser.add_argument("--campaign", type=int, help=argparse.SUPPRESS)
     parser.add_argument("--judgments", type=int, help="judgments to build, a multiple of 5 (default 1,000,000)")
     parser.add_argument("--units", type=int, help="units of 5 judgments each (default 200,000)")
     parser.add_argument(
         "--steps",
-        default=",".join(DEFAULT_STEPS),
         help=f"comma-separated steps to run, of {', '.join(STEPS)} (default: {', '.join(DEFAULT_STEPS)})",
+    )
+    parser.add_argument(
+        "--workers",
+        type=int,
+        help="instead of the steps: a one-process analysis against one sharded across W Celery workers started here",
+    )
+    parser.add_argument("--broker-url", help=f"with --workers: the workers' broker (default {DEFAULT_BROKER_URL})")
+    parser.add_argument(
+        "--shard-judgments",
+        type=int,
+        help=f"with --workers: judgments per shard (default: the {SHARD_SETTING} setting)",
     )
     args = parser.parse_args()
     if args.judgments is not None and args.units is not None:
@@ -543,12 +730,30 @@ def main() -> None:
         parser.error(f"--judgments must be a multiple of {N_GRADERS} (each unit has {N_GRADERS}); got {args.judgments}")
     if args.units is None:
         args.units = 200_000 if args.judgments is None else args.judgments // N_GRADERS
-    steps = [s for s in args.steps.split(",") if s]
-    unknown = [s for s in steps if s not in STEPS]
-    if unknown or not steps:
-        parser.error(f"--steps takes some of {', '.join(STEPS)}; got {args.steps!r}")
     if not 1_000 <= args.units <= 5_000_000:
         parser.error(f"--units must be in 1,000..5,000,000 (--judgments 5,000..25,000,000), got {args.units}")
+    if args.workers is None:
+        if not args.step and (args.broker_url or args.shard_judgments is not None):
+            parser.error("--broker-url and --shard-judgments go with --workers")
+    elif args.steps is not None:
+        parser.error("--workers compares two analyses and runs no other step: give --workers or --steps, not both")
+    elif args.workers < 1:
+        parser.error(f"--workers must be at least 1; got {args.workers}")
+    elif args.shard_judgments is not None and args.shard_judgments < 1:
+        parser.error(f"--shard-judgments must be at least 1; got {args.shard_judgments}")
+    args.broker_url = args.broker_url or DEFAULT_BROKER_URL
+    args.steps = [s for s in (args.steps or ",".join(DEFAULT_STEPS)).split(",") if s]
+    unknown = [s for s in args.steps if s not in STEPS]
+    if unknown or not args.steps:
+        parser.error(f"--steps takes some of {', '.join(STEPS)}; got {','.join(args.steps)!r}")
+    return args
+
+
+def main() -> None:
+    args = _arguments()
+    steps = args.steps
+    if args.step == "sharded":
+        os.environ["CELERY_BROKER_URL"] = args.broker_url  # read by the settings: runs go to the workers
     _setup()
     if args.step == "has_run":
         print(json.dumps(step_has_run(args.campaign)))
@@ -557,12 +762,18 @@ def main() -> None:
         _ensure_database()
         print(json.dumps({"campaign": build(args.units)}))
         return
+    if args.step == "sharded":
+        print(json.dumps(step_sharded(args.campaign)))
+        return
     if args.step:
         print(json.dumps(STEPS[args.step](args.campaign)))
         return
     # Built in a child process of its own, like every step: a child inherits its parent's peak RSS
     # (Linux keeps ru_maxrss across fork and exec), so this process must stay small.
     campaign_id = _step("build", 0, args.units)["campaign"]
+    if args.workers is not None:
+        print(json.dumps(compare(campaign_id, args.units, args)))
+        return
     reads_a_run = {"report", "ground_truth_export", "ground_truth_csv_stream", "ground_truth_json_stream"}
     if (
         reads_a_run & set(steps)
