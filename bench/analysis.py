@@ -373,9 +373,12 @@ def step_sharded(campaign_id: int) -> dict:
 
     run = AnalysisRun.objects.create(campaign_id=campaign_id, parameters=runs.parameters_clean(None), seed=1)
     runs.run_enqueue(run_id=run.pk)
+    taken_by = time.monotonic() + WORKER_READY_SECONDS
     while not run.is_finished:
         time.sleep(0.2)
         run.refresh_from_db()
+        if run.status == "queued" and time.monotonic() > taken_by:  # the workers read another queue?
+            raise SystemExit(f"no worker took analysis run {run.pk} in {WORKER_READY_SECONDS} s")
     return {
         "run": run.pk,
         "status": run.status,
