@@ -49,16 +49,21 @@ def unit_results_differences(run_a: AnalysisRun | int, run_b: AnalysisRun | int,
             found.append(f"unit {row_b[0]}: only in the second run")
             row_b = next(rows_b, None)
         else:
-            found += _differences(row_a[1], row_b[1], f"unit {row_a[0]}", tolerance)
+            if row_a[1] != row_b[1]:  # most rows are the same to the bit: compared at C speed
+                found += _differences(_named(row_a[1]), _named(row_b[1]), f"unit {row_a[0]}", tolerance)
             row_a, row_b = next(rows_a, None), next(rows_b, None)
     return found
 
 
-def _unit_rows(run: AnalysisRun | int) -> Iterator[tuple[int, dict[str, Any]]]:
+def _unit_rows(run: AnalysisRun | int) -> Iterator[tuple[int, tuple[Any, ...]]]:
     run_id = run if isinstance(run, int) else run.pk
     rows = UnitResult.objects.filter(run_id=run_id).order_by("unit_id").values_list("unit_id", *_UNIT_FIELDS)
     for unit_id, *values in rows.iterator(chunk_size=10_000):
-        yield unit_id, dict(zip(_UNIT_FIELDS, values, strict=True))
+        yield unit_id, tuple(values)
+
+
+def _named(values: tuple[Any, ...]) -> dict[str, Any]:
+    return dict(zip(_UNIT_FIELDS, values, strict=True))
 
 
 def _differences(a: Any, b: Any, path: str, tolerance: float) -> Iterator[str]:
