@@ -745,10 +745,10 @@ def _arguments() -> argparse.Namespace:
     elif args.shard_judgments is not None and args.shard_judgments < 1:
         parser.error(f"--shard-judgments must be at least 1; got {args.shard_judgments}")
     args.broker_url = args.broker_url or DEFAULT_BROKER_URL
-    args.steps = [s for s in (args.steps or ",".join(DEFAULT_STEPS)).split(",") if s]
-    unknown = [s for s in args.steps if s not in STEPS]
-    if unknown or not args.steps:
-        parser.error(f"--steps takes some of {', '.join(STEPS)}; got {','.join(args.steps)!r}")
+    given = ",".join(DEFAULT_STEPS) if args.steps is None else args.steps
+    args.steps = [s for s in given.split(",") if s]
+    if not args.steps or any(s not in STEPS for s in args.steps):
+        parser.error(f"--steps takes some of {', '.join(STEPS)}; got {given!r}")
     return args
 
 
