@@ -118,6 +118,19 @@ def test_the_api_starts_a_run_and_reports_its_progress(client, judged_campaign, 
     assert polled["result"]["agreement"]["levels"][0]["name"] == "3 levels"
 
 
+def test_the_api_says_how_many_shards_of_a_run_are_done(client, judged_campaign, organizer):
+    planned = AnalysisRun.objects.create(campaign=judged_campaign)
+    sharded = AnalysisRun.objects.create(
+        campaign=judged_campaign, status=RunStatus.RUNNING, stage="agreement", shards_total=8, shards_done=3
+    )
+    client.force_login(organizer)
+    body = client.get(f"/api/analyses/{sharded.pk}/").json()
+    assert (body["shards_done"], body["shards_total"]) == (3, 8)
+    listed = {run["id"]: run for run in client.get(f"/api/campaigns/{judged_campaign.pk}/analyses/").json()}
+    assert (listed[sharded.pk]["shards_done"], listed[sharded.pk]["shards_total"]) == (3, 8)
+    assert (listed[planned.pk]["shards_done"], listed[planned.pk]["shards_total"]) == (0, 0)  # not planned yet
+
+
 def test_the_api_names_a_bad_parameter(client, judged_campaign, organizer):
     client.force_login(organizer)
     response = client.post(
