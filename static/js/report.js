@@ -6,6 +6,8 @@
   if (!url) return;
   const bar = document.getElementById("run-progress");
   const stage = document.getElementById("run-stage");
+  // RunStatus's labels, as the page first shows them (the API gives the values).
+  const STATUS = { queued: "Queued", running: "Running", succeeded: "Succeeded", failed: "Failed" };
 
   async function poll() {
     let run;
@@ -18,7 +20,7 @@
     }
     bar.value = run.progress;
     bar.textContent = run.progress + "%";
-    stage.textContent = run.status + (run.stage ? " · " + run.stage : "");
+    stage.textContent = (STATUS[run.status] || run.status) + (run.stage ? " · " + run.stage : "");
     if (run.status === "succeeded" || run.status === "failed") {
       window.location.reload();
     } else {
