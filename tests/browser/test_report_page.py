@@ -7,6 +7,7 @@ from datetime import timedelta
 from pathlib import Path
 
 import pytest
+from axe_playwright_python.sync_playwright import Axe
 from django.conf import settings as django_settings
 from django.db import transaction
 from django.test import Client
@@ -130,6 +131,11 @@ def test_the_progress_bar_follows_a_run_and_the_page_shows_its_result(browser, l
     assert errors == []
 
 
+def _axe_serious(page) -> list:
+    found = Axe().run(page).response["violations"]
+    return [(v["id"], [n["target"] for n in v["nodes"]][:3]) for v in found if v["impact"] in ("serious", "critical")]
+
+
 def test_a_run_split_across_workers_shows_its_shards_done_as_they_finish(browser, live_server, campaign, monkeypatch):
     campaign, organizer = campaign
     monkeypatch.setattr(runs, "embedded", lambda: False)  # the page speaks of a broker's workers
@@ -150,10 +156,12 @@ def test_a_run_split_across_workers_shows_its_shards_done_as_they_finish(browser
     )
     AnalysisRun.objects.filter(pk=sharded.pk).update(shards_done=5, progress=60)
     page.wait_for_function("() => document.getElementById('run-shards').innerText.includes('shards 5 of 8 done')")
+    assert _axe_serious(page) == []
     ARTIFACTS.mkdir(exist_ok=True)
     page.locator("#run-status").screenshot(path=str(ARTIFACTS / "report-shards.png"))
     page.set_viewport_size({"width": 390, "height": 844})
     no_sideways_scroll(page)
+    assert _axe_serious(page) == []
     page.locator("#run-status").screenshot(path=str(ARTIFACTS / "report-shards-390.png"))
     AnalysisRun.objects.filter(pk=sharded.pk).update(
         status=RunStatus.SUCCEEDED,
@@ -175,6 +183,7 @@ def test_a_run_split_across_workers_shows_its_shards_done_as_they_finish(browser
         "The run was split into 8 parts computed by the workers in parallel."
     )
     no_sideways_scroll(page)
+    assert _axe_serious(page) == []
     page.screenshot(path=str(ARTIFACTS / "report-shards-done-390.png"))
     assert errors == []
 
