@@ -192,15 +192,24 @@ def test_the_page_says_nothing_of_shards_unless_a_run_split_in_several_is_runnin
     assert "in 8 shards" not in html and "tip-run-shards" not in html
 
 
-def test_a_result_computed_in_shards_says_how_many(client, analysed, organizer, monkeypatch):
+def test_a_result_computed_in_shards_says_how_many(client, analysed, organizer, settings):
     client.force_login(organizer)
     html = client.get(f"/reports/campaigns/{analysed.pk}/").content.decode()
-    assert "shards" not in html and "split into" not in html  # a run done in one piece, and none running
-    AnalysisRun.objects.filter(campaign=analysed).update(shards_total=8, shards_done=8)
-    monkeypatch.setattr(runs, "embedded", lambda: False)
+    assert AnalysisRun.objects.get(campaign=analysed).shards_total == 1
+    assert "shards" not in html and "split into" not in html  # a run done in one piece says nothing of it
+    settings.ANALYSIS_SHARD_JUDGMENTS = 10  # a few graders a shard
+    run = AnalysisRun.objects.create(campaign=analysed, parameters=runs.parameters_clean({"n_boot": 50}), seed=4)
+    assert run_execute(run_id=run.pk) == RunStatus.SUCCEEDED
+    run.refresh_from_db()
+    assert run.shards_total > 1
     html = client.get(f"/reports/campaigns/{analysed.pk}/").content.decode()
-    assert ">in 8 shards</span>" in html
-    assert "The run was split into 8 parts computed by the workers in parallel.</span>" in html
+    assert f">in {run.shards_total} shards</span>" in html
+    assert (
+        f"The run was split into {run.shards_total} parts computed one after another: "
+        "this server has no Celery workers.</span>"
+    ) in html
+    polled = client.get(f"/api/analyses/{run.pk}/").json()
+    assert polled["shards_done"] == polled["shards_total"] == run.shards_total
 
 
 def test_an_ordering_campaign_report_has_consensus_and_ed(client, ordering_campaign, organizer):
