@@ -39,6 +39,8 @@ class AnalysisRunAdmin(admin.ModelAdmin):
         "started_at",
         "heartbeat_at",
         "finished_at",
+        "shards_total",
+        "shards_done",
     ]
     date_hierarchy = "created_at"
 

@@ -47,8 +47,14 @@ class AnalysisRunSerializer(serializers.ModelSerializer):
             "heartbeat_at",
             "finished_at",
             "timings",
+            "shards_total",
+            "shards_done",
         ]
         read_only_fields = fields
+        extra_kwargs = {
+            "shards_total": {"help_text": "parts of the run split across workers: 0 until planned, 1 for one piece"},
+            "shards_done": {"help_text": "how many of those parts have finished"},
+        }
 
 
 @extend_schema_field(

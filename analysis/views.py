@@ -90,6 +90,7 @@ def _report(
         "good": good,
         "active": selectors.run_active(campaign_id=campaign.pk),
         "latest": selectors.run_latest(campaign_id=campaign.pk),
+        "workers": not runs.embedded(),  # a run's shards go to Celery workers, or run here one after another
         "is_admin": request.user.is_staff,
         "tables": rendered.tables,
         "tables_html": rendered.html,

@@ -6,6 +6,16 @@
   if (!url) return;
   const bar = document.getElementById("run-progress");
   const stage = document.getElementById("run-stage");
+  const shards = document.getElementById("run-shards");
+  // RunStatus's labels, as the page first shows them (the API gives the values).
+  const STATUS = { queued: "Queued", running: "Running", succeeded: "Succeeded", failed: "Failed" };
+
+  // "· shards 3 of 8 done": shown only while a run split into shards is running (as the template decides).
+  function showShards(run) {
+    shards.hidden = !(run.status === "running" && run.shards_total > 1);
+    shards.querySelectorAll(".shards-done").forEach((el) => { el.textContent = run.shards_done; });
+    shards.querySelectorAll(".shards-total").forEach((el) => { el.textContent = run.shards_total; });
+  }
 
   async function poll() {
     let run;
@@ -18,7 +28,8 @@
     }
     bar.value = run.progress;
     bar.textContent = run.progress + "%";
-    stage.textContent = run.status + (run.stage ? " · " + run.stage : "");
+    stage.textContent = (STATUS[run.status] || run.status) + (run.stage ? " · " + run.stage : "");
+    showShards(run);
     if (run.status === "succeeded" || run.status === "failed") {
       window.location.reload();
     } else {

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import csv
 import io
+import re
 
 import pytest
 
@@ -118,6 +119,19 @@ def test_the_api_starts_a_run_and_reports_its_progress(client, judged_campaign, 
     assert polled["result"]["agreement"]["levels"][0]["name"] == "3 levels"
 
 
+def test_the_api_says_how_many_shards_of_a_run_are_done(client, judged_campaign, organizer):
+    planned = AnalysisRun.objects.create(campaign=judged_campaign)
+    sharded = AnalysisRun.objects.create(
+        campaign=judged_campaign, status=RunStatus.RUNNING, stage="agreement", shards_total=8, shards_done=3
+    )
+    client.force_login(organizer)
+    body = client.get(f"/api/analyses/{sharded.pk}/").json()
+    assert (body["shards_done"], body["shards_total"]) == (3, 8)
+    listed = {run["id"]: run for run in client.get(f"/api/campaigns/{judged_campaign.pk}/analyses/").json()}
+    assert (listed[sharded.pk]["shards_done"], listed[sharded.pk]["shards_total"]) == (3, 8)
+    assert (listed[planned.pk]["shards_done"], listed[planned.pk]["shards_total"]) == (0, 0)  # not planned yet
+
+
 def test_the_api_names_a_bad_parameter(client, judged_campaign, organizer):
     client.force_login(organizer)
     response = client.post(
@@ -134,6 +148,68 @@ def test_a_failed_run_shows_its_reason_next_to_the_last_good_result(client, anal
     client.force_login(organizer)
     html = client.get(f"/reports/campaigns/{analysed.pk}/").content.decode()
     assert "failed: ValueError during “agreement”: boom" in html and 'id="section-agreement"' in html
+
+
+def _shards_said(html: str) -> str:
+    """The words of the report's shard count (#run-shards), markup left out; "" when it is hidden."""
+    start = html.index('<span id="run-shards"')
+    if html[start : html.index(">", start)].endswith("hidden"):
+        return ""
+    said = html[start : html.index("</span></span></p>", start)]
+    return " ".join(re.sub(r"<[^>]*>", "", said).split())
+
+
+def test_the_page_shows_the_shards_done_of_a_running_sharded_run(client, analysed, organizer, monkeypatch):
+    run = AnalysisRun.objects.create(
+        campaign=analysed, number=2, status=RunStatus.RUNNING, stage="agreement", shards_total=8, shards_done=3
+    )
+    client.force_login(organizer)
+    html = client.get(f"/reports/campaigns/{analysed.pk}/").content.decode()
+    assert f'data-poll-url="/api/analyses/{run.pk}/"' in html and "Running · agreement</span>" in html
+    assert _shards_said(html) == (
+        "· shards 3 of 8 done (the run is split into 8 parts computed one after another: "
+        "this server has no Celery workers)"
+    )
+    monkeypatch.setattr(runs, "embedded", lambda: False)  # a broker and its workers
+    html = client.get(f"/reports/campaigns/{analysed.pk}/").content.decode()
+    said = _shards_said(html)
+    assert said == "· shards 3 of 8 done (the run is split into 8 parts computed by the workers in parallel)"
+
+
+@pytest.mark.parametrize(
+    "state",
+    [
+        {"status": RunStatus.RUNNING, "shards_total": 1, "shards_done": 0},  # one piece
+        {"status": RunStatus.RUNNING, "shards_total": 0},  # not planned yet
+        {"status": RunStatus.QUEUED, "shards_total": 8, "shards_done": 3},  # put back in the queue
+    ],
+)
+def test_the_page_says_nothing_of_shards_unless_a_run_split_in_several_is_running(client, analysed, organizer, state):
+    AnalysisRun.objects.create(campaign=analysed, number=2, stage="agreement", **state)
+    client.force_login(organizer)
+    html = client.get(f"/reports/campaigns/{analysed.pk}/").content.decode()
+    assert 'id="run-progress"' in html and _shards_said(html) == ""
+    assert "in 8 shards" not in html and "tip-run-shards" not in html
+
+
+def test_a_result_computed_in_shards_says_how_many(client, analysed, organizer, settings):
+    client.force_login(organizer)
+    html = client.get(f"/reports/campaigns/{analysed.pk}/").content.decode()
+    assert AnalysisRun.objects.get(campaign=analysed).shards_total == 1
+    assert "shards" not in html and "split into" not in html  # a run done in one piece says nothing of it
+    settings.ANALYSIS_SHARD_JUDGMENTS = 10  # a few graders a shard
+    run = AnalysisRun.objects.create(campaign=analysed, parameters=runs.parameters_clean({"n_boot": 50}), seed=4)
+    assert run_execute(run_id=run.pk) == RunStatus.SUCCEEDED
+    run.refresh_from_db()
+    assert run.shards_total > 1
+    html = client.get(f"/reports/campaigns/{analysed.pk}/").content.decode()
+    assert f">in {run.shards_total} shards</span>" in html
+    assert (
+        f"The run was split into {run.shards_total} parts computed one after another: "
+        "this server has no Celery workers.</span>"
+    ) in html
+    polled = client.get(f"/api/analyses/{run.pk}/").json()
+    assert polled["shards_done"] == polled["shards_total"] == run.shards_total
 
 
 def test_an_ordering_campaign_report_has_consensus_and_ed(client, ordering_campaign, organizer):

@@ -7,6 +7,7 @@ from datetime import timedelta
 from pathlib import Path
 
 import pytest
+from axe_playwright_python.sync_playwright import Axe
 from django.conf import settings as django_settings
 from django.db import transaction
 from django.test import Client
@@ -127,6 +128,63 @@ def test_the_progress_bar_follows_a_run_and_the_page_shows_its_result(browser, l
     )
     assert AnalysisRun.objects.get(pk=queued.pk).status == RunStatus.SUCCEEDED
     assert page.locator("#run-progress").count() == 0
+    assert errors == []
+
+
+def _axe_serious(page) -> list:
+    found = Axe().run(page).response["violations"]
+    return [(v["id"], [n["target"] for n in v["nodes"]][:3]) for v in found if v["impact"] in ("serious", "critical")]
+
+
+def test_a_run_split_across_workers_shows_its_shards_done_as_they_finish(browser, live_server, campaign, monkeypatch):
+    campaign, organizer = campaign
+    monkeypatch.setattr(runs, "embedded", lambda: False)  # the page speaks of a broker's workers
+    good = AnalysisRun.objects.filter(campaign=campaign, status=RunStatus.SUCCEEDED).latest("finished_at")
+    sharded = AnalysisRun.objects.create(
+        campaign=campaign, parameters=good.parameters, seed=good.seed, number=_number_next(campaign)
+    )
+    page, errors = _page_as(browser, live_server, organizer)
+    page.goto(f"{live_server.url}/reports/campaigns/{campaign.pk}/")
+    assert page.locator("#run-shards").is_hidden()  # queued: nothing planned, nothing to say
+    # What the sharded runner writes as it plans the run and as its shards finish; the page's poll sees it.
+    AnalysisRun.objects.filter(pk=sharded.pk).update(
+        status=RunStatus.RUNNING, stage="agreement", progress=40, shards_total=8, shards_done=3
+    )
+    page.wait_for_function("() => document.getElementById('run-stage').innerText === 'Running · agreement'")
+    assert page.locator("#run-shards").inner_text() == (
+        "· shards 3 of 8 done (the run is split into 8 parts computed by the workers in parallel)"
+    )
+    AnalysisRun.objects.filter(pk=sharded.pk).update(shards_done=5, progress=60)
+    page.wait_for_function("() => document.getElementById('run-shards').innerText.includes('shards 5 of 8 done')")
+    assert _axe_serious(page) == []
+    ARTIFACTS.mkdir(exist_ok=True)
+    page.locator("#run-status").screenshot(path=str(ARTIFACTS / "report-shards.png"))
+    page.set_viewport_size({"width": 390, "height": 844})
+    no_sideways_scroll(page)
+    assert _axe_serious(page) == []
+    page.locator("#run-status").screenshot(path=str(ARTIFACTS / "report-shards-390.png"))
+    AnalysisRun.objects.filter(pk=sharded.pk).update(
+        status=RunStatus.SUCCEEDED,
+        progress=100,
+        shards_done=8,
+        result=good.result,
+        timings=good.timings,
+        finished_at=timezone.now(),
+    )
+    page.wait_for_function(
+        f"() => document.body.innerText.includes('Result of analysis #{sharded.number}')", timeout=20000
+    )
+    assert page.locator("#run-progress").count() == 0
+    shards = page.locator(".run-status .term-name")
+    assert shards.inner_text() == "in 8 shards"
+    shards.focus()  # its explanation shows on keyboard focus, as on hover
+    assert page.locator("#tip-run-shards").is_visible()
+    assert page.locator("#tip-run-shards").inner_text() == (
+        "The run was split into 8 parts computed by the workers in parallel."
+    )
+    no_sideways_scroll(page)
+    assert _axe_serious(page) == []
+    page.screenshot(path=str(ARTIFACTS / "report-shards-done-390.png"))
     assert errors == []
 
 
