@@ -55,10 +55,10 @@ def run_execute(*, run_id: int, task_id: str = "", worker_heartbeat: bool = True
         progress.stage("planning shards", 1)
         exclusions_before_reading(campaign_id=run.campaign_id)
         plan = _plan_store(run, shard_plan(campaign_id=run.campaign_id))
+        progress.stage("reading shards", 2)
         if fan_out is not None and len(plan) > 1:
             fan_out(run.pk, run.attempts, len(plan))
             return SHARDED
-        progress.stage("reading shards", 2)
         excluded = _excluded(run.campaign_id)
         parts = []
         for shard in plan:
