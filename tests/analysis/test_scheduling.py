@@ -161,3 +161,34 @@ def test_an_automatic_run_is_numbered_when_it_starts_so_numbers_follow_the_start
     auto.refresh_from_db()
     assert (auto.status, auto.number) == (RunStatus.SUCCEEDED, 2)
     assert auto.started_at > manual.started_at
+
+
+def test_an_overdue_queued_run_costs_each_commit_one_statement_and_is_not_queued_again(
+    django_capture_on_commit_callbacks, settings
+):
+    """A queued automatic run that no worker has taken yet, past its start time: events keep
+    committing meanwhile, and each asks once whether it still waits (it cannot be remembered: it may
+    start at any moment, and the judgments committed after it has started need the next run)."""
+    from django.db import connection
+    from django.test.utils import CaptureQueriesContext
+
+    from analysis import scheduling
+
+    settings.ANALYSIS_DEBOUNCE_SECONDS = 60
+    campaign = make_campaign(graders=2)
+    with django_capture_on_commit_callbacks(execute=True):
+        _judge(campaign, 1)
+    queued = AnalysisRun.objects.get(campaign=campaign, trigger=RunTrigger.AUTO)
+    with CaptureQueriesContext(connection) as queries:
+        scheduling.schedule_auto_run(campaign_id=campaign.pk)
+    assert len(queries) == 0  # due in a minute: remembered
+    AnalysisRun.objects.filter(pk=queued.pk).update(not_before=timezone.now() - timedelta(seconds=5))
+    scheduling._QUEUED_UNTIL.clear()
+    for _ in range(2):
+        with CaptureQueriesContext(connection) as queries:
+            scheduling.schedule_auto_run(campaign_id=campaign.pk)
+        assert len(queries) == 1, [q["sql"] for q in queries]
+    assert list(AnalysisRun.objects.filter(campaign=campaign).values_list("pk", flat=True)) == [queued.pk]
+    AnalysisRun.objects.filter(pk=queued.pk).update(status=RunStatus.RUNNING)
+    scheduling.schedule_auto_run(campaign_id=campaign.pk)  # it started: the next one is queued
+    assert AnalysisRun.objects.filter(campaign=campaign, status=RunStatus.QUEUED).count() == 1
