@@ -120,3 +120,19 @@ def collapse_counts(
     collapsed = np.zeros((table.shape[0], len(new_categories)))
     np.add.at(collapsed.T, new_codes, table.T)
     return collapsed, list(new_categories)
+
+
+def count_table(rows: ArrayLike, columns: ArrayLike, column_labels: Sequence[Any]) -> pd.DataFrame:
+    """How often each (row, column) pair occurs: ``pd.crosstab(rows, columns)`` reindexed to
+    ``column_labels`` (absent labels count 0, values outside them are not counted), by counting
+    codes. Rows are the sorted distinct ``rows`` (missing ones left out). ``pd.crosstab`` counts
+    each row's group in Python: seconds at 10^6 judgments, a minute at 10^7."""
+    rows, columns = pd.Series(np.asarray(rows)), pd.Series(np.asarray(columns))
+    observed = rows.notna().to_numpy() & columns.notna().to_numpy()
+    row_index = pd.Index(np.sort(pd.unique(rows[observed])))
+    r = row_index.get_indexer(rows[observed])
+    c = pd.Index(list(column_labels)).get_indexer(columns[observed])
+    kept = c >= 0
+    k = len(column_labels)
+    flat = np.bincount(r[kept] * k + c[kept], minlength=len(row_index) * k)
+    return pd.DataFrame(flat.reshape(len(row_index), k), index=row_index, columns=list(column_labels))

@@ -205,9 +205,7 @@ def unit_table(judgments: pd.DataFrame, spec: ValueSpec) -> pd.DataFrame:
             table = table.join(m.unit_confusability(num[["unit", "grader", "value"]]), how="left")
     if spec.has_categories:
         cat = categorical_long(frame, spec)
-        counts = pd.crosstab(cat["unit"], cat["value"]).reindex(
-            index=table.index, columns=spec.categories, fill_value=0
-        )
+        counts = m.count_table(cat["unit"], cat["value"], spec.categories).reindex(index=table.index, fill_value=0)
         if spec.scheme == Scheme.BROAD_FINE:
             for label in spec.categories:
                 table[f"n_{label.lower()}"] = counts[label].to_numpy()

@@ -57,11 +57,10 @@ class Behaviour:
         )
 
 
-def behaviour_reduce(unit_events: pd.DataFrame, value_events: pd.DataFrame, *, tolerance: float) -> Behaviour:
-    """Reduce some graders' unit events (``selectors.unit_events_frame``, with its ``value_events``)
-    to their Behaviour. Each grader's events must all be here: time on unit follows a grader from
-    one event to their next, on whatever unit."""
-    stability_parts: dict[str, dict[str, Any]] = {}
+def stability_reduce(value_events: pd.DataFrame, *, tolerance: float) -> dict[str, dict[str, Any]]:
+    """Per scale, each grader's stability counts (``metrics.stability_counts``) from their value
+    events (``selectors.value_events``): the ``stability`` of a Behaviour."""
+    parts: dict[str, dict[str, Any]] = {}
     for kind, (label, numeric) in SCALES.items():
         events = value_events[value_events["type"] == kind]
         if events.empty:
@@ -70,10 +69,17 @@ def behaviour_reduce(unit_events: pd.DataFrame, value_events: pd.DataFrame, *, t
         frame = events[["grader", "unit", "seq"]].assign(value=values.to_numpy())
         scale_tolerance = tolerance if numeric else 0.0
         flags = m.event_flags(frame, tolerance=scale_tolerance)
-        stability_parts[label] = {
+        parts[label] = {
             "tolerance": scale_tolerance,
             "per_grader": {int(g): m.stability_counts(part) for g, part in flags.groupby("grader", sort=True)},
         }
+    return parts
+
+
+def behaviour_reduce(unit_events: pd.DataFrame, stability_parts: dict[str, dict[str, Any]]) -> Behaviour:
+    """Some graders' Behaviour: their ``stability_reduce`` and their unit events (columns grader,
+    unit, ts, type of ``selectors.unit_events_frame``). Each grader's events must all be here: time
+    on unit follows a grader from one event to their next, on whatever unit."""
     per = m.engagement(unit_events[["grader", "unit", "ts", "type"]]) if not unit_events.empty else None
     if per is None or per.empty:
         opportunities = pd.DataFrame(
@@ -198,7 +204,7 @@ def graders(
     table = frame.groupby("grader").agg(judgments=("unit", "size"))
     if spec.has_categories:
         cat = categorical_long(frame, spec)
-        usage = pd.crosstab(cat["grader"], cat["value"]).reindex(columns=spec.categories, fill_value=0)
+        usage = m.count_table(cat["grader"], cat["value"], spec.categories)
         usage.columns = [f"usage_{c}" for c in spec.categories]
         table = table.join(usage).join(_agreement_with_majority(cat, spec.categories))
     if spec.has_numbers:
@@ -228,9 +234,7 @@ def queries(
             counts, unit_index, _ = m.long_to_counts(cat[["unit", "grader", "value"]], spec.categories)
             kinds = pd.Series(m.pattern_kinds(counts), index=unit_index)
             query_of = cat.drop_duplicates("unit").set_index("unit")["query"].reindex(unit_index)
-            tally = pd.crosstab(query_of.to_numpy(), kinds.to_numpy()).reindex(
-                columns=["full", "partial", "none"], fill_value=0
-            )
+            tally = m.count_table(query_of.to_numpy(), kinds.to_numpy(), ["full", "partial", "none"])
             rated = tally.sum(axis=1)
             tally["disagreement_pct"] = 100.0 * (tally["partial"] + tally["none"]) / rated.where(rated > 0)
             table = table.join(tally)
