@@ -100,8 +100,10 @@ def _frame_by_copy(qs: QuerySet, columns: list[str], types: Mapping[str, ColumnT
                 quoted_strings_can_be_null=False,
             ),
         )
-    frame = table.to_pandas()
+    # Column by column, each Arrow buffer freed once converted: the peak is the frame, not twice it.
+    frame = table.to_pandas(self_destruct=True, split_blocks=True)
+    del table
     for column in columns:
-        if types.get(column, "text") == "text":
+        if types.get(column, "text") == "text" and frame[column].dtype != object:
             frame[column] = frame[column].astype(object).where(frame[column].notna(), None)
     return frame
