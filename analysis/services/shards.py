@@ -20,6 +20,7 @@ import json
 import zipfile
 from dataclasses import dataclass
 
+import numpy as np
 import pandas as pd
 from django.conf import settings
 
@@ -96,9 +97,18 @@ def parts_combine(parts: list[ShardPart]) -> tuple[pd.DataFrame, Behaviour]:
     if len(parts) == 1:
         return parts[0].judgments, parts[0].behaviour
     frames = [p.judgments for p in parts if len(p.judgments)] or [parts[0].judgments]
-    judgments = pd.concat(frames, ignore_index=True) if len(frames) > 1 else frames[0]
-    judgments = judgments.sort_values(["unit", "grader"], kind="stable", ignore_index=True)
+    judgments = _stacked(frames).sort_values(["unit", "grader"], kind="stable", ignore_index=True)
     return judgments, behaviour_combine([p.behaviour for p in parts])
+
+
+def _stacked(frames: list[pd.DataFrame]) -> pd.DataFrame:
+    """The frames one after another, column by column: ``pd.concat`` tests every value of an object
+    column for being missing (1.7 s at 10^6 judgments, where this takes milliseconds). A column
+    that holds integers in one part and floats in another (a NULL query) becomes float, as
+    ``pd.concat`` makes it."""
+    if len(frames) == 1:
+        return frames[0]
+    return pd.DataFrame({c: np.concatenate([f[c].to_numpy() for f in frames]) for c in frames[0].columns})
 
 
 # --- a part as bytes, to travel from a worker to the combining step through the database ----------

@@ -14,6 +14,9 @@ from analysis import export, pgcopy, selectors
 from analysis.models import AnalysisRun, UnitResult
 from analysis.services import runs
 from analysis.services.execute import run_execute
+from grading.models import Assignment
+from grading.models.choices import Scheme
+from tests.factories import make_campaign, record
 
 pytestmark = [pytest.mark.django_db, pytest.mark.both_backends]
 UNIT_ROW = [
@@ -82,7 +85,20 @@ def test_the_ground_truth_frame_is_the_same_through_copy_and_the_orm(judged_camp
     pd.testing.assert_frame_equal(copied, orm, check_exact=True)
 
 
-def test_unit_rows_stored_through_copy_equal_those_stored_through_the_orm(judged_campaign, monkeypatch):
+@pytest.fixture(params=["broad_fine", "categorical"])
+def stored_campaign(request, judged_campaign):
+    """A judged campaign of each kind of per-unit row: BROAD counts, or a label distribution (JSON)."""
+    if request.param == "broad_fine":
+        return judged_campaign
+    campaign = make_campaign(scheme=Scheme.CATEGORICAL, n_queries=3, n_candidates=5, graders=3)
+    labels = campaign.scheme_params["labels"]
+    for i, a in enumerate(Assignment.objects.filter(campaign=campaign).select_related("grader").order_by("pk")):
+        record(a.grader, campaign, "label_set", {"value": labels[(a.unit_id + i % 2) % len(labels)]}, unit=a.unit)
+    return campaign
+
+
+def test_unit_rows_stored_through_copy_equal_those_stored_through_the_orm(stored_campaign, monkeypatch):
+    judged_campaign = stored_campaign
     copied = _run(judged_campaign, seed=11)
     with monkeypatch.context() as patch:
         patch.setattr(pgcopy, "available", lambda: False)
