@@ -6,7 +6,7 @@ as UnitResult rows. Each stage reports its name and progress (which also heartbe
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Any, Protocol
 
 import numpy as np
@@ -61,6 +61,18 @@ class CampaignData:
     def client_ts_replaced(self) -> int:
         return self.behaviour.client_ts_replaced
 
+    def without_excluded(self) -> CampaignData:
+        """The data less the graders excluded since it was loaded (as loading it again would give)."""
+        excluded = selectors.excluded_graders(campaign_id=self.campaign_id)
+        out = {e["grader"] for e in excluded}
+        return replace(
+            self,
+            judgments=_counted(self.judgments, out),
+            behaviour=self.behaviour.without(out),
+            orderings=_counted(self.orderings, out),
+            excluded=excluded,
+        )
+
 
 def campaign_data_load(
     *, campaign_id: int, tolerance: float = DEFAULT_TOLERANCE, parts: list[ShardPart] | None = None
@@ -84,7 +96,7 @@ def campaign_data_load(
         campaign_id=campaign_id,
         scheme=campaign.scheme,
         spec=spec,
-        judgments=with_values(_counted(judgments, out), spec),
+        judgments=with_values(_counted(judgments, out), spec, copy=False),  # the parts' frames are done with
         behaviour=behaviour.without(out),
         orderings=_counted(selectors.orderings_frame(campaign_id=campaign_id), out),
         pseudonyms=selectors.grader_pseudonyms(campaign_id=campaign_id),
@@ -129,7 +141,7 @@ def _data_after_thresholds(
         return data, None
     fitted = model_truth(data.judgments, data.spec, data.pseudonyms)
     if auto_exclusion.reliability_exclusions_apply(campaign=campaign, thresholds=thresholds, model=fitted[0]):
-        return campaign_data_load(campaign_id=campaign_id, tolerance=tolerance, parts=parts), None
+        return data.without_excluded(), None
     return data, fitted
 
 

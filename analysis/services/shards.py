@@ -93,11 +93,16 @@ def _without(frame: pd.DataFrame, excluded: set[int]) -> pd.DataFrame:
 
 def parts_combine(parts: list[ShardPart]) -> tuple[pd.DataFrame, Behaviour]:
     """The judgments and the behaviour of all the parts' graders, as one shard of them all would
-    have found them. ``parts`` in the order of their spans."""
+    have found them. ``parts`` in the order of their spans; each gives its judgments up (its frame
+    is left empty) once they are in the combined frame."""
     if len(parts) == 1:
         return parts[0].judgments, parts[0].behaviour
     frames = [p.judgments for p in parts if len(p.judgments)] or [parts[0].judgments]
-    judgments = _stacked(frames).sort_values(["unit", "grader"], kind="stable", ignore_index=True)
+    stacked = _stacked(frames)
+    del frames
+    for part in parts:  # the parts give their rows up to the combined frame: one copy, not two
+        part.judgments = part.judgments.iloc[0:0]
+    judgments = stacked.sort_values(["unit", "grader"], kind="stable", ignore_index=True)
     return judgments, behaviour_combine([p.behaviour for p in parts])
 
 

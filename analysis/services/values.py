@@ -81,12 +81,14 @@ def value_spec(campaign: Campaign) -> ValueSpec:
     return ValueSpec(campaign.scheme)
 
 
-def with_values(judgments: pd.DataFrame, spec: ValueSpec) -> pd.DataFrame:
+def with_values(judgments: pd.DataFrame, spec: ValueSpec, *, copy: bool = True) -> pd.DataFrame:
     """The long frame with ``cat`` and ``num`` columns added (rows lacking them kept, as NaN/None).
 
     ``label_position`` / ``verdict_position`` columns are derived from the label's place in the scale.
+    ``copy=False`` adds them to ``judgments`` itself (a frame no one else reads: at 10^7 judgments a
+    copy is most of a gigabyte).
     """
-    frame = judgments.copy()
+    frame = judgments.copy() if copy else judgments
     if spec.cat_column is not None:
         frame["cat"] = frame[spec.cat_column]
         if spec.scheme == Scheme.NUMERIC:
