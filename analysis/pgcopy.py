@@ -47,15 +47,6 @@ def copy_in(table: str, columns: Sequence[str], rows: Iterable[Sequence[Any]]) -
             copy.write_row(row)
 
 
-def copy_in_csv(table: str, columns: Sequence[str], blocks: Iterable[str]) -> None:
-    """Write CSV text (one line per row, an empty field for NULL) with ``COPY table (columns) FROM
-    STDIN`` -- rows made in bulk by pandas rather than one Python row at a time."""
-    sql = f"COPY {table} ({', '.join(columns)}) FROM STDIN WITH (FORMAT csv)"
-    with connection.cursor() as cursor, cursor.cursor.copy(sql) as copy:
-        for block in blocks:
-            copy.write(block.encode())
-
-
 def query_frame(
     qs: QuerySet, columns: Sequence[str], types: Mapping[str, ColumnType], *, use_copy: bool = True
 ) -> pd.DataFrame:

@@ -25,7 +25,6 @@ from analysis.services.shards import ShardPart, part_dumps, part_loads, shard_co
 
 logger = logging.getLogger(__name__)
 STORE_BATCH = 5_000
-COPY_BATCH = 200_000
 UNIT_FIELDS = ["n", "mean", "median", "majority", "dif", "std", "entropy", "n_ns", "n_ss", "n_vs"]
 UNIT_FIELDS += ["model_label", "model_probability", "model_score", "model_se"]  # model-based truth (§5.6)
 
@@ -266,25 +265,18 @@ def _unit_rows(run_id: int, frame: pd.DataFrame) -> list[UnitResult]:
 
 
 def _copy_unit_rows(run_id: int, frame: pd.DataFrame) -> None:
-    """PostgreSQL: COPY the per-unit rows as CSV that pandas writes a block at a time (2,000,000
-    rows in a few seconds; one Python row at a time took 15 s). Floats are written in their
-    shortest exact form, so PostgreSQL reads back the same doubles."""
+    """PostgreSQL: COPY the per-unit rows (200,000 rows in seconds rather than tens of seconds)."""
     columns = ["unit", "query", *UNIT_FIELDS, "distribution"]
-    ints = ["unit", "query", "n", "n_ns", "n_ss", "n_vs"]
+    frame = frame.reindex(columns=columns)
+    frame = frame.astype(object).where(frame.notna(), None)
+    ints = {"unit", "query", "n", "n_ns", "n_ss", "n_vs"}
 
-    def blocks() -> Iterator[str]:
-        for start in range(0, len(frame), COPY_BATCH):
-            part = frame.iloc[start : start + COPY_BATCH].reindex(columns=columns)
-            part[ints] = part[ints].astype("Int64")
-            part[UNIT_FIELDS] = part[UNIT_FIELDS].astype({c: float for c in UNIT_FIELDS if c not in ints})
-            part["distribution"] = [None if _missing(d) else json.dumps(d) for d in part["distribution"]]
-            part.insert(0, "run_id", run_id)
-            yield part.to_csv(index=False, header=False, na_rep="")
+    def rows() -> Iterator[list[Any]]:
+        for row in frame.itertuples(index=False, name=None):
+            values = [
+                None if v is None else (int(v) if c in ints else float(v))
+                for c, v in zip(columns[:-1], row[:-1], strict=True)
+            ]
+            yield [run_id, *values, None if row[-1] is None else json.dumps(row[-1])]
 
-    pgcopy.copy_in_csv(
-        UnitResult._meta.db_table, ["run_id", "unit_id", "query_id", *UNIT_FIELDS, "distribution"], blocks()
-    )
-
-
-def _missing(value: Any) -> bool:
-    return value is None or (isinstance(value, float) and math.isnan(value))
+    pgcopy.copy_in(UnitResult._meta.db_table, ["run_id", "unit_id", "query_id", *UNIT_FIELDS, "distribution"], rows())
