@@ -35,6 +35,9 @@ class AnalysisRun(models.Model):
     progress = models.PositiveSmallIntegerField(default=0)
     stage = models.CharField(max_length=100, blank=True)
     result = models.JSONField(null=True, blank=True)
+    # The result as the report page reads it, cut when the run is stored (selectors.page_result_of):
+    # the per-query figures of the most disagreeing queries only. None for runs stored before.
+    page_result = models.JSONField(null=True, blank=True, editable=False)
     error = models.TextField(blank=True)
     timings = models.JSONField(default=dict, blank=True)
     attempts = models.PositiveSmallIntegerField(default=0)

@@ -367,6 +367,20 @@ SELECT r.result - 'queries',
 """
 
 
+# A campaign may have thousands of queries: the report page shows the most disagreeing ones.
+PAGE_QUERIES = 40
+
+
+def page_result_of(result: dict[str, Any]) -> dict[str, Any]:
+    """The result as the report page reads it: ``queries`` holds only the PAGE_QUERIES queries with
+    the most disagreement and ``queries_total`` says how many the result has. Stored with the run
+    (``AnalysisRun.page_result``), so that the page never reads the rest."""
+    queries = result.get("queries")
+    if not isinstance(queries, list):
+        return result
+    return {**result, "queries": most_disagreeing(queries, PAGE_QUERIES), "queries_total": len(queries)}
+
+
 def most_disagreeing(queries: list[dict[str, Any]], limit: int) -> list[dict[str, Any]]:
     """The `limit` queries with the most units in disagreement, most first (ties, and a missing
     figure counted as 0, in the given order): the rule _RESULT_FOR_PAGE_SQL follows too."""
@@ -379,16 +393,19 @@ def run_latest_good_for_page(*, campaign_id: int, page_queries: int) -> Analysis
     ``queries_total`` says how many the result has. The page shows no more than that; the table's CSV
     reads the whole result (`run_latest_good`).
 
-    On PostgreSQL the database picks them from the stored JSON, so the page neither receives nor
-    decodes the rest; elsewhere the whole result is decoded and cut here, to the same rows."""
-    run = (
-        AnalysisRun.objects.filter(campaign_id=campaign_id, status=RunStatus.SUCCEEDED)
-        .defer("result")
-        .order_by("-finished_at", "-id")
-        .first()
-    )
+    A run stored with its page cut (``page_result``, PAGE_QUERIES queries) is read with it in one
+    query. For a run stored before, on PostgreSQL the database picks the queries from the stored JSON
+    (at 10^7 judgments, 20,000 queries: 41 ms a request), so the page neither receives nor decodes
+    the rest; elsewhere the whole result is decoded and cut here, to the same rows."""
+    runs = AnalysisRun.objects.filter(campaign_id=campaign_id, status=RunStatus.SUCCEEDED).defer("result")
+    if page_queries != PAGE_QUERIES:
+        runs = runs.defer("page_result")
+    run = runs.order_by("-finished_at", "-id").first()
     if run is None:
         return None
+    if page_queries == PAGE_QUERIES and run.page_result is not None:
+        run.result = run.page_result
+        return run
     row = None
     if pgcopy.available():
         with connection.cursor() as cursor:

@@ -23,8 +23,7 @@ from analysis.presentation.model_tables import model_tables  # model-based truth
 from analysis.presentation.systems import system_plots, system_tables
 from analysis.presentation.table import Table, format_duration, method_groups, method_terms
 
-# A campaign may have thousands of queries: the page shows the most disagreeing ones.
-PAGE_QUERIES = 40
+PAGE_QUERIES = selectors.PAGE_QUERIES  # the page shows the most disagreeing queries
 
 
 def most_disagreeing(queries: list[dict[str, Any]], limit: int = PAGE_QUERIES) -> list[dict[str, Any]]:

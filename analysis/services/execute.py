@@ -220,6 +220,7 @@ def _store(run: AnalysisRun, result: dict[str, Any], units: pd.DataFrame, progre
         AnalysisRun.objects.filter(pk=run.pk).update(
             status=RunStatus.SUCCEEDED,
             result=result,
+            page_result=selectors.page_result_of(result),
             progress=100,
             stage="done",
             error="",

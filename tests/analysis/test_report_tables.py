@@ -104,3 +104,25 @@ def test_a_runs_tables_are_written_once_per_process_and_a_renamed_account_shows_
     assert len(made) == 2 and "renamed-grader" in renamed.html["graders"]
     assert "renamed-grader" not in module.report_tables_rendered(run, show_names=False).html["graders"]
     assert module.report_tables_rendered(run, show_names=True, variant=("evaluation", 1)) is not renamed
+
+
+@pytest.mark.django_db
+@pytest.mark.both_backends
+def test_a_run_stores_the_pages_cut_of_its_result_and_the_page_reads_that_alone(judged_campaign):
+    """A run stored by the service keeps the page's cut (page_result): the page reads it in one
+    query, and it holds what cutting the whole result gives."""
+    from django.db import connection
+    from django.test.utils import CaptureQueriesContext
+
+    from analysis.services import runs
+    from analysis.services.execute import run_execute
+
+    run = AnalysisRun.objects.create(campaign=judged_campaign, parameters=runs.parameters_clean({"n_boot": 20}), seed=4)
+    assert run_execute(run_id=run.pk) == "succeeded"
+    run.refresh_from_db()
+    assert run.page_result == selectors.page_result_of(run.result)
+    assert run.page_result["queries_total"] == len(run.result["queries"])
+    with CaptureQueriesContext(connection) as queries:
+        page = selectors.run_latest_good_for_page(campaign_id=judged_campaign.pk, page_queries=PAGE_QUERIES)
+    assert len(queries) == 1 and "jsonb_array_elements" not in queries[0]["sql"]
+    assert page.result == run.page_result
