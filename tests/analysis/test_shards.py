@@ -7,8 +7,9 @@ import pandas as pd
 import pytest
 
 from analysis.models import AnalysisRun, RunShard, RunStatus
-from analysis.services import runs
-from analysis.services.execute import run_execute
+from analysis.reports.serialize import jsonable
+from analysis.services import execute, runs
+from analysis.services.execute import combine_execute, run_execute, shard_execute
 from analysis.services.report import report_compute
 from analysis.services.shards import part_dumps, part_loads, parts_combine, shard_compute, shard_plan
 from grading.models import Judgment
@@ -95,3 +96,51 @@ def test_an_embedded_run_reads_its_shards_one_after_another_and_counts_them(camp
     assert sum(s.judgments for s in shards) == Judgment.objects.filter(campaign=campaign, skipped=False).count()
     assert all(s.finished_at and s.part is None for s in shards)  # parts are dropped once combined
     assert {"planning shards", "reading shards", "loading judgments", "total"} <= set(run.timings)
+
+
+def _handed_out(campaign, settings):
+    """A run planned into shards and handed to a (recorded, not sent) fan-out, as a worker does."""
+    settings.ANALYSIS_SHARD_JUDGMENTS = 10
+    run = AnalysisRun.objects.create(campaign=campaign, parameters=runs.parameters_clean(PARAMS), seed=9)
+    sent = []
+    assert run_execute(run_id=run.pk, fan_out=lambda *args: sent.append(args)) == "sharded"
+    run.refresh_from_db()
+    assert sent == [(run.pk, run.attempts, run.shards_total)] and run.stage == "reading shards"
+    return run
+
+
+def test_shards_then_the_combining_step_store_what_one_process_computes(campaign, settings):
+    run = _handed_out(campaign, settings)
+    for index in reversed(range(run.shards_total)):  # the workers finish in any order
+        assert shard_execute(run_id=run.pk, attempt=run.attempts, index=index) == "done"
+    assert shard_execute(run_id=run.pk, attempt=run.attempts, index=0) == "done"  # redelivered: counted once
+    run.refresh_from_db()
+    assert run.shards_done == run.shards_total and run.status == RunStatus.RUNNING
+    assert combine_execute(run_id=run.pk, attempt=run.attempts) == RunStatus.SUCCEEDED
+    run.refresh_from_db()
+    expected, _ = report_compute(campaign_id=campaign.pk, parameters=run.parameters, seed=9)
+    assert run.result == jsonable(expected)
+    assert not RunShard.objects.filter(run=run, part__isnull=False).exists()
+
+
+def test_a_shard_of_an_attempt_that_lost_the_run_does_nothing(campaign, settings):
+    run = _handed_out(campaign, settings)
+    assert shard_execute(run_id=run.pk, attempt=run.attempts + 1, index=0) == "lost"
+    assert combine_execute(run_id=run.pk, attempt=run.attempts + 1) == "lost"
+    run.refresh_from_db()
+    assert run.shards_done == 0 and run.status == RunStatus.RUNNING
+
+
+def test_a_failing_shard_fails_the_run_saying_which_and_a_missing_part_stops_the_combining(
+    campaign, settings, monkeypatch
+):
+    run = _handed_out(campaign, settings)
+    assert combine_execute(run_id=run.pk, attempt=run.attempts) == RunStatus.FAILED
+    run.refresh_from_db()
+    assert run.status == RunStatus.FAILED and f"of {run.shards_total} left no part" in run.error
+
+    run = _handed_out(campaign, settings)
+    monkeypatch.setattr(execute, "shard_compute", lambda **kwargs: 1 / 0)
+    assert shard_execute(run_id=run.pk, attempt=run.attempts, index=1) == RunStatus.FAILED
+    run.refresh_from_db()
+    assert run.error.startswith(f"ZeroDivisionError during shard 2 of {run.shards_total}:")
