@@ -5,6 +5,7 @@
   as PostgreSQL's shortest exact text and Arrow parses them with correct rounding, so they are the
   stored doubles to the last bit). Elsewhere the ORM in chunks. Both give the same frame.
 - ``copy_out``: the blocks of ``COPY (…) TO STDOUT WITH (FORMAT csv)``, for a response to stream.
+- ``copy_out_into``: the same rows written into a file at once (``query_frame``'s read).
 - ``copy_in``: rows into a table with ``COPY … FROM STDIN``.
 
 A COPY CSV writes NULL as an unquoted empty field and an empty string as ``""``; the reader keeps
@@ -13,12 +14,14 @@ the two apart.
 
 from __future__ import annotations
 
+import select
 import tempfile
 from collections.abc import Iterable, Iterator, Mapping, Sequence
 from itertools import islice
-from typing import Any, Literal
+from typing import Any, BinaryIO, Literal
 
 import pandas as pd
+import psycopg
 from django.db import connection
 from django.db.models import QuerySet
 
@@ -38,6 +41,35 @@ def copy_out(sql: str, params: Sequence[Any] = ()) -> Iterator[bytes]:
     ):
         for block in stream:
             yield bytes(block)
+
+
+def copy_out_into(sql: str, params: Sequence[Any], out: BinaryIO) -> None:
+    """Write the CSV rows of ``COPY (sql) TO STDOUT`` into ``out`` (PostgreSQL only).
+
+    libpq hands COPY data out a row per call whichever way it is read. psycopg's ``Copy`` iterator
+    takes each row through its general wait machinery (about 1 µs a row: most of what reading an
+    analysis shard cost); this loop asks libpq for the next row and blocks in it, the same protocol
+    without the machinery (0.37 -> 0.09 s of CPU for 400,000 events, the same bytes). The query's
+    parameters are bound on the client (``ClientCursor.mogrify``), as COPY takes none."""
+    with connection.cursor() as cursor:
+        conn = cursor.cursor.connection
+        query = psycopg.ClientCursor(conn).mogrify(sql, params)
+        with conn.lock:
+            pgconn = conn.pgconn
+            pgconn.send_query(f"COPY ({query}) TO STDOUT WITH (FORMAT csv)".encode(conn.info.encoding))
+            while pgconn.flush():  # the connection does not block on writes: wait until it is sent
+                select.select([], [pgconn.socket], [])
+            started = pgconn.get_result()
+            read, write = pgconn.get_copy_data, out.write
+            if started is not None and started.status == psycopg.pq.ExecStatus.COPY_OUT:
+                while (size_and_row := read(0))[0] > 0:
+                    write(size_and_row[1])
+            failed = None if started is None or started.status == psycopg.pq.ExecStatus.COPY_OUT else started
+            while (result := pgconn.get_result()) is not None:  # COPY's own result, then the end
+                if result.status != psycopg.pq.ExecStatus.COMMAND_OK and failed is None:
+                    failed = result
+        if failed is not None:
+            raise psycopg.errors.error_from_result(failed, encoding=conn.info.encoding)
 
 
 def copy_in(table: str, columns: Sequence[str], rows: Iterable[Sequence[Any]]) -> None:
@@ -85,8 +117,7 @@ def _frame_by_copy(qs: QuerySet, columns: list[str], types: Mapping[str, ColumnT
     sql, params = qs.query.sql_with_params()
     arrow = {"int": pa.int64(), "float": pa.float64(), "text": pa.string()}
     with tempfile.TemporaryFile() as buffer:
-        for block in copy_out(sql, params):
-            buffer.write(block)
+        copy_out_into(sql, params, buffer)
         if buffer.tell() == 0:
             return _frame_by_orm(qs.none(), columns, types)
         buffer.seek(0)

@@ -6,6 +6,8 @@ On SQLite both are the ORM path: the test then checks the frames' types the call
 
 from __future__ import annotations
 
+import io
+
 import pandas as pd
 import pytest
 from django.db import connection
@@ -38,15 +40,15 @@ UNIT_ROW = [
 
 @pytest.fixture
 def copies(monkeypatch) -> list[str]:
-    """The SQL of every COPY out, to show which path ran."""
+    """The SQL of every COPY out into a frame, to show which path ran."""
     seen: list[str] = []
-    real = pgcopy.copy_out
+    real = pgcopy.copy_out_into
 
-    def spy(sql, params=()):
+    def spy(sql, params, out):
         seen.append(sql)
-        return real(sql, params)
+        return real(sql, params, out)
 
-    monkeypatch.setattr(pgcopy, "copy_out", spy)
+    monkeypatch.setattr(pgcopy, "copy_out_into", spy)
     return seen
 
 
@@ -129,3 +131,19 @@ def test_a_stored_run_refreshes_the_planners_statistics_of_unit_results_on_postg
         _run(judged_campaign, seed=11)
     analyzed = [q["sql"] for q in queries.captured_queries if q["sql"].startswith("ANALYZE ")]
     assert analyzed == (["ANALYZE analysis_unitresult"] if connection.vendor == "postgresql" else [])
+
+
+@pytest.mark.postgres
+def test_a_copy_that_fails_raises_the_databases_error_and_leaves_the_connection_usable(db):
+    import psycopg
+
+    with pytest.raises(psycopg.errors.DivisionByZero):
+        pgcopy.copy_out_into("SELECT 1 / (id - id) FROM grading_campaign UNION ALL SELECT 1 / 0", [], io.BytesIO())
+    with pytest.raises(psycopg.errors.UndefinedTable):
+        pgcopy.copy_out_into("SELECT * FROM no_such_table WHERE id = %s", [1], io.BytesIO())
+    out = io.BytesIO()
+    pgcopy.copy_out_into("SELECT %s::text, %s::int", ['it\'s, "quoted"', 7], out)
+    assert out.getvalue() == b'"it\'s, ""quoted""",7\n'
+    with connection.cursor() as cursor:
+        cursor.execute("SELECT 2")
+        assert cursor.fetchone() == (2,)
