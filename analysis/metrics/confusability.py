@@ -20,16 +20,19 @@ Measure = Literal["dif", "std", "entropy"]
 COLUMNS = ["n", "mean", "median", "majority", "dif", "std", "entropy"]
 
 
-def _majority(frame: pd.DataFrame, means: pd.Series) -> pd.Series:
+def _tally(frame: pd.DataFrame) -> pd.DataFrame:
+    """How many times each unit has each value: columns unit, value, count."""
+    return frame.groupby(["unit", "value"], sort=False).size().rename("count").reset_index()
+
+
+def _majority(tally: pd.DataFrame, means: pd.Series) -> pd.Series:
     """Most frequent value per unit; ties toward the value nearest the unit mean, then the lower."""
-    tally = frame.groupby(["unit", "value"], sort=False).size().rename("count").reset_index()
-    tally["distance"] = (tally["value"] - tally["unit"].map(means)).abs()
+    tally = tally.assign(distance=(tally["value"] - tally["unit"].map(means)).abs())
     tally = tally.sort_values(["unit", "count", "distance", "value"], ascending=[True, False, True, True])
     return tally.drop_duplicates("unit").set_index("unit")["value"]
 
 
-def _entropy(frame: pd.DataFrame, n: pd.Series) -> pd.Series:
-    tally = frame.groupby(["unit", "value"], sort=False).size().rename("count").reset_index()
+def _entropy(tally: pd.DataFrame, n: pd.Series) -> pd.Series:
     share = tally["count"] / tally["unit"].map(n)
     return (-share * np.log2(share)).groupby(tally["unit"]).sum() + 0.0
 
@@ -56,10 +59,11 @@ def unit_confusability(frame: pd.DataFrame) -> pd.DataFrame:
     frame = pd.DataFrame({"unit": frame["unit"].to_numpy(), "value": values.to_numpy(dtype=float)})
     groups = frame.groupby("unit")["value"]
     out = pd.DataFrame({"n": groups.size(), "mean": groups.mean(), "median": groups.median()})
-    out["majority"] = _majority(frame, out["mean"])
+    tally = _tally(frame)  # one count of each unit's values serves the majority and the entropy
+    out["majority"] = _majority(tally, out["mean"])
     out["dif"] = groups.max() - groups.min()
     out["std"] = groups.std(ddof=1)
-    out["entropy"] = _entropy(frame, out["n"])
+    out["entropy"] = _entropy(tally, out["n"])
     return out[COLUMNS]
 
 
