@@ -88,7 +88,8 @@ def shard_execute(*, run_id: int, attempt: int, index: int) -> str:
         _shard_done(run, shard, judgments=len(part.judgments), seconds=time.perf_counter() - started, part=part)
         return "done"
 
-    return _attempt(run, progress, body, heartbeat=True, where=f"shard {index + 1} of {run.shards_total}")
+    where = f"shard {index + 1} of {run.shards_total}"
+    return _attempt(run, progress, body, heartbeat=True, where=where, release=False)
 
 
 def combine_execute(*, run_id: int, attempt: int) -> str:
@@ -108,7 +109,7 @@ def combine_execute(*, run_id: int, attempt: int) -> str:
         parts = [part_loads(bytes(s.part)) for s in shards]
         return _complete(run, progress, parts)
 
-    return _attempt(run, progress, body, heartbeat=True)
+    return _attempt(run, progress, body, heartbeat=True, release=False)
 
 
 FanOut = Callable[[int, int, int], None]  # (run id, attempt, shards): send the shards' tasks
@@ -116,10 +117,20 @@ SHARDED = "sharded"
 
 
 def _attempt(
-    run: AnalysisRun, progress: attempts.Progress, body: Callable[[], str], *, heartbeat: bool, where: str = ""
+    run: AnalysisRun,
+    progress: attempts.Progress,
+    body: Callable[[], str],
+    *,
+    heartbeat: bool,
+    where: str = "",
+    release: bool = True,
 ) -> str:
     """Run ``body`` for this attempt at ``run``, with a heartbeat from a side thread, and turn what
-    goes wrong into the run's state: lost ownership, a database gone (Transient), a failure."""
+    goes wrong into the run's state: lost ownership, a database gone (Transient), a failure.
+
+    On a database error the whole run goes back to the queue (``release``), except for a shard or
+    the combining step of a run handed out in shards: their task is retried on its own, and the
+    other shards' parts stay."""
     try:
         with attempts.heartbeat_thread(progress) if heartbeat else nullcontext():
             return body()
@@ -127,7 +138,8 @@ def _attempt(
         logger.warning("analysis run %s: attempt %s lost ownership; result discarded", run.pk, run.attempts)
         return "lost"
     except (OperationalError, InterfaceError) as exc:
-        _release_quietly(run, f"Database error, retrying: {exc}")
+        if release:
+            _release_quietly(run, f"Database error, retrying: {exc}")
         raise Transient(str(exc)) from exc
     except Exception as exc:  # the run records any failure; the worker carries on
         where = where or f"“{progress._stage}”"

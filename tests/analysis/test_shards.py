@@ -144,3 +144,22 @@ def test_a_failing_shard_fails_the_run_saying_which_and_a_missing_part_stops_the
     assert shard_execute(run_id=run.pk, attempt=run.attempts, index=1) == RunStatus.FAILED
     run.refresh_from_db()
     assert run.error.startswith(f"ZeroDivisionError during shard 2 of {run.shards_total}:")
+
+
+def test_a_database_error_in_a_shard_retries_that_shard_and_keeps_the_run_running(campaign, settings, monkeypatch):
+    from django.db import OperationalError
+
+    from analysis.services.execute import Transient
+
+    run = _handed_out(campaign, settings)
+
+    def gone(**kwargs):
+        raise OperationalError("server closed the connection unexpectedly")
+
+    with monkeypatch.context() as patch:
+        patch.setattr(execute, "shard_compute", gone)
+        with pytest.raises(Transient):
+            shard_execute(run_id=run.pk, attempt=run.attempts, index=0)
+    run.refresh_from_db()
+    assert run.status == RunStatus.RUNNING and run.shards_done == 0  # the other shards' work stands
+    assert shard_execute(run_id=run.pk, attempt=run.attempts, index=0) == "done"  # the task's retry
