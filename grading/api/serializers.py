@@ -118,7 +118,10 @@ class EventIn(serializers.Serializer):
     query = id_field(required=False, allow_null=True, default=None)
     type = serializers.ChoiceField(choices=EventType.choices)
     payload = JSONObjectField(required=False, default=dict)
-    client_ts = AwareDateTimeField(help_text="ISO-8601 timestamp from the client's clock, with an offset or Z.")
+    client_ts = AwareDateTimeField(
+        help_text="ISO-8601 timestamp from the client's clock, with an offset or Z; within the server's clock "
+        "less one year to plus one day (by default), else the event is refused naming client_ts."
+    )
     seq = serializers.IntegerField(min_value=0, max_value=MAX_SEQ, required=False, default=0)
     session_id = text_field(blank=True, max_length=64, required=False, default="")
 
