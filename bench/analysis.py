@@ -25,7 +25,8 @@ Celery workers started here (solo pool, so each computes in its own process) on 
 ANALYSIS_SHARD_JUDGMENTS from --shard-judgments, and the same analysis sent to them as the app sends
 one and waited for; the workers are stopped afterwards, also on error. Printed as the last line: the
 seconds of both runs (the sharded one's from its creation to its end), its shards, the peak RSS of
-the one-process run and of each worker (the largest), and whether the two runs' results and
+the one-process run and of each worker (the largest; and the workers' largest alone,
+peak_rss_mb_sharded), and whether the two runs' results and
 per-unit rows are the same to 1e-9 (analysis.reports.compare; the differences go to stderr).
 Aims: analysis < 60 s and < 2 GB; report ≤ 30 ms at 10^6 judgments and ≤ 60 ms at 10^7; export
 ≥ 100,000 rows/s; streamed JSON at least as many rows/s as streamed CSV. With --workers at 10^7
@@ -611,6 +612,7 @@ def compare(campaign_id: int, n_units: int, args: argparse.Namespace) -> dict:
         "seconds_one_process": one["seconds"],
         "seconds_sharded": sharded["seconds"],
         "peak_rss_mb_per_process": max([one["max_rss_mb"], *worker_rss]),
+        "peak_rss_mb_sharded": max(worker_rss),  # the workers' alone: what the sharded run needs
         "identical": not differences,
     }
 
