@@ -17,37 +17,34 @@ from analysis.services.execute import Transient, combine_execute, run_execute, s
 TIME_LIMIT = int(getattr(settings, "ANALYSIS_TIME_LIMIT_SECONDS", 1800))
 
 
-@shared_task(
-    bind=True,
-    name="analysis.run",
-    acks_late=True,
-    reject_on_worker_lost=True,
-    soft_time_limit=TIME_LIMIT,
-    time_limit=TIME_LIMIT + 60,
-    autoretry_for=(Transient,),
-    retry_backoff=5,
-    retry_backoff_max=120,
-    max_retries=3,
-)
+# Every analysis task: acknowledged late, a soft and a hard time limit, retried when the database
+# connection drops (Transient).
+_TASK = {
+    "acks_late": True,
+    "reject_on_worker_lost": True,
+    "soft_time_limit": TIME_LIMIT,
+    "time_limit": TIME_LIMIT + 60,
+    "autoretry_for": (Transient,),
+    "retry_backoff": 5,
+    "retry_backoff_max": 120,
+    "max_retries": 3,
+}
+
+
+@shared_task(bind=True, name="analysis.run", **_TASK)
 def analysis_run(self: Any, run_id: int) -> str:
     """Execute AnalysisRun ``run_id``. A redelivered message for a finished run does nothing."""
     runs.run_sweep_stale()  # a worker also finds runs lost by a dead one, even where no beat runs
-    try:
-        status = run_execute(
+    status = _within_time_limit(
+        run_id,
+        "the analysis",
+        lambda: run_execute(
             run_id=run_id,
             task_id=self.request.id or "",
             worker_heartbeat=not self.request.is_eager,
             fan_out=None if self.request.is_eager else partial(_fan_out, queue=_queue_of(self.request)),
-        )
-    except SoftTimeLimitExceeded:
-        run = AnalysisRun.objects.filter(pk=run_id).first()
-        if run is not None:
-            run_fail(
-                run_id=run_id,
-                attempt=run.attempts,
-                error=f"Stopped: the analysis took longer than the time limit of {TIME_LIMIT} s.",
-            )
-        return "failed"
+        ),
+    )
     if status == "not_due" and not self.request.is_eager:
         # The message arrived before the debounce window closed (clock skew, early redelivery).
         self.apply_async((run_id,), countdown=max(1.0, _seconds_until_due(run_id)))
@@ -68,31 +65,22 @@ def _queue_of(request: Any) -> str | None:
     return (getattr(request, "delivery_info", None) or {}).get("routing_key") or None
 
 
-_SHARD_TASK = {
-    "acks_late": True,
-    "reject_on_worker_lost": True,
-    "soft_time_limit": TIME_LIMIT,
-    "time_limit": TIME_LIMIT + 60,
-    "autoretry_for": (Transient,),
-    "retry_backoff": 5,
-    "retry_backoff_max": 120,
-    "max_retries": 3,
-}
-
-
-@shared_task(name="analysis.shard", **_SHARD_TASK)
+@shared_task(name="analysis.shard", **_TASK)
 def analysis_shard(run_id: int, attempt: int, index: int) -> str:
     """Read shard ``index`` of the run's attempt ``attempt`` and keep its part."""
-    return _within_time_limit(run_id, lambda: shard_execute(run_id=run_id, attempt=attempt, index=index))
+    return _within_time_limit(
+        run_id, "a part of the analysis", lambda: shard_execute(run_id=run_id, attempt=attempt, index=index)
+    )
 
 
-@shared_task(name="analysis.combine", **_SHARD_TASK)
+@shared_task(name="analysis.combine", **_TASK)
 def analysis_combine(run_id: int, attempt: int) -> str:
     """Combine the shards' parts of the run's attempt ``attempt``, compute and store the report."""
-    return _within_time_limit(run_id, lambda: combine_execute(run_id=run_id, attempt=attempt))
+    return _within_time_limit(run_id, "a part of the analysis", lambda: combine_execute(run_id=run_id, attempt=attempt))
 
 
-def _within_time_limit(run_id: int, work: Any) -> str:
+def _within_time_limit(run_id: int, what: str, work: Any) -> str:
+    """``work()``, or the run marked failed when it outlives the soft time limit."""
     try:
         return work()
     except SoftTimeLimitExceeded:
@@ -101,7 +89,7 @@ def _within_time_limit(run_id: int, work: Any) -> str:
             run_fail(
                 run_id=run_id,
                 attempt=run.attempts,
-                error=f"Stopped: a part of the analysis took longer than the time limit of {TIME_LIMIT} s.",
+                error=f"Stopped: {what} took longer than the time limit of {TIME_LIMIT} s.",
             )
         return "failed"
 
