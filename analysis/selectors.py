@@ -272,6 +272,21 @@ def excluded_graders(*, campaign_id: int) -> list[dict[str, Any]]:
     ]
 
 
+def excluded_grader_ids(*, campaign_id: int) -> set[int]:
+    """The user ids of the campaign's excluded graders (``excluded_graders``)."""
+    return {e["grader"] for e in excluded_graders(campaign_id=campaign_id)}
+
+
+def without_graders(frame: pd.DataFrame, excluded: set[int]) -> pd.DataFrame:
+    """The frame without the excluded graders' rows (the frame itself when nobody is excluded):
+    what an analysis reads of a campaign whose graders some are excluded."""
+    if not excluded or frame.empty:
+        return frame
+    kept = frame[~frame["grader"].isin(excluded)].reset_index(drop=True)
+    kept.attrs = dict(frame.attrs)
+    return kept
+
+
 def campaign_overview(*, campaign_id: int, excluded: set[int] | frozenset[int] = frozenset()) -> dict[str, Any]:
     """The Evalutron 6000 summary table: counts and the time span of the event log. Judgments,
     orderings and the graders who made them count only graders whose work counts (not the

@@ -61,7 +61,7 @@ def run_execute(*, run_id: int, task_id: str = "", worker_heartbeat: bool = True
         if fan_out is not None and len(plan) > 1:
             fan_out(run.pk, run.attempts, len(plan))
             return SHARDED
-        excluded = _excluded(run.campaign_id)
+        excluded = selectors.excluded_grader_ids(campaign_id=run.campaign_id)
         parts = []
         for shard in plan:
             started = time.perf_counter()
@@ -84,7 +84,7 @@ def shard_execute(*, run_id: int, attempt: int, index: int) -> str:
 
     def body() -> str:
         started = time.perf_counter()
-        part = _shard_part(run, shard, _excluded(run.campaign_id))
+        part = _shard_part(run, shard, selectors.excluded_grader_ids(campaign_id=run.campaign_id))
         _shard_done(run, shard, judgments=len(part.judgments), seconds=time.perf_counter() - started, part=part)
         return "done"
 
@@ -162,10 +162,6 @@ def _complete(run: AnalysisRun, progress: attempts.Progress, parts: list[ShardPa
 
 def _owned(run_id: int, attempt: int) -> AnalysisRun | None:
     return AnalysisRun.objects.filter(pk=run_id, status=RunStatus.RUNNING, attempts=attempt).first()
-
-
-def _excluded(campaign_id: int) -> set[int]:
-    return {e["grader"] for e in selectors.excluded_graders(campaign_id=campaign_id)}
 
 
 def _plan_store(run: AnalysisRun, plan: list[GraderSpan]) -> list[RunShard]:

@@ -67,9 +67,9 @@ class CampaignData:
         out = {e["grader"] for e in excluded}
         return replace(
             self,
-            judgments=_counted(self.judgments, out),
+            judgments=selectors.without_graders(self.judgments, out),
             behaviour=self.behaviour.without(out),
-            orderings=_counted(self.orderings, out),
+            orderings=selectors.without_graders(self.orderings, out),
             excluded=excluded,
         )
 
@@ -100,22 +100,13 @@ def campaign_data_load(
         # lays each dtype's columns out together: every section filters this frame, and pandas
         # would otherwise gather the scattered columns again for each filter (7% of the
         # agreement, graders and queries sections at 10^6 judgments).
-        judgments=with_values(_counted(judgments, out), spec, copy=False).copy(),
+        judgments=with_values(selectors.without_graders(judgments, out), spec, copy=False).copy(),
         behaviour=behaviour.without(out),
-        orderings=_counted(selectors.orderings_frame(campaign_id=campaign_id), out),
+        orderings=selectors.without_graders(selectors.orderings_frame(campaign_id=campaign_id), out),
         pseudonyms=selectors.grader_pseudonyms(campaign_id=campaign_id),
         query_labels=selectors.query_labels(campaign_id=campaign_id),
         excluded=excluded,
     )
-
-
-def _counted(frame: pd.DataFrame, excluded: set[int]) -> pd.DataFrame:
-    """The frame without the excluded graders' rows (the frame itself when nobody is excluded)."""
-    if not excluded or frame.empty:
-        return frame
-    kept = frame[~frame["grader"].isin(excluded)].reset_index(drop=True)
-    kept.attrs = dict(frame.attrs)
-    return kept
 
 
 def exclusions_before_reading(*, campaign_id: int) -> None:

@@ -65,28 +65,19 @@ def shard_plan(*, campaign_id: int, per_shard: int | None = None) -> list[Grader
 
 def shard_compute(*, campaign_id: int, span: GraderSpan, excluded: set[int], tolerance: float) -> ShardPart:
     """Read the graders of ``span`` (less the ``excluded``) and reduce their events."""
-    events = _without(selectors.unit_events_frame(campaign_id=campaign_id, graders=span), excluded)
+    events = selectors.without_graders(selectors.unit_events_frame(campaign_id=campaign_id, graders=span), excluded)
     values = selectors.value_events(events)
     events = _kept(events, ["grader", "unit", "ts", "type"])  # what time on unit reads; the rest can go
     stability = stability_reduce(values, tolerance=tolerance)
     del values  # the events are the largest thing a shard holds: each goes once it is reduced
     behaviour = behaviour_reduce(events, stability)
     del events
-    judgments = _without(selectors.judgments_frame(campaign_id=campaign_id, graders=span), excluded)
+    judgments = selectors.without_graders(selectors.judgments_frame(campaign_id=campaign_id, graders=span), excluded)
     return ShardPart(span=span, judgments=judgments, behaviour=behaviour)
 
 
 def _kept(frame: pd.DataFrame, columns: list[str]) -> pd.DataFrame:
     kept = frame[columns]
-    kept.attrs = dict(frame.attrs)
-    return kept
-
-
-def _without(frame: pd.DataFrame, excluded: set[int]) -> pd.DataFrame:
-    """The frame without the excluded graders' rows (the frame itself when nobody is excluded)."""
-    if not excluded or frame.empty:
-        return frame
-    kept = frame[~frame["grader"].isin(excluded)].reset_index(drop=True)
     kept.attrs = dict(frame.attrs)
     return kept
 

@@ -39,11 +39,9 @@ def _ratings(judgments: pd.DataFrame, scheme: str, keys: pd.DataFrame, by: str =
 
 def _counted_judgments(campaign_id: int) -> pd.DataFrame:
     """A linked campaign's judgments without the graders excluded there (as its own analysis has them)."""
-    frame = selectors.judgments_frame(campaign_id=campaign_id)
-    excluded = {e["grader"] for e in selectors.excluded_graders(campaign_id=campaign_id)}
-    if not excluded or frame.empty:
-        return frame
-    return frame[~frame["grader"].isin(excluded)].reset_index(drop=True)
+    return selectors.without_graders(
+        selectors.judgments_frame(campaign_id=campaign_id), selectors.excluded_grader_ids(campaign_id=campaign_id)
+    )
 
 
 def _moved(frame: pd.DataFrame) -> list[dict[str, Any]]:
