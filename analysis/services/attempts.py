@@ -17,7 +17,7 @@ from typing import Any
 
 from django.conf import settings
 from django.db import connection, transaction
-from django.db.models import F, Max, Q
+from django.db.models import F, Max, Q, QuerySet
 from django.utils import timezone
 
 from analysis.models import AnalysisRun, RunStatus
@@ -37,6 +37,12 @@ def run_number_next(*, campaign_id: int) -> int:
     The campaign's row lock serialises concurrent numberings."""
     Campaign.objects.select_for_update().filter(pk=campaign_id).first()
     return (AnalysisRun.objects.filter(campaign_id=campaign_id).aggregate(m=Max("number"))["m"] or 0) + 1
+
+
+def run_owned(*, run_id: int, attempt: int) -> QuerySet[AnalysisRun]:
+    """The run, while this attempt owns it (running, and not taken back by the sweeper): every
+    write of an attempt goes through it."""
+    return AnalysisRun.objects.filter(pk=run_id, status=RunStatus.RUNNING, attempts=attempt)
 
 
 def run_claim(*, run_id: int, task_id: str = "") -> AnalysisRun | str:
@@ -85,7 +91,7 @@ class Progress:
     _since: float = field(default_factory=time.perf_counter)
 
     def _owned(self) -> Any:
-        return AnalysisRun.objects.filter(pk=self.run_id, status=RunStatus.RUNNING, attempts=self.attempt)
+        return run_owned(run_id=self.run_id, attempt=self.attempt)
 
     def stage(self, name: str, percent: int) -> None:
         self._close_stage()
@@ -132,7 +138,7 @@ def heartbeat_thread(progress: Progress, *, interval: float | None = None) -> It
 
 def run_fail(*, run_id: int, attempt: int, error: str) -> bool:
     return bool(
-        AnalysisRun.objects.filter(pk=run_id, status=RunStatus.RUNNING, attempts=attempt).update(
+        run_owned(run_id=run_id, attempt=attempt).update(
             status=RunStatus.FAILED, error=error[:5000], finished_at=timezone.now()
         )
     )
@@ -141,7 +147,7 @@ def run_fail(*, run_id: int, attempt: int, error: str) -> bool:
 def run_release(*, run_id: int, attempt: int, error: str) -> bool:
     """Give a run back to the queue after a transient error (the task will retry it)."""
     return bool(
-        AnalysisRun.objects.filter(pk=run_id, status=RunStatus.RUNNING, attempts=attempt).update(
+        run_owned(run_id=run_id, attempt=attempt).update(
             status=RunStatus.QUEUED, error=error[:5000], stage="queued for retry", not_before=None
         )
     )

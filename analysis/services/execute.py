@@ -161,22 +161,18 @@ def _complete(run: AnalysisRun, progress: attempts.Progress, parts: list[ShardPa
 
 
 def _owned(run_id: int, attempt: int) -> AnalysisRun | None:
-    return AnalysisRun.objects.filter(pk=run_id, status=RunStatus.RUNNING, attempts=attempt).first()
+    return attempts.run_owned(run_id=run_id, attempt=attempt).first()
 
 
 def _plan_store(run: AnalysisRun, plan: list[GraderSpan]) -> list[RunShard]:
     """The run's shards for this attempt, replacing any of an earlier attempt."""
     with transaction.atomic():
-        if not _owned_rows(run).update(shards_total=len(plan), shards_done=0):
+        if not attempts.run_owned(run_id=run.pk, attempt=run.attempts).update(shards_total=len(plan), shards_done=0):
             raise attempts.RunLost(f"run {run.pk} was taken away from attempt {run.attempts}")
         RunShard.objects.filter(run_id=run.pk).delete()
         return RunShard.objects.bulk_create(
             RunShard(run_id=run.pk, attempt=run.attempts, index=i, graders=list(span)) for i, span in enumerate(plan)
         )
-
-
-def _owned_rows(run: AnalysisRun) -> Any:
-    return AnalysisRun.objects.filter(pk=run.pk, status=RunStatus.RUNNING, attempts=run.attempts)
 
 
 def _shard_part(run: AnalysisRun, shard: RunShard, excluded: set[int]) -> ShardPart:
@@ -200,7 +196,9 @@ def _shard_done(
             part=None if part is None else part_dumps(part),
             finished_at=timezone.now(),
         )
-        if done and not _owned_rows(run).update(shards_done=F("shards_done") + 1, heartbeat_at=timezone.now()):
+        if done and not attempts.run_owned(run_id=run.pk, attempt=run.attempts).update(
+            shards_done=F("shards_done") + 1, heartbeat_at=timezone.now()
+        ):
             raise attempts.RunLost(f"run {run.pk} was taken away from attempt {run.attempts}")
 
 
@@ -213,12 +211,7 @@ def _release_quietly(run: AnalysisRun, error: str) -> None:
 
 def _store(run: AnalysisRun, result: dict[str, Any], units: pd.DataFrame, progress: attempts.Progress) -> bool:
     with transaction.atomic():
-        owned = (
-            AnalysisRun.objects.select_for_update()
-            .filter(pk=run.pk, status=RunStatus.RUNNING, attempts=run.attempts)
-            .exists()
-        )
-        if not owned:
+        if not attempts.run_owned(run_id=run.pk, attempt=run.attempts).select_for_update().exists():
             return False
         UnitResult.objects.filter(run_id=run.pk).delete()
         if pgcopy.available():
