@@ -80,7 +80,7 @@ def behaviour_reduce(unit_events: pd.DataFrame, stability_parts: dict[str, dict[
     """Some graders' Behaviour: their ``stability_reduce`` and their unit events (columns grader,
     unit, ts, type of ``selectors.unit_events_frame``). Each grader's events must all be here: time
     on unit follows a grader from one event to their next, on whatever unit."""
-    per = m.engagement(unit_events[["grader", "unit", "ts", "type"]]) if not unit_events.empty else None
+    per = m.engagement(unit_events) if not unit_events.empty else None  # it reads grader, unit, ts, type
     if per is None or per.empty:
         opportunities = pd.DataFrame(
             {
