@@ -30,6 +30,7 @@ from .agreement import (
     rated_units,
     weight_matrix,
 )
+from .shapes import distinct_rows
 
 MAX_CELLS = 500_000  # weights drawn at once (n_boot_block * n_units): small blocks stay in cache
 
@@ -114,7 +115,7 @@ def fleiss_kappa_ci(
     table = table[rated_units(table)]
     if table.shape[0] == 0:
         return _estimate(value, np.array([np.nan]), confidence)
-    distinct, sizes = np.unique(table, axis=0, return_counts=True)  # units with equal rows are alike
+    distinct, _, sizes = distinct_rows(table)  # units with equal rows are alike
     agree, n_i, _ = fleiss_parts(distinct)
     per_group = np.column_stack([agree, n_i, distinct])
     n = table.shape[0]

@@ -26,6 +26,7 @@ from scipy import sparse
 
 from ._checks import Undefined, as_wide, choice
 from .bootstrap import Estimate, _estimate, bootstrap_replicates
+from .shapes import distinct_rows
 
 Level = Literal["nominal", "ordinal", "interval", "ratio"]
 LEVELS: tuple[Level, ...] = ("nominal", "ordinal", "interval", "ratio")
@@ -212,7 +213,38 @@ def krippendorff_alpha_ci(
     parts = _Parts(as_wide(ratings))
     if np.isnan(value):
         return _estimate(value, np.array([np.nan]), confidence)
-    replicates = bootstrap_replicates(
-        np.ones(parts.n_units, dtype=np.int64), _replicate(parts, level), rng=rng, n_boot=n_boot
-    )
+    groups, sizes = _groups(parts, level)
+    replicates = bootstrap_replicates(sizes, _replicate(groups, level), rng=rng, n_boot=n_boot)
     return _estimate(value, replicates, confidence)
+
+
+def _groups(parts: _Parts, level: str) -> tuple[_Parts, np.ndarray]:
+    """What the bootstrap resamples, and how many units each stands for: ``parts`` itself, a unit
+    each, or -- when at least eight units on average share each row of value counts -- one row per
+    distinct count row (``shapes.distinct_rows``), as ``fleiss_kappa_ci`` groups units.
+
+    Units with the same value counts add the same to every replicate, so a resample's group counts
+    (multinomial, ``bootstrap.resample_weights``) give its statistic without drawing each unit: at
+    10^7 judgments drawing 2,000,000 units per replicate was 18 of the agreement's 56 s. A group's
+    interval moments are its units' mean (they differ, if at all, in the last bit: the sums' order).
+    The ratio level's per-unit disagreement is not a function of the counts' row alone in floating
+    point and is not grouped, nor are units with more than ``DENSE_VALUES`` distinct values."""
+    ones = np.ones(parts.n_units, dtype=np.int64)
+    if level == "ratio":
+        return parts, ones
+    values, counts, marginals = parts.coded
+    if sparse.issparse(counts):
+        return parts, ones
+    distinct, inverse, sizes = distinct_rows(counts)
+    if distinct.shape[0] * 8 > parts.n_units:
+        return parts, ones
+    groups = object.__new__(_Parts)
+    groups.wide = distinct  # stands in for the units' rows only in their number (n_units)
+    groups.m = distinct.sum(axis=1)
+    groups.coded = (values, distinct, marginals)
+    if level == "interval":
+        per_unit = parts.moments
+        groups.moments = np.column_stack(
+            [np.bincount(inverse, weights=per_unit[:, j], minlength=sizes.size) / sizes for j in range(4)]
+        )
+    return groups, sizes.astype(np.int64)

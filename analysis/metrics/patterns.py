@@ -16,6 +16,7 @@ from numpy.typing import ArrayLike
 from scipy.stats import chi2_contingency
 
 from ._checks import as_count_table, as_labels, short
+from .shapes import distinct_rows
 
 KINDS = ("full", "partial", "none")
 OTHER = "·"
@@ -77,7 +78,7 @@ def pattern_table(counts: ArrayLike, categories: Sequence[Any]) -> pd.DataFrame:
             f"`categories` has {len(categories)} labels for {table.shape[1]} columns: {short(list(categories))}"
         )
     table = table[table.sum(axis=1) >= 2]
-    distinct, inverse, sizes = np.unique(table, axis=0, return_inverse=True, return_counts=True)
+    distinct, inverse, sizes = distinct_rows(table)
     labels = [_pattern_label(row, categories) for row in distinct]  # one per distinct count row
     frame = pd.DataFrame({"pattern": labels, "kind": pattern_kinds(distinct) if len(distinct) else [], "count": sizes})
     frame = frame.groupby(["pattern", "kind"], as_index=False)["count"].sum()

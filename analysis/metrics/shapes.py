@@ -136,3 +136,36 @@ def count_table(rows: ArrayLike, columns: ArrayLike, column_labels: Sequence[Any
     k = len(column_labels)
     flat = np.bincount(r[kept] * k + c[kept], minlength=len(row_index) * k)
     return pd.DataFrame(flat.reshape(len(row_index), k), index=row_index, columns=list(column_labels))
+
+
+def distinct_rows(table: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """``np.unique(table, axis=0, return_inverse=True, return_counts=True)`` of a count table
+    (non-negative integers, as ``as_count_table`` gives them): the distinct rows in the same
+    lexicographic order, each unit's row among them, and how many units share each.
+
+    Each row is read as one number in mixed radix (a digit per column, the first the most
+    significant), which orders rows as ``np.unique`` does; the numbers are counted with
+    ``np.bincount`` when there are few possible rows, else sorted. ``np.unique`` with ``axis=0``
+    compares rows as records, which took 0.7 of the 3.6 s of the agreement sections at 10^6
+    judgments. A table whose rows do not fit in 62 bits goes to ``np.unique``."""
+    if table.ndim != 2 or table.shape[0] == 0 or table.shape[1] == 0:
+        return np.unique(table, axis=0, return_inverse=True, return_counts=True)
+    radix = table.max(axis=0).astype(np.int64) + 1
+    if float(np.prod(radix.astype(float))) >= 2.0**62:
+        return np.unique(table, axis=0, return_inverse=True, return_counts=True)
+    codes = np.zeros(table.shape[0], dtype=np.int64)
+    for j in range(table.shape[1]):
+        codes *= radix[j]
+        codes += table[:, j].astype(np.int64)
+    possible = int(np.prod(radix))
+    if possible <= max(1 << 20, 4 * table.shape[0]):
+        counts = np.bincount(codes, minlength=possible)
+        present = np.flatnonzero(counts)
+        position = np.zeros(possible, dtype=np.intp)
+        position[present] = np.arange(present.size)
+        inverse, sizes = position[codes], counts[present]
+        first = np.full(present.size, table.shape[0], dtype=np.intp)
+        np.minimum.at(first, inverse, np.arange(table.shape[0]))
+    else:
+        _, first, inverse, sizes = np.unique(codes, return_index=True, return_inverse=True, return_counts=True)
+    return table[first], inverse.astype(np.intp).reshape(-1), sizes.astype(np.intp)

@@ -27,12 +27,14 @@ from django.conf import settings
 from analysis import selectors
 from analysis.selectors import GraderSpan
 from analysis.services.sections.behaviour import Behaviour, behaviour_combine, behaviour_reduce, stability_reduce
+from analysis.services.values import scheme_columns
+from grading.models import Campaign
 
 
 @dataclass
 class ShardPart:
     """What one shard found: its graders' judgments (``selectors.judgments_frame`` rows, excluded
-    graders left out) and their behaviour."""
+    graders and the value columns the scheme leaves empty left out) and their behaviour."""
 
     span: GraderSpan
     judgments: pd.DataFrame
@@ -73,6 +75,7 @@ def shard_compute(*, campaign_id: int, span: GraderSpan, excluded: set[int], tol
     behaviour = behaviour_reduce(events, stability)
     del events
     judgments = selectors.without_graders(selectors.judgments_frame(campaign_id=campaign_id, graders=span), excluded)
+    judgments = scheme_columns(judgments, Campaign.objects.values_list("scheme", flat=True).get(pk=campaign_id))
     return ShardPart(span=span, judgments=judgments, behaviour=behaviour)
 
 

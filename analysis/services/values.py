@@ -81,6 +81,24 @@ def value_spec(campaign: Campaign) -> ValueSpec:
     return ValueSpec(campaign.scheme)
 
 
+# The judgment columns that hold a scheme's values (``selectors.JUDGMENT_COLUMNS`` less unit, grader
+# and query): the others are empty in its campaigns.
+VALUE_COLUMNS = {
+    Scheme.BROAD_FINE: ["broad", "fine"],
+    Scheme.NUMERIC: ["score"],
+    Scheme.CATEGORICAL: ["label"],
+    Scheme.PAIRWISE: ["verdict"],
+}
+
+
+def scheme_columns(frame: pd.DataFrame, scheme: str) -> pd.DataFrame:
+    """``frame`` (``selectors.judgments_frame`` rows) without the value columns ``scheme`` leaves
+    empty: each is as large as the frame's ids (80 MB at 10^7 judgments), and every filter of the
+    judgments would copy it."""
+    unused = [c for c in ("broad", "fine", "score", "label", "verdict") if c not in VALUE_COLUMNS.get(scheme, [])]
+    return frame.drop(columns=[c for c in unused if c in frame.columns])
+
+
 def with_values(judgments: pd.DataFrame, spec: ValueSpec, *, copy: bool = True) -> pd.DataFrame:
     """The long frame with ``cat`` and ``num`` columns added (rows lacking them kept, as NaN/None).
 

@@ -85,3 +85,34 @@ def test_bad_arguments():
         fleiss_kappa_ci([[2, 0], [0, 2]], rng=np.random.default_rng(0), n_boot=0)
     with pytest.raises(ValueError, match="`confidence` must lie in"):
         percentile_interval(np.array([1.0]), 95)
+
+
+@pytest.mark.parametrize("level", ["nominal", "ordinal", "interval"])
+def test_alpha_groups_of_alike_units_give_the_replicates_of_their_units(level):
+    """Units with the same value counts are resampled as one group (``krippendorff._groups``): a
+    group drawn k times gives the statistic of any k of its units drawn, so weights over groups
+    give what the same weights on one unit of each group give."""
+    from analysis.metrics.krippendorff import _groups
+
+    rng = np.random.default_rng(6)
+    wide = noisy_wide(rng, n_units=2_000, n_graders=3, k=3) + 1
+    wide[rng.random(wide.shape) < 0.1] = np.nan
+    parts = _Parts(wide)
+    groups, sizes = _groups(parts, level)
+    assert groups.n_units == sizes.size < parts.n_units / 8 and sizes.sum() == parts.n_units
+    weights = next(resample_weights(np.random.default_rng(7), sizes, 8))
+    _, inverse, _ = np.unique(parts.coded[1], axis=0, return_inverse=True, return_counts=True)
+    first = np.array([np.flatnonzero(inverse == g)[0] for g in range(sizes.size)])
+    per_unit = np.zeros((weights.shape[0], parts.n_units))
+    per_unit[:, first] = weights
+    assert _replicate(groups, level)(weights) == pytest.approx(_replicate(parts, level)(per_unit), abs=1e-12)
+
+
+def test_alpha_is_not_grouped_for_ratio_or_when_units_are_mostly_unlike():
+    from analysis.metrics.krippendorff import _groups
+
+    rng = np.random.default_rng(8)
+    alike = _Parts(noisy_wide(rng, n_units=2_000, n_graders=3, k=3))
+    assert _groups(alike, "ratio")[0] is alike
+    unlike = _Parts(noisy_wide(rng, n_units=60, n_graders=4, k=4))
+    assert _groups(unlike, "interval")[0] is unlike
