@@ -106,7 +106,9 @@ class UnitResult(models.Model):
     shows, and the ground-truth export streams them.
     """
 
-    run = models.ForeignKey(AnalysisRun, on_delete=models.CASCADE, related_name="unit_results")
+    # No index of its own on run: the (run, unit) constraint and the (run, std) and (run, entropy)
+    # indexes all begin with it, and every index costs each of a run's rows an insert.
+    run = models.ForeignKey(AnalysisRun, on_delete=models.CASCADE, related_name="unit_results", db_index=False)
     unit = models.ForeignKey("grading.Unit", on_delete=models.CASCADE, related_name="+")
     query_id = models.BigIntegerField(null=True, blank=True)
     n = models.PositiveIntegerField()

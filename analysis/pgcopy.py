@@ -6,7 +6,8 @@
   stored doubles to the last bit). Elsewhere the ORM in chunks. Both give the same frame.
 - ``copy_out``: the blocks of ``COPY (…) TO STDOUT WITH (FORMAT csv)``, for a response to stream.
 - ``copy_out_into``: the same rows written into a file at once (``query_frame``'s read).
-- ``copy_in``: rows into a table with ``COPY … FROM STDIN``.
+- ``copy_in``: rows into a table with ``COPY … FROM STDIN``; ``copy_in_csv`` the same from Arrow
+  record batches, written as CSV by Arrow.
 
 A COPY CSV writes NULL as an unquoted empty field and an empty string as ``""``; the reader keeps
 the two apart.
@@ -14,6 +15,7 @@ the two apart.
 
 from __future__ import annotations
 
+import io
 import select
 import tempfile
 from collections.abc import Iterable, Iterator, Mapping, Sequence
@@ -78,6 +80,23 @@ def copy_in(table: str, columns: Sequence[str], rows: Iterable[Sequence[Any]]) -
     with connection.cursor() as cursor, cursor.cursor.copy(f"COPY {table} ({', '.join(columns)}) FROM STDIN") as copy:
         for row in rows:
             copy.write_row(row)
+
+
+def copy_in_csv(table: str, columns: Sequence[str], blocks: Iterable[Any]) -> None:
+    """Write Arrow record batches (``columns`` in order; nulls for NULL) with
+    ``COPY table (columns) FROM STDIN WITH (FORMAT csv)``, each batch turned into CSV by Arrow's
+    writer: no Python object per value. Floats are written in their shortest exact form, so
+    PostgreSQL reads back the same doubles; text is quoted, so an empty string stays apart from
+    NULL (an unquoted empty field)."""
+    import pyarrow.csv as pa_csv
+
+    options = pa_csv.WriteOptions(include_header=False, quoting_style="needed")
+    sql = f"COPY {table} ({', '.join(columns)}) FROM STDIN WITH (FORMAT csv)"
+    with connection.cursor() as cursor, cursor.cursor.copy(sql) as copy:
+        for block in blocks:
+            text = io.BytesIO()
+            pa_csv.write_csv(block, text, write_options=options)
+            copy.write(text.getbuffer())
 
 
 def query_frame(

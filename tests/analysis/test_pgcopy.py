@@ -147,3 +147,38 @@ def test_a_copy_that_fails_raises_the_databases_error_and_leaves_the_connection_
     with connection.cursor() as cursor:
         cursor.execute("SELECT 2")
         assert cursor.fetchone() == (2,)
+
+
+@pytest.mark.postgres
+def test_unit_rows_written_as_csv_by_arrow_read_back_as_the_values_they_were(judged_campaign):
+    """Doubles to the last bit (the shortest exact text, denormals and extremes included), NULL
+    apart from an empty or quoted text, and JSON with commas, quotes, new lines and accents."""
+    import numpy as np
+
+    from analysis.services import execute
+
+    run = _run(judged_campaign, seed=5)
+    UnitResult.objects.filter(run=run).delete()
+    units = list(judged_campaign.units.order_by("pk").values_list("pk", flat=True)[:6])
+    awkward = [1 / 3, 5e-324, 1.7976931348623157e308, -0.0, 0.1 + 0.2, float("nan")]
+    frame = pd.DataFrame(
+        {
+            "unit": units,
+            "query": [None, 7, 8, 9, 10, 11],
+            "n": [2, 3, 4, 5, 6, 7],
+            "mean": awkward,
+            "std": awkward[::-1],
+            "n_ns": [np.nan, 1, 2, 3, 4, 5],
+            "distribution": [{"a,b": 1}, {'say "hi"': 2}, {"line\nnext": 3}, {"é": 4}, {"": 0}, None],
+        }
+    )
+    execute._copy_unit_rows(run.pk, frame)
+    stored = list(
+        UnitResult.objects.filter(run=run).order_by("unit_id").values_list("query_id", "mean", "std", "n_ns", "distribution")
+    )
+    for row, (query, mean, std, n_ns, distribution) in zip(frame.itertuples(), stored, strict=True):
+        assert query == (None if pd.isna(row.query) else int(row.query))
+        for want, got in ((row.mean, mean), (row.std, std)):
+            assert (got is None) if np.isnan(want) else (np.float64(got).tobytes() == np.float64(want).tobytes())
+        assert n_ns == (None if np.isnan(row.n_ns) else int(row.n_ns))
+        assert distribution == row.distribution
