@@ -196,7 +196,7 @@ def unit_table(judgments: pd.DataFrame, spec: ValueSpec) -> pd.DataFrame:
     frame = valued(judgments, spec)
     if frame.empty or not (spec.has_numbers or spec.has_categories):
         return pd.DataFrame(columns=["unit", "query", "n"])
-    queries = frame.drop_duplicates("unit").set_index("unit")["query"]
+    queries = frame[["unit", "query"]].drop_duplicates("unit").set_index("unit")["query"]
     table = pd.DataFrame(index=pd.Index(sorted(queries.index), name="unit"))
     table["query"] = queries.reindex(table.index)
     if spec.has_numbers:
@@ -266,8 +266,9 @@ def _crescent(mean: np.ndarray, std: np.ndarray) -> dict[str, Any]:
 def fine_within_broad(judgments: pd.DataFrame, spec: ValueSpec) -> list[dict[str, Any]] | None:
     if spec.scheme != Scheme.BROAD_FINE:
         return None
-    both = judgments[judgments["broad"].notna() & judgments["fine"].notna()]
-    if both.empty:
+    both = (judgments["broad"].notna() & judgments["fine"].notna()).to_numpy()
+    if not both.any():
         return []
-    table = m.fine_within_broad(both["broad"].to_numpy(), both["fine"].to_numpy(dtype=float), spec.categories)
+    broad, fine = judgments["broad"].to_numpy()[both], judgments["fine"].to_numpy(dtype=float)[both]
+    table = m.fine_within_broad(broad, fine, spec.categories)
     return _records(table.reset_index())

@@ -224,7 +224,8 @@ def queries(
 ) -> list[dict[str, Any]]:
     """One row per query: units, judgments, agreement kinds and the share of units in disagreement."""
     frame = valued(judgments, spec)
-    frame = frame[frame["query"].notna()]
+    if frame["query"].isna().any():  # a copy of every column: only when some judgment has no query
+        frame = frame[frame["query"].notna()]
     if frame.empty:
         return []
     table = frame.groupby("query").agg(units=("unit", "nunique"), judgments=("unit", "size"))
