@@ -173,9 +173,8 @@ def test_unit_rows_written_as_csv_by_arrow_read_back_as_the_values_they_were(jud
         }
     )
     execute._copy_unit_rows(run.pk, frame)
-    stored = list(
-        UnitResult.objects.filter(run=run).order_by("unit_id").values_list("query_id", "mean", "std", "n_ns", "distribution")
-    )
+    fields = ["query_id", "mean", "std", "n_ns", "distribution"]
+    stored = list(UnitResult.objects.filter(run=run).order_by("unit_id").values_list(*fields))
     for row, (query, mean, std, n_ns, distribution) in zip(frame.itertuples(), stored, strict=True):
         assert query == (None if pd.isna(row.query) else int(row.query))
         for want, got in ((row.mean, mean), (row.std, std)):
