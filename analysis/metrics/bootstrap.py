@@ -62,7 +62,8 @@ def resample_weights(rng: np.random.Generator, sizes: np.ndarray, n_boot: int) -
         draws = rng.integers(0, n, size=(size, n))
         if groups < n:
             draws = np.repeat(np.arange(groups), sizes)[draws]
-        draws += np.arange(size)[:, None] * groups
+        if size > 1:  # each row's draws counted in a block of its own (a block of one needs no shift)
+            draws += np.arange(size)[:, None] * groups
         yield np.bincount(draws.ravel(), minlength=size * groups).reshape(size, groups).astype(float)
 
 
