@@ -186,7 +186,11 @@ def krippendorff_alpha(ratings: ArrayLike, level: Level = "interval") -> float:
         values are identical.
     """
     level = choice(level, dict(zip(LEVELS, LEVELS, strict=True)), name="level")
-    parts = _Parts(as_wide(ratings))
+    return _value(_Parts(as_wide(ratings)), level)
+
+
+def _value(parts: _Parts, level: str) -> float:
+    """Alpha of the pairable units ``parts`` (the replicate that draws each unit once)."""
     if parts.n_units == 0:
         return Undefined(NO_PAIRS)
     value = _replicate(parts, level)(np.ones((1, parts.n_units)))[0]
@@ -209,8 +213,9 @@ def krippendorff_alpha_ci(
     -------
     Estimate(value, ci_low, ci_high, reason)
     """
-    value = krippendorff_alpha(ratings, level)
-    parts = _Parts(as_wide(ratings))
+    level = choice(level, dict(zip(LEVELS, LEVELS, strict=True)), name="level")
+    parts = _Parts(as_wide(ratings))  # one set of per-unit parts for the value and its replicates
+    value = _value(parts, level)
     if np.isnan(value):
         return _estimate(value, np.array([np.nan]), confidence)
     groups, sizes = _groups(parts, level)
