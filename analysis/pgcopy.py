@@ -6,8 +6,8 @@
   stored doubles to the last bit). Elsewhere the ORM in chunks. Both give the same frame.
 - ``copy_out``: the blocks of ``COPY (…) TO STDOUT WITH (FORMAT csv)``, for a response to stream.
 - ``copy_out_into``: the same rows written into a file at once (``query_frame``'s read).
-- ``copy_in``: rows into a table with ``COPY … FROM STDIN``; ``copy_in_csv`` the same from Arrow
-  record batches, written as CSV by Arrow.
+- ``copy_in_csv``: Arrow record batches into a table with ``COPY … FROM STDIN``, written as CSV by
+  Arrow.
 
 A COPY CSV writes NULL as an unquoted empty field and an empty string as ``""``; the reader keeps
 the two apart.
@@ -73,13 +73,6 @@ def copy_out_into(sql: str, params: Sequence[Any], out: BinaryIO) -> None:
                     failed = result
         if failed is not None:
             raise psycopg.errors.error_from_result(failed, encoding=conn.info.encoding)
-
-
-def copy_in(table: str, columns: Sequence[str], rows: Iterable[Sequence[Any]]) -> None:
-    """Write ``rows`` (one value per column, None for NULL) with ``COPY table (columns) FROM STDIN``."""
-    with connection.cursor() as cursor, cursor.cursor.copy(f"COPY {table} ({', '.join(columns)}) FROM STDIN") as copy:
-        for row in rows:
-            copy.write_row(row)
 
 
 def copy_in_csv(table: str, columns: Sequence[str], blocks: Iterable[Any]) -> None:

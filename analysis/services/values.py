@@ -15,6 +15,7 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
+from analysis.selectors import JUDGMENT_COLUMNS
 from grading.models import Campaign
 from grading.models.choices import Scheme
 
@@ -81,13 +82,13 @@ def value_spec(campaign: Campaign) -> ValueSpec:
     return ValueSpec(campaign.scheme)
 
 
-# The judgment columns that hold a scheme's values (``selectors.JUDGMENT_COLUMNS`` less unit, grader
-# and query): the others are empty in its campaigns.
-VALUE_COLUMNS = {
-    Scheme.BROAD_FINE: ["broad", "fine"],
-    Scheme.NUMERIC: ["score"],
-    Scheme.CATEGORICAL: ["label"],
-    Scheme.PAIRWISE: ["verdict"],
+# Per scheme: the judgment column read as a category and the one read as a number (None: the scheme
+# has none). The other value columns of ``selectors.JUDGMENT_COLUMNS`` are empty in its campaigns.
+ANSWER_COLUMNS = {
+    Scheme.BROAD_FINE: ("broad", "fine"),
+    Scheme.NUMERIC: (None, "score"),
+    Scheme.CATEGORICAL: ("label", None),
+    Scheme.PAIRWISE: ("verdict", None),
 }
 
 
@@ -95,8 +96,8 @@ def scheme_columns(frame: pd.DataFrame, scheme: str) -> pd.DataFrame:
     """``frame`` (``selectors.judgments_frame`` rows) without the value columns ``scheme`` leaves
     empty: each is as large as the frame's ids (80 MB at 10^7 judgments), and every filter of the
     judgments would copy it."""
-    unused = [c for c in ("broad", "fine", "score", "label", "verdict") if c not in VALUE_COLUMNS.get(scheme, [])]
-    return frame.drop(columns=[c for c in unused if c in frame.columns])
+    used = ["unit", "grader", "query", *(c for c in ANSWER_COLUMNS.get(scheme, ()) if c)]
+    return frame.drop(columns=[c for c in JUDGMENT_COLUMNS if c not in used and c in frame.columns])
 
 
 def with_values(judgments: pd.DataFrame, spec: ValueSpec, *, copy: bool = True) -> pd.DataFrame:

@@ -12,6 +12,7 @@ from typing import Any
 import pandas as pd
 
 from analysis import selectors
+from analysis.services.values import ANSWER_COLUMNS
 from grading.models.choices import Scheme
 from grading.services.gold import answer_scores
 from grading.services.payloads import VALUE_FIELD
@@ -76,19 +77,10 @@ def hidden_units_section(
     return out
 
 
-# Per scheme: the answer compared as a category, and the one compared as a number (None: not asked).
-REPEAT_FIELDS = {
-    Scheme.BROAD_FINE: ("broad", "fine"),
-    Scheme.NUMERIC: (None, "score"),
-    Scheme.CATEGORICAL: ("label", None),
-    Scheme.PAIRWISE: ("verdict", None),
-}
-
-
 def _repeats(
     campaign_id: int, scheme: str, pseudonyms: dict[int, str], excluded: set[int] | frozenset[int]
 ) -> dict[str, Any]:
-    categorical, numeric = REPEAT_FIELDS.get(scheme, (None, None))
+    categorical, numeric = ANSWER_COLUMNS.get(scheme, (None, None))  # compared as such
     fields = [f for f in (categorical, numeric) if f]
     if not fields:
         return {}
