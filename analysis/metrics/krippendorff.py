@@ -48,7 +48,7 @@ class _Parts:
 
     @property
     def n_units(self) -> int:
-        return self.wide.shape[0]
+        return self.m.size
 
     @cached_property
     def coded(self) -> tuple[np.ndarray, sparse.csr_matrix | np.ndarray, np.ndarray]:
@@ -243,8 +243,7 @@ def _groups(parts: _Parts, level: str) -> tuple[_Parts, np.ndarray]:
     distinct, inverse, sizes = distinct_rows(counts)
     if distinct.shape[0] * 8 > parts.n_units:
         return parts, ones
-    groups = object.__new__(_Parts)
-    groups.wide = distinct  # stands in for the units' rows only in their number (n_units)
+    groups = object.__new__(_Parts)  # no rows of values: what the replicates read, set directly
     groups.m = distinct.sum(axis=1)
     groups.coded = (values, distinct, marginals)
     if level == "interval":
