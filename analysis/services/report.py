@@ -23,7 +23,7 @@ from analysis.services.sections.instrument import instrument_section
 from analysis.services.sections.model import model_truth
 from analysis.services.sections.ordering import orderings
 from analysis.services.sections.systems import systems_section
-from analysis.services.shards import ShardPart, parts_combine, shard_compute
+from analysis.services.shards import ShardPart, consolidated, parts_combine, shard_compute
 from analysis.services.values import ValueSpec, value_spec, with_values
 from grading.models import Campaign
 from grading.models.choices import Scheme
@@ -91,16 +91,17 @@ def campaign_data_load(
     out = {e["grader"] for e in excluded}
     if parts is None:
         parts = [shard_compute(campaign_id=campaign_id, span=(None, None), excluded=out, tolerance=tolerance)]
-    judgments, behaviour = parts_combine(parts)
+    columns, behaviour = parts_combine(parts)
+    if out:
+        kept = ~columns["grader"].isin(out).to_numpy()
+        columns = {name: values[kept].reset_index(drop=True) for name, values in columns.items()}
     return CampaignData(
         campaign_id=campaign_id,
         scheme=campaign.scheme,
         spec=spec,
-        # The value columns added in place (the parts' frames are done with), then one copy that
-        # lays each dtype's columns out together: every section filters this frame, and pandas
-        # would otherwise gather the scattered columns again for each filter (7% of the
-        # agreement, graders and queries sections at 10^6 judgments).
-        judgments=with_values(selectors.without_graders(judgments, out), spec, copy=False).copy(),
+        # The value columns derived once for every section, then laid out with each dtype's columns
+        # together (shards.consolidated).
+        judgments=consolidated(with_values(columns, spec, copy=False)),
         behaviour=behaviour.without(out),
         orderings=selectors.without_graders(selectors.orderings_frame(campaign_id=campaign_id), out),
         pseudonyms=selectors.grader_pseudonyms(campaign_id=campaign_id),

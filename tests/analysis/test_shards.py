@@ -11,7 +11,7 @@ from analysis.reports.serialize import jsonable
 from analysis.services import execute, runs
 from analysis.services.execute import combine_execute, run_execute, shard_execute
 from analysis.services.report import report_compute
-from analysis.services.shards import part_dumps, part_loads, parts_combine, shard_compute, shard_plan
+from analysis.services.shards import consolidated, part_dumps, part_loads, parts_combine, shard_compute, shard_plan
 from grading.models import Judgment
 from grading.services.exclusion import grader_exclude
 from tests.analysis.conftest import judge_broad_fine
@@ -56,9 +56,26 @@ def test_a_shards_part_travels_as_bytes_unchanged(campaign):
         pd.testing.assert_frame_equal(back.behaviour.by_grader, part.behaviour.by_grader)
         pd.testing.assert_series_equal(back.behaviour.events, part.behaviour.events)
         assert back.behaviour.stability == part.behaviour.stability
-    combined, _ = parts_combine([part_loads(part_dumps(p)) for p in parts])
+    loaded = [part_loads(part_dumps(p)) for p in parts]
+    combined, _ = parts_combine(loaded)
     whole = shard_compute(campaign_id=campaign.pk, span=(None, None), excluded=set(), tolerance=0.5)
-    pd.testing.assert_frame_equal(combined, whole.judgments)
+    pd.testing.assert_frame_equal(consolidated(combined), whole.judgments)
+    assert all(len(p.judgments) == 0 and p.behaviour.opportunities.empty for p in loaded)  # given up
+
+
+def test_consolidated_lays_each_dtype_out_in_one_block_and_gives_the_columns_up():
+    columns = {
+        "unit": pd.Series([3, 1, 2]),
+        "broad": pd.Series(["NS", None, "VS"], dtype=object),
+        "grader": pd.Series([7, 7, 8]),
+        "fine": pd.Series([0.5, float("nan"), 10.0]),
+    }
+    expected = pd.DataFrame(columns)[["unit", "grader", "broad", "fine"]]
+    frame = consolidated(columns)
+    assert columns == {}
+    pd.testing.assert_frame_equal(frame, expected)
+    assert len(frame._mgr.blocks) == 3
+    assert consolidated({}).empty
 
 
 def test_the_plan_cuts_between_graders_and_leaves_no_grader_out(campaign):
