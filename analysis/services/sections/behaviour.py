@@ -10,7 +10,7 @@ import numpy as np
 import pandas as pd
 
 from analysis import metrics as m
-from analysis.services.values import ValueSpec, categorical_long, numeric_long, valued
+from analysis.services.values import ValueSpec, valued
 
 # event type -> (scale shown in the report, numeric?)
 SCALES = {
@@ -165,52 +165,103 @@ def engagement(behaviour: Behaviour) -> dict[str, Any]:
     }
 
 
-def _agreement_with_majority(cat: pd.DataFrame, categories: list[Any]) -> pd.Series:
-    """Per grader: share of judgments equal to the unique majority of the *other* graders' judgments.
-
-    Judgments whose unit has no unique majority among the others (or no other judgment) are not counted.
-    """
-    codes = pd.Index(categories).get_indexer(cat["value"])
-    unit_codes, _ = pd.factorize(cat["unit"])
-    counts = np.zeros((unit_codes.max() + 1, len(categories)))
-    np.add.at(counts, (unit_codes, codes), 1)
-    others = counts[unit_codes]
-    others[np.arange(len(codes)), codes] -= 1
-    top = others.max(axis=1)
-    unique = (others == top[:, None]).sum(axis=1) == 1
-    counted = unique & (top > 0)
-    agree = counted & (others[np.arange(len(codes)), codes] == top)
-    frame = pd.DataFrame({"grader": cat["grader"].to_numpy(), "counted": counted, "agree": agree})
-    sums = frame.groupby("grader")[["counted", "agree"]].sum()
-    return (sums["agree"] / sums["counted"].where(sums["counted"] > 0)).rename("agreement_with_majority")
+def _unit_codes(units: np.ndarray) -> tuple[np.ndarray, int]:
+    """Each row's unit as 0.. in the order of sorted unit ids, and how many units: from the runs of
+    equal ids when the rows are sorted by unit (the judgments are), else by sorting."""
+    if units.size and (units[1:] >= units[:-1]).all():
+        starts = np.empty(units.size, dtype=bool)
+        starts[0], starts[1:] = True, units[1:] != units[:-1]
+        codes = np.cumsum(starts) - 1
+        return codes, int(codes[-1]) + 1
+    uniques, codes = np.unique(units, return_inverse=True)
+    return codes.ravel(), uniques.size
 
 
-def _deviation_from_others(num: pd.DataFrame) -> pd.Series:
+def _sorted_codes(values: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """``np.unique(values, return_inverse=True)`` by hashing rather than sorting every value: the
+    graders are few and their judgments many."""
+    codes, uniques = pd.factorize(values, sort=True)
+    return np.asarray(uniques), codes
+
+
+def _agreement_with_majority(
+    units: np.ndarray, codes: np.ndarray, graders: np.ndarray, n_graders: int, k: int
+) -> tuple[np.ndarray, np.ndarray]:
+    """Per grader (``graders`` are 0..n_graders-1): of their judgments, how many met a unique
+    majority of the *other* graders' judgments of the unit (counted), and how many equal it (agree).
+
+    Judgments whose unit has no unique majority among the others (or no other judgment) are not
+    counted. ``codes`` are the judgments' categories 0..k-1. The others' counts of a category are
+    the unit's count less the judgment's own, taken one category at a time: never a judgments × k
+    table."""
+    unit_codes, n_units = _unit_codes(units)
+    counts = np.bincount(unit_codes * k + codes, minlength=n_units * k).reshape(n_units, k).astype(np.int32)
+    top = np.full(codes.size, -1, dtype=np.int32)  # the largest count among the others' categories
+    ties = np.zeros(codes.size, dtype=np.int32)  # how many categories reach it
+    for c in range(k):
+        others = counts[unit_codes, c] - (codes == c)
+        ties = np.where(others > top, 1, ties + (others == top))
+        np.maximum(top, others, out=top)
+        del others
+    counted = (ties == 1) & (top > 0)
+    agree = counted & (counts[unit_codes, codes] - 1 == top)
+    return (
+        np.bincount(graders, weights=counted, minlength=n_graders),
+        np.bincount(graders, weights=agree, minlength=n_graders),
+    )
+
+
+def _deviation_from_others(units: np.ndarray, graders: np.ndarray, values: np.ndarray) -> pd.Series:
     """Per grader: mean |score − mean of the other graders' scores of the unit|."""
-    groups = num.groupby("unit")["value"]
+    value = pd.Series(values)
+    groups = value.groupby(units)
     total, size = groups.transform("sum"), groups.transform("size")
-    others = (total - num["value"]) / (size - 1).where(size > 1)
-    dev = (num["value"] - others).abs()
-    return dev.groupby(num["grader"]).mean().rename("mean_abs_deviation")
+    others = (total - value) / (size - 1).where(size > 1)
+    dev = (value - others).abs()
+    return dev.groupby(graders).mean().rename("mean_abs_deviation").rename_axis("grader")
 
 
 def graders(
     judgments: pd.DataFrame, spec: ValueSpec, behaviour: Behaviour, pseudonyms: dict[int, str]
 ) -> list[dict[str, Any]]:
-    """One row per grader: judgments, category usage, agreement with the majority, score habits, time."""
+    """One row per grader: judgments, category usage, agreement with the majority, score habits, time.
+
+    Taken from the judgments' columns, never from copies of the whole frame (at 10^7 judgments each
+    long frame is 320 MB)."""
     frame = valued(judgments, spec)
     if frame.empty:
         return []
-    table = frame.groupby("grader").agg(judgments=("unit", "size"))
+    grader_ids, grader_codes = _sorted_codes(frame["grader"].to_numpy())
+    table = pd.DataFrame({"judgments": np.bincount(grader_codes)}, index=pd.Index(grader_ids, name="grader"))
     if spec.has_categories:
-        cat = categorical_long(frame, spec)
-        usage = m.count_table(cat["grader"], cat["value"], spec.categories)
-        usage.columns = [f"usage_{c}" for c in spec.categories]
-        table = table.join(usage).join(_agreement_with_majority(cat, spec.categories))
+        k = len(spec.categories)
+        codes = pd.Index(spec.categories).get_indexer(frame["cat"])  # -1: no category in the scale
+        rated = codes >= 0
+        g, c = grader_codes[rated], codes[rated]
+        usage = np.bincount(g * k + c, minlength=grader_ids.size * k).reshape(grader_ids.size, k)
+        present = np.bincount(g, minlength=grader_ids.size) > 0
+        table = table.join(
+            pd.DataFrame(
+                usage[present],
+                index=pd.Index(grader_ids[present], name="grader"),
+                columns=[f"usage_{c}" for c in spec.categories],
+            )
+        )
+        counted, agree = _agreement_with_majority(frame["unit"].to_numpy()[rated], c, g, grader_ids.size, k)
+        share = pd.Series(agree[present], index=grader_ids[present]) / pd.Series(
+            counted[present], index=grader_ids[present]
+        ).where(counted[present] > 0)
+        table = table.join(share.rename("agreement_with_majority"))
     if spec.has_numbers:
-        num = numeric_long(frame)
-        stats = num.groupby("grader")["value"].agg(score_mean="mean", score_std="std")
-        table = table.join(stats).join(_deviation_from_others(num))
+        has = frame["num"].notna().to_numpy()
+        every = bool(has.all())
+        values = frame["num"].to_numpy(dtype=float)
+        units, grader = frame["unit"].to_numpy(), frame["grader"].to_numpy()
+        if not every:
+            values, units, grader = values[has], units[has], grader[has]
+        stats = pd.Series(values).groupby(grader).agg(["mean", "std"])
+        stats.columns, stats.index.name = ["score_mean", "score_std"], "grader"
+        table = table.join(stats).join(_deviation_from_others(units, grader, values))
     if not behaviour.opportunities.empty:
         table = table.join(behaviour.by_grader["median_seconds"])
         table = table.join(behaviour.events.rename("events"))
@@ -222,25 +273,45 @@ def graders(
 def queries(
     judgments: pd.DataFrame, spec: ValueSpec, units: pd.DataFrame, labels: dict[int, str]
 ) -> list[dict[str, Any]]:
-    """One row per query: units, judgments, agreement kinds and the share of units in disagreement."""
+    """One row per query: units, judgments, agreement kinds and the share of units in disagreement.
+
+    Taken from the judgments' columns (a unit has one query), never from copies of the frame."""
     frame = valued(judgments, spec)
-    if frame["query"].isna().any():  # a copy of every column: only when some judgment has no query
-        frame = frame[frame["query"].notna()]
-    if frame.empty:
+    query, unit = frame["query"].to_numpy(), frame["unit"].to_numpy()
+    has = ~pd.isna(query)
+    cat = frame["cat"].to_numpy() if spec.has_categories else None
+    if not has.all():
+        query, unit, cat = query[has], unit[has], None if cat is None else cat[has]
+    if query.size == 0:
         return []
-    table = frame.groupby("query").agg(units=("unit", "nunique"), judgments=("unit", "size"))
-    if spec.has_categories:
-        cat = categorical_long(frame, spec)
-        if not cat.empty:
-            counts, unit_index, _ = m.long_to_counts(cat[["unit", "grader", "value"]], spec.categories)
-            kinds = pd.Series(m.pattern_kinds(counts), index=unit_index)
-            query_of = cat.drop_duplicates("unit").set_index("unit")["query"].reindex(unit_index)
-            tally = m.count_table(query_of.to_numpy(), kinds.to_numpy(), ["full", "partial", "none"])
-            rated = tally.sum(axis=1)
-            tally["disagreement_pct"] = 100.0 * (tally["partial"] + tally["none"]) / rated.where(rated > 0)
+    unit_codes, n_units = _unit_codes(unit)
+    query_of_unit = np.empty(n_units, dtype=query.dtype)
+    query_of_unit[unit_codes] = query
+    query_ids, of_unit = _sorted_codes(query_of_unit)
+    per_unit = np.bincount(unit_codes, minlength=n_units)
+    del unit_codes
+    table = pd.DataFrame(
+        {
+            "units": np.bincount(of_unit, minlength=query_ids.size),
+            "judgments": np.bincount(of_unit, weights=per_unit, minlength=query_ids.size).astype(np.int64),
+        },
+        index=pd.Index(query_ids, name="query"),
+    )
+    if cat is not None:
+        k = len(spec.categories)
+        codes = pd.Index(spec.categories).get_indexer(cat)
+        rated = codes >= 0
+        if rated.any():
+            rated_codes, n_rated = _unit_codes(unit[rated])
+            counts = np.bincount(rated_codes * k + codes[rated], minlength=n_rated * k).reshape(n_rated, k)
+            rated_query = np.empty(n_rated, dtype=query.dtype)
+            rated_query[rated_codes] = query[rated]
+            tally = m.count_table(rated_query, m.pattern_kinds(counts), ["full", "partial", "none"])
+            rated_units = tally.sum(axis=1)
+            tally["disagreement_pct"] = 100.0 * (tally["partial"] + tally["none"]) / rated_units.where(rated_units > 0)
             table = table.join(tally)
     if "std" in units and not units.empty:
-        rated_units = units[units["n"] >= 2]
+        rated_units = units.loc[(units["n"] >= 2).to_numpy(), ["query", "std", "entropy"]]
         table = table.join(rated_units.groupby("query")[["std", "entropy"]].mean().add_prefix("mean_"))
     table = table.reset_index().rename(columns={"index": "query"})
     table.insert(1, "label", table["query"].map(lambda q: labels.get(int(q), str(q))))
