@@ -557,13 +557,16 @@ def provenance_frame(*, campaign_id: int) -> pd.DataFrame:
     """Which system returned which unit's candidate for the unit's query: columns system (name),
     query (id), unit (id). Provenance without a query, or naming a query the candidate is not
     paired with in a unit, has no unit and is left out."""
-    pairs = Unit.objects.filter(campaign_id=campaign_id, query__isnull=False).values_list(
+    provenance = CandidateProvenance.objects.filter(system__campaign_id=campaign_id, query__isnull=False)
+    rows = list(provenance.values_list("system__name", "query_id", "candidate_id"))
+    if not rows:  # most campaigns: no need to read every unit (2,000,000 of them took 1.5 s and 0.7 GB)
+        return pd.DataFrame([], columns=["system", "query", "unit"])
+    # Only the units of queries some system returned candidates for, in the units' order: where two
+    # units pair the same candidate with a query, the last one counts.
+    pairs = Unit.objects.filter(campaign_id=campaign_id, query_id__in=provenance.values("query_id")).values_list(
         "query_id", "candidate_id", "pk"
     )
     unit_of = {(q, c): u for q, c, u in pairs}
-    rows = CandidateProvenance.objects.filter(system__campaign_id=campaign_id, query__isnull=False).values_list(
-        "system__name", "query_id", "candidate_id"
-    )
     kept = [(s, q, unit_of[(q, c)]) for s, q, c in rows if (q, c) in unit_of]
     return pd.DataFrame(kept, columns=["system", "query", "unit"])
 

@@ -13,6 +13,7 @@ from django.core.files.uploadedfile import SimpleUploadedFile
 from django.core.management import CommandError, call_command
 from scipy import stats
 
+from analysis import selectors
 from analysis.models import AnalysisRun, RunStatus, SystemEvaluation
 from analysis.services import runs
 from analysis.services.execute import run_execute
@@ -271,3 +272,20 @@ def test_the_cli_imports_scores_and_fails_with_status_2_on_a_bad_file(bare, tmp_
         call_command("import_system_scores", campaign.slug, str(bad), "--no-analysis")
     assert exc.value.returncode == 2
     assert SystemOutput.objects.filter(system__name="s").count() == 24
+
+
+def test_provenance_frame_names_each_returned_candidates_unit(campaign):
+    frame = selectors.provenance_frame(campaign_id=campaign.pk)
+    units = {(u.query_id, u.candidate_id): u.pk for u in Unit.objects.filter(campaign=campaign)}
+    expected = sorted(
+        (p.system.name, p.query_id, units[(p.query_id, p.candidate_id)])
+        for p in CandidateProvenance.objects.filter(system__campaign=campaign)
+    )
+    assert sorted(frame.itertuples(index=False, name=None)) == expected
+    assert len(frame) == 48  # system-a's 24, then b's and c's 12 each
+
+
+def test_provenance_frame_of_a_campaign_without_provenance_is_empty(bare):
+    CandidateProvenance.objects.filter(system__campaign=bare).delete()
+    frame = selectors.provenance_frame(campaign_id=bare.pk)
+    assert frame.empty and list(frame.columns) == ["system", "query", "unit"]
