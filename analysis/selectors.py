@@ -10,6 +10,7 @@ from __future__ import annotations
 import json
 from collections import Counter
 from collections.abc import Iterator, Mapping
+from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
@@ -304,10 +305,26 @@ def without_graders(frame: pd.DataFrame, excluded: set[int]) -> pd.DataFrame:
     return kept
 
 
-def campaign_overview(*, campaign_id: int, excluded: set[int] | frozenset[int] = frozenset()) -> dict[str, Any]:
+@dataclass(frozen=True)
+class Judged:
+    """What a run read of a campaign's judgments (``judgments_frame``'s rows: not skipped, of units
+    that are not hidden gold, of graders whose work counts): how many, by whom, of how many units."""
+
+    judgments: int
+    graders: frozenset[int]
+    units: int
+
+
+def campaign_overview(
+    *, campaign_id: int, excluded: set[int] | frozenset[int] = frozenset(), judged: Judged | None = None
+) -> dict[str, Any]:
     """The Evalutron 6000 summary table: counts and the time span of the event log. Judgments,
     orderings and the graders who made them count only graders whose work counts (not the
-    `excluded` user ids, counted apart); events and assignments are the log's, everyone's."""
+    `excluded` user ids, counted apart); events and assignments are the log's, everyone's.
+
+    ``judged``: the judgments an analysis run read, which the counts then start from (the database
+    adds the judgments of hidden gold units): counting distinct graders and units of 10^7
+    judgments in the database took 3 s."""
     campaign = Campaign.objects.get(pk=campaign_id)
     assignments = Assignment.objects.filter(campaign_id=campaign_id).aggregate(
         total=Count("pk"),
@@ -321,12 +338,8 @@ def campaign_overview(*, campaign_id: int, excluded: set[int] | frozenset[int] =
         .order_by()
         .aggregate(n=Count("pk"), first=Min("server_ts"), last=Max("server_ts"))
     )
-    judged = Judgment.objects.filter(campaign_id=campaign_id, skipped=False)
-    judgments = (
-        judged.exclude(grader_id__in=excluded)
-        .order_by()
-        .aggregate(n=Count("pk"), graders=Count("grader_id", distinct=True), units=Count("unit_id", distinct=True))
-    )
+    read, judged = judged, Judgment.objects.filter(campaign_id=campaign_id, skipped=False)
+    judgments = _judged_counts(judged, campaign_id=campaign_id, excluded=excluded, read=read)
     left_out = judged.filter(grader_id__in=excluded).count() if excluded else 0
     span = (events["last"] - events["first"]).total_seconds() if events["first"] else None
     orderings = (
@@ -366,6 +379,23 @@ def campaign_overview(*, campaign_id: int, excluded: set[int] | frozenset[int] =
     if campaign.scheme == Scheme.ORDERING:
         del out["judgments"], out["units_judged"], out["judgments_of_excluded_graders"]
     return out
+
+
+def _judged_counts(
+    judged: QuerySet, *, campaign_id: int, excluded: set[int] | frozenset[int], read: Judged | None
+) -> dict[str, int]:
+    """Judgments (n), their graders and their units, of graders not ``excluded``: all from the
+    database, or from what a run ``read`` plus the judgments of hidden gold units, which it does
+    not read (their units are apart from the read ones)."""
+    counted = judged.exclude(grader_id__in=excluded).order_by()
+    if read is None:
+        return counted.aggregate(
+            n=Count("pk"), graders=Count("grader_id", distinct=True), units=Count("unit_id", distinct=True)
+        )
+    gold = counted.filter(unit_id__in=Unit.objects.filter(campaign_id=campaign_id, gold__isnull=False).values("pk"))
+    counts = gold.aggregate(n=Count("pk"), units=Count("unit_id", distinct=True))
+    graders = read.graders | set(gold.values_list("grader_id", flat=True).distinct())
+    return {"n": read.judgments + counts["n"], "graders": len(graders), "units": read.units + counts["units"]}
 
 
 # --- runs ---------------------------------------------------------------------------------------

@@ -167,7 +167,9 @@ def report_compute(
     result: dict[str, Any] = {"schema": RESULT_SCHEMA, "scheme": data.scheme, "seed": seed, "parameters": parameters}
     progress.stage("overview", 15)
     excluded = {e["grader"] for e in data.excluded}
-    result["overview"] = selectors.campaign_overview(campaign_id=campaign_id, excluded=excluded)
+    result["overview"] = selectors.campaign_overview(
+        campaign_id=campaign_id, excluded=excluded, judged=_judged(data.judgments)
+    )
     if data.client_ts_replaced:
         n = data.client_ts_replaced
         result["overview"]["implausible_client_timestamps"] = (
@@ -233,3 +235,14 @@ def report_compute(
         progress.stage("instrument", 93)
         result["instrument"] = instrument_section(campaign_id=campaign_id, scheme=data.scheme, judgments=data.judgments)
     return jsonable(result), units
+
+
+def _judged(judgments: pd.DataFrame) -> selectors.Judged:
+    """How many judgments the run read, by whom, of how many units (for the overview)."""
+    units = judgments["unit"].to_numpy()
+    if units.size and (units[1:] >= units[:-1]).all():  # in unit order, as read: count the runs
+        n_units = int(np.count_nonzero(units[1:] != units[:-1])) + 1
+    else:
+        n_units = int(pd.unique(units).size)
+    graders = frozenset(int(g) for g in pd.unique(judgments["grader"].to_numpy()))
+    return selectors.Judged(judgments=len(judgments), graders=graders, units=n_units)

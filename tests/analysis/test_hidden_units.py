@@ -105,3 +105,27 @@ def test_gold_events_stay_out_of_the_graders_event_statistics(judged_campaign, o
     after = selectors.unit_events_frame(campaign_id=judged_campaign.pk)
     assert len(before) > 0 and len(after) == len(before)
     assert not set(after["type"]) & {"gold_set", "gold_removed"}
+
+
+def test_the_overview_counts_from_a_runs_reading_what_the_database_counts(judged_campaign, organizer):
+    """The overview starts from the judgments a run read (not gold, not skipped, not excluded) and
+    adds gold units' judgments from the database: the same counts as the database's alone."""
+    from analysis.services.report import _judged
+    from grading.services.exclusion import grader_exclude
+
+    units = list(Unit.objects.filter(campaign=judged_campaign).order_by("pk"))
+    for unit in units[:2]:
+        gold_set(organizer=organizer, campaign=judged_campaign, unit_external_id=unit.external_id, value="VS")
+    skipped = Judgment.objects.filter(campaign=judged_campaign, unit=units[3]).first()
+    Judgment.objects.filter(pk=skipped.pk).update(skipped=True)
+    leaver = Judgment.objects.filter(campaign=judged_campaign).order_by("grader_id").values_list("grader", flat=True)[0]
+    grader_exclude(
+        campaign=judged_campaign, role=judged_campaign.roles.get(user_id=leaver, role="grader"), reason="x", actor=None
+    )
+    excluded = selectors.excluded_grader_ids(campaign_id=judged_campaign.pk)
+    read = selectors.without_graders(selectors.judgments_frame(campaign_id=judged_campaign.pk), excluded)
+    from_run = selectors.campaign_overview(campaign_id=judged_campaign.pk, excluded=excluded, judged=_judged(read))
+    from_database = selectors.campaign_overview(campaign_id=judged_campaign.pk, excluded=excluded)
+    assert from_run == from_database
+    assert from_run["units_judged"] == len(units) and from_run["active_graders"] == 2
+    assert from_run["judgments"] == len(read) + 2 * 2  # two gold units, judged by the two who count
