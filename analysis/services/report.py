@@ -23,7 +23,7 @@ from analysis.services.sections.instrument import instrument_section
 from analysis.services.sections.model import model_truth
 from analysis.services.sections.ordering import orderings
 from analysis.services.sections.systems import systems_section
-from analysis.services.shards import ShardPart, consolidated, parts_combine, shard_compute
+from analysis.services.shards import ShardPart, arrow_memory_release, consolidated, parts_combine, shard_compute
 from analysis.services.values import ValueSpec, value_spec, with_values
 from grading.models import Campaign
 from grading.models.choices import Scheme
@@ -95,13 +95,15 @@ def campaign_data_load(
     if out:
         kept = ~columns["grader"].isin(out).to_numpy()
         columns = {name: values[kept].reset_index(drop=True) for name, values in columns.items()}
+    # The value columns derived once for every section, then laid out with each dtype's columns
+    # together (shards.consolidated); what held the parts' rows goes back to the system.
+    judgments = consolidated(with_values(columns, spec, copy=False))
+    arrow_memory_release()
     return CampaignData(
         campaign_id=campaign_id,
         scheme=campaign.scheme,
         spec=spec,
-        # The value columns derived once for every section, then laid out with each dtype's columns
-        # together (shards.consolidated).
-        judgments=consolidated(with_values(columns, spec, copy=False)),
+        judgments=judgments,
         behaviour=behaviour.without(out),
         orderings=selectors.without_graders(selectors.orderings_frame(campaign_id=campaign_id), out),
         pseudonyms=selectors.grader_pseudonyms(campaign_id=campaign_id),
