@@ -75,6 +75,15 @@ def _cell_dtype(n_cells: int) -> type:
     return np.int32 if n_cells < 2**31 else np.int64
 
 
+def _cells_of(grader: np.ndarray, value: np.ndarray, k: int, n_cells: int) -> np.ndarray:
+    """Each judgment's cell ``grader · k + answer``, in the narrowest type that holds the cells: at
+    10^7 judgments an int64 array is 80 MB."""
+    cell = grader.astype(np.int16 if n_cells < 2**15 else _cell_dtype(n_cells))
+    cell *= k
+    cell += value
+    return cell
+
+
 def _mask_patterns(
     unit: np.ndarray, cell: np.ndarray, n_units: int, n_cells: int, width: int
 ) -> tuple[np.ndarray, np.ndarray]:
@@ -153,9 +162,7 @@ def em(
     an E-step then an M-step; stops when the largest posterior change is below ``tol``.
     """
     n_cells = n_graders * k
-    cell = grader.astype(_cell_dtype(n_cells))  # grader · k + answer, without int64 temporaries
-    cell *= k
-    cell += value
+    cell = _cells_of(grader, value, k, n_cells)
     pat = patterns_of(unit, cell, n_units=n_units, n_cells=n_cells)
     if start is None:
         votes = np.asarray(pat.cells @ np.tile(np.eye(k), (n_graders, 1)))  # (P, k) answers per category

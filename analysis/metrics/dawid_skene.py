@@ -147,7 +147,7 @@ def _check_pairs(
 def _value_coded(values: np.ndarray, keep: np.ndarray | None, n: int, value_codes: Sequence) -> np.ndarray:
     """Each kept value's position in ``value_codes``, block by block (each block's distinct values looked up once)."""
     index = {v: i for i, v in enumerate(value_codes)}
-    codes = np.empty(n, dtype=_code_dtype(len(index)))
+    codes = np.empty(n, dtype=np.int8 if len(index) < 128 else _code_dtype(len(index)))  # 10 MB at 10^7
     at = 0
     for block in _ds_em.blocks(values.size):
         kept = _kept(values, keep, block)
@@ -338,7 +338,6 @@ def bias_noise(
             break
     del weights, per_unit  # done with: the log-likelihood's terms take the judgments' size
     noise = np.sqrt(var)
-    score_se = 1.0 / np.sqrt(_sums(u, n_units, lambda b: 1.0 / var[g[b]]))
     log_likelihood = float(
         -0.5
         * _total(
@@ -346,6 +345,7 @@ def bias_noise(
             lambda b: np.log(2 * np.pi * var[g[b]]) + (y[b] - score[u[b]] - bias[g[b]]) ** 2 / var[g[b]],
         )
     )
+    score_se = 1.0 / np.sqrt(_sums(u, n_units, lambda b: 1.0 / var[g[b]]))
     return BiasNoiseResult(
         c.units,
         score,
