@@ -321,6 +321,7 @@ def bias_noise(
     spread = float(y.std())
     floor = float(min_noise) if min_noise is not None else (0.01 * spread if spread > 0 else 1e-6)
     score = _sums(u, n_units, lambda b: y[b]) / per_unit
+    del per_unit  # done with: the initial variance's terms take the judgments' size
     bias = np.zeros(n_graders)
     var = np.full(n_graders, max(_mean(y.size, lambda b: (y[b] - score[u[b]]) ** 2), floor**2))
     converged, iterations = False, 0
@@ -336,7 +337,7 @@ def bias_noise(
         if change < tol:
             converged = True
             break
-    del weights, per_unit  # done with: the log-likelihood's terms take the judgments' size
+    del weights  # done with: the log-likelihood's terms take the judgments' size
     noise = np.sqrt(var)
     log_likelihood = float(
         -0.5

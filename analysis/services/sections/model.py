@@ -32,24 +32,12 @@ def model_truth(
     units = pd.DataFrame(columns=["unit", *MODEL_COLUMNS])
     if frame.empty:
         return section, units
-    per_unit = []
-    if spec.has_categories and spec.scheme != Scheme.NUMERIC:
-        cat = frame["cat"]
-        keep = cat.isin(spec.categories).to_numpy()  # the rows of values.categorical_long
-        if keep.any() and len(spec.categories) >= 2:
-            # a category outside the scale becomes missing, which dawid_skene leaves out
-            fit = dawid_skene(_long(frame, cat if keep.all() else cat.where(keep)), categories=spec.categories)
-            section["dawid_skene"] = _ds_section(fit, pseudonyms)
-            # the label's position in the scale: fit.labels are spec.categories[argmax]
-            label = fit.posterior.argmax(axis=1).astype(float)
-            per_unit.append(
-                pd.DataFrame({"unit": fit.units, "model_label": label, "model_probability": fit.probability})
-            )
-            del fit
-    if spec.has_numbers and spec.scheme in (Scheme.NUMERIC, Scheme.BROAD_FINE) and frame["num"].notna().any():
-        fit = bias_noise(_long(frame, frame["num"]))  # bias_noise leaves out rows without a number
-        section["bias_noise"] = _bias_noise_section(fit, pseudonyms, spec)
-        per_unit.append(pd.DataFrame({"unit": fit.units, "model_score": fit.score, "model_se": fit.score_se}))
+    # each fit in a function of its own: its per-judgment temporaries are gone before the next one
+    per_unit = [
+        part
+        for part in (_ds_units(frame, spec, pseudonyms, section), _bias_noise_units(frame, spec, pseudonyms, section))
+        if part is not None
+    ]
     if len(per_unit) == 2 and np.array_equal(per_unit[0]["unit"].to_numpy(), per_unit[1]["unit"].to_numpy()):
         # the same sorted units: the outer merge below would only set the columns side by side
         return section, pd.concat([per_unit[0], per_unit[1].drop(columns="unit")], axis=1)
@@ -60,6 +48,37 @@ def model_truth(
             else units.drop(columns=[c for c in part if c != "unit" and c in units]).merge(part, on="unit", how="outer")
         )
     return section, units.reindex(columns=["unit", *MODEL_COLUMNS])
+
+
+def _ds_units(
+    frame: pd.DataFrame, spec: ValueSpec, pseudonyms: dict[int, str], section: dict[str, Any]
+) -> pd.DataFrame | None:
+    """Dawid–Skene on the categories in the scale: its section, and per unit the label's position and
+    its probability (None: no fit)."""
+    if not spec.has_categories or spec.scheme == Scheme.NUMERIC:
+        return None
+    cat = frame["cat"]
+    keep = cat.isin(spec.categories).to_numpy()  # the rows of values.categorical_long
+    if not keep.any() or len(spec.categories) < 2:
+        return None
+    # a category outside the scale becomes missing, which dawid_skene leaves out
+    fit = dawid_skene(_long(frame, cat if keep.all() else cat.where(keep)), categories=spec.categories)
+    section["dawid_skene"] = _ds_section(fit, pseudonyms)
+    # the label's position in the scale: fit.labels are spec.categories[argmax]
+    label = fit.posterior.argmax(axis=1).astype(float)
+    return pd.DataFrame({"unit": fit.units, "model_label": label, "model_probability": fit.probability})
+
+
+def _bias_noise_units(
+    frame: pd.DataFrame, spec: ValueSpec, pseudonyms: dict[int, str], section: dict[str, Any]
+) -> pd.DataFrame | None:
+    """The numeric grader model: its section, and per unit the model score and its standard error
+    (None: no fit)."""
+    if not spec.has_numbers or spec.scheme not in (Scheme.NUMERIC, Scheme.BROAD_FINE) or frame["num"].isna().all():
+        return None
+    fit = bias_noise(_long(frame, frame["num"]))  # bias_noise leaves out rows without a number
+    section["bias_noise"] = _bias_noise_section(fit, pseudonyms, spec)
+    return pd.DataFrame({"unit": fit.units, "model_score": fit.score, "model_se": fit.score_se})
 
 
 def _long(frame: pd.DataFrame, value: pd.Series) -> pd.DataFrame:
