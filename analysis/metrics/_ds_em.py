@@ -62,6 +62,8 @@ def patterns_of(unit: np.ndarray, cell: np.ndarray, *, n_units: int, n_cells: in
     width = int(lengths.max())
     if n_units * width > PAD_BUDGET * unit.size:
         return Patterns(np.arange(n_units), np.ones(n_units), _matrix(unit, cell, n_units, n_cells))
+    # (bit masks pad only the distinct sets, but the budget above still decides, so that the EM sums
+    # over the same patterns in the same order whichever way they are found)
     if n_cells <= MASK_CELLS:
         return _patterns(*_mask_patterns(unit, cell, n_units, n_cells, width), n_cells)
     order = np.lexsort((cell, unit))
