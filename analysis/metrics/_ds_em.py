@@ -26,9 +26,17 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 import numpy as np
+import pandas as pd
 from scipy import sparse
 
 PAD_BUDGET = 4  # padded cells allowed per judgment before patterns are not worth forming
+MASK_CELLS = 63  # up to this many cells, a unit's set of cells is an int64 bit mask
+CHUNK = 1 << 17  # rows per block of a pass over the judgments: a block's temporaries stay ~1 MB at any size
+
+
+def blocks(n: int) -> list[slice]:
+    """``n`` rows in blocks of ``CHUNK``."""
+    return [slice(start, start + CHUNK) for start in range(0, n, CHUNK)]
 
 
 @dataclass(frozen=True)
@@ -47,25 +55,69 @@ def _matrix(row: np.ndarray, cell: np.ndarray, n_rows: int, n_cells: int) -> spa
 
 def patterns_of(unit: np.ndarray, cell: np.ndarray, *, n_units: int, n_cells: int) -> Patterns:
     """Group units by their set of cells (every unit 0..n_units-1 holds at least one judgment;
-    no unit holds a cell twice)."""
-    lengths = np.bincount(unit, minlength=n_units)
+    no unit holds a cell twice). Patterns are numbered in lexicographic order of their sorted cells."""
+    lengths = np.zeros(n_units, dtype=np.int64)
+    for b in blocks(unit.size):
+        np.add.at(lengths, unit[b], 1)
     width = int(lengths.max())
     if n_units * width > PAD_BUDGET * unit.size:
         return Patterns(np.arange(n_units), np.ones(n_units), _matrix(unit, cell, n_units, n_cells))
+    # (bit masks pad only the distinct sets, but the budget above still decides, so that the EM sums
+    # over the same patterns in the same order whichever way they are found)
+    if n_cells <= MASK_CELLS:
+        return _patterns(*_mask_patterns(unit, cell, n_units, n_cells, width), n_cells)
     order = np.lexsort((cell, unit))
     u, c = unit[order], cell[order]
-    dtype = np.int32 if n_cells < 2**31 else np.int64
-    padded = np.full((n_units, width), -1, dtype=dtype)
+    padded = np.full((n_units, width), -1, dtype=_cell_dtype(n_cells))
     padded[u, np.arange(u.size) - (np.cumsum(lengths) - lengths)[u]] = c
-    rows = np.lexsort(padded.T[::-1])  # units in lexicographic order of their sorted cells
+    return _patterns(padded, np.arange(n_units), n_cells)
+
+
+def _cell_dtype(n_cells: int) -> type:
+    return np.int32 if n_cells < 2**31 else np.int64
+
+
+def _cells_of(grader: np.ndarray, value: np.ndarray, k: int, n_cells: int) -> np.ndarray:
+    """Each judgment's cell ``grader · k + answer``, in the narrowest type that holds the cells: at
+    10^7 judgments an int64 array is 80 MB."""
+    cell = grader.astype(np.int16 if n_cells < 2**15 else _cell_dtype(n_cells))
+    cell *= k
+    cell += value
+    return cell
+
+
+def _mask_patterns(
+    unit: np.ndarray, cell: np.ndarray, n_units: int, n_cells: int, width: int
+) -> tuple[np.ndarray, np.ndarray]:
+    """Each distinct set of cells as a padded row of its sorted cells, and each unit's row.
+
+    A unit's set is the sum of 2^cell over its cells (no cell twice: a bit mask), added up block by
+    block, so that 10^7 judgments are neither sorted nor padded: only the few hundred sets are."""
+    mask = np.zeros(n_units, dtype=np.int64)
+    for b in blocks(unit.size):
+        np.add.at(mask, unit[b], np.left_shift(1, cell[b].astype(np.int64)))
+    of_unit, sets = pd.factorize(mask)
+    padded = np.full((sets.size, width), -1, dtype=_cell_dtype(n_cells))
+    filled = np.zeros(sets.size, dtype=np.int64)
+    for c in range(n_cells):
+        held = (sets >> c) & 1 == 1
+        padded[held, filled[held]] = c
+        filled += held
+    return padded, of_unit
+
+
+def _patterns(padded: np.ndarray, of_row: np.ndarray, n_cells: int) -> Patterns:
+    """Patterns from ``padded`` rows (sorted cells, -1 after the last), unit ``i`` holding row ``of_row[i]``."""
+    rows = np.lexsort(padded.T[::-1])  # rows in lexicographic order of their sorted cells
     ordered = padded[rows]
-    first = np.ones(n_units, dtype=bool)
+    first = np.ones(rows.size, dtype=bool)
     first[1:] = (ordered[1:] != ordered[:-1]).any(axis=1)
-    of_unit = np.empty(n_units, dtype=np.int64)
-    of_unit[rows] = np.cumsum(first) - 1
+    pattern = np.empty(rows.size, dtype=np.int64)
+    pattern[rows] = np.cumsum(first) - 1
+    of_unit = pattern[of_row]
     rep = ordered[first]  # one row per pattern
     held = rep >= 0
-    p = np.repeat(np.arange(rep.shape[0]), width).reshape(rep.shape)[held]
+    p = np.repeat(np.arange(rep.shape[0]), rep.shape[1]).reshape(rep.shape)[held]
     weight = np.bincount(of_unit, minlength=rep.shape[0]).astype(float)
     return Patterns(of_unit, weight, _matrix(p, rep[held].astype(np.int64), rep.shape[0], n_cells))
 
@@ -112,7 +164,7 @@ def em(
     an E-step then an M-step; stops when the largest posterior change is below ``tol``.
     """
     n_cells = n_graders * k
-    cell = grader.astype(np.int64) * k + value
+    cell = _cells_of(grader, value, k, n_cells)
     pat = patterns_of(unit, cell, n_units=n_units, n_cells=n_cells)
     if start is None:
         votes = np.asarray(pat.cells @ np.tile(np.eye(k), (n_graders, 1)))  # (P, k) answers per category

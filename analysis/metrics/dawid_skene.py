@@ -12,7 +12,7 @@ the EM algorithm", Applied Statistics 28(1), 20–28.
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass
 
 import numpy as np
@@ -38,6 +38,7 @@ class DawidSkeneResult:
     P(grader g says l | truth t).  accuracy : (n_graders,) Σ_t π_t θ_g[t, t].
     log_likelihood : natural-log marginal likelihood of the judgments at the final parameters.
     iterations : EM iterations used.  converged : the largest posterior change fell below the tolerance.
+    n_judgments : (n_graders,) each grader's judgments with a value.
     """
 
     units: np.ndarray
@@ -52,6 +53,7 @@ class DawidSkeneResult:
     log_likelihood: float
     iterations: int
     converged: bool
+    n_judgments: np.ndarray
 
 
 @dataclass(frozen=True)
@@ -68,26 +70,97 @@ def _check_frame(judgments: pd.DataFrame) -> None:
         raise ValueError(f"`judgments` must be a DataFrame with columns unit, grader, value; got {short(judgments)}")
 
 
+def _code_dtype(n: int) -> type:
+    """Codes of ``n`` distinct things: int32 halves the per-judgment arrays whenever it can hold them."""
+    return np.int32 if n < 2**31 else np.int64
+
+
+def _kept(values: np.ndarray, keep: np.ndarray | None, block: slice) -> np.ndarray:
+    return values[block] if keep is None else values[block][keep[block]]
+
+
+def _ids_coded(ids: pd.Series, keep: np.ndarray | None, n: int) -> tuple[np.ndarray, np.ndarray]:
+    """``pd.factorize(ids[keep], sort=True)`` as (codes, distinct ids), without its copies.
+
+    Integer ids spanning at most about twice the ``n`` kept rows are coded through a table indexed by
+    id, block by block: factorizing 10^7 ids (hash table, codes, then sorting and re-coding them)
+    allocates several times their size. Other ids are factorized as before."""
+    values = ids.to_numpy() if isinstance(ids.dtype, np.dtype) else None
+    if values is not None and values.dtype.kind == "i" and n:
+
+        def kept_blocks() -> Iterator[np.ndarray]:
+            return (b for b in (_kept(values, keep, s) for s in _ds_em.blocks(values.size)) if b.size)
+
+        lo, hi = min(int(b.min()) for b in kept_blocks()), max(int(b.max()) for b in kept_blocks())
+        if hi - lo < 2 * n + 1024:
+            present = np.zeros(hi - lo + 1, dtype=bool)
+            for b in kept_blocks():
+                present[b.astype(np.int64) - lo] = True
+            distinct = (np.flatnonzero(present) + lo).astype(values.dtype)
+            dtype = _code_dtype(distinct.size)
+            table = np.cumsum(present, dtype=dtype) - 1
+            codes = np.empty(n, dtype=dtype)
+            at = 0
+            for b in kept_blocks():
+                codes[at : at + b.size] = table[b.astype(np.int64) - lo]
+                at += b.size
+            return codes, distinct
+    codes, distinct = pd.factorize(ids if keep is None else ids[keep], sort=True)
+    return codes.astype(_code_dtype(len(distinct))), np.asarray(distinct)
+
+
 def _coded(judgments: pd.DataFrame, *, value_codes: Sequence | None = None) -> _Coded:
+    """The judgments with a value as codes: units and graders numbered in sorted order of their ids,
+    values as floats or, given ``value_codes``, as positions in it.
+
+    The frame's columns are read where they lie: at 10^7 judgments each copy of one is 80 MB."""
     _check_frame(judgments)
-    frame = judgments.dropna(subset=["value"])
-    if frame.empty:
+    column = judgments["value"]
+    keep = column.notna().to_numpy()
+    n = int(np.count_nonzero(keep))
+    if n == 0:
         raise ValueError("`judgments` holds no values")
-    unit, units = pd.factorize(frame["unit"], sort=True)
-    grader, graders = pd.factorize(frame["grader"], sort=True)
-    pairs = np.sort(unit.astype(np.int64) * max(len(graders), 1) + grader)
-    if (pairs[1:] == pairs[:-1]).any():  # found by sorting codes; named (slowly) only when there is one
+    keep = None if n == keep.size else keep
+    unit, units = _ids_coded(judgments["unit"], keep, n)
+    grader, graders = _ids_coded(judgments["grader"], keep, n)
+    _check_pairs(judgments, keep, unit, grader, graders.size)
+    if value_codes is None:
+        value = column.to_numpy(dtype=float) if keep is None else column[keep].to_numpy(dtype=float)
+        return _Coded(unit, grader, value, units, graders)
+    return _Coded(unit, grader, _value_coded(column.to_numpy(), keep, n, value_codes), units, graders)
+
+
+def _check_pairs(
+    judgments: pd.DataFrame, keep: np.ndarray | None, unit: np.ndarray, grader: np.ndarray, n_graders: int
+) -> None:
+    """Raises if a grader has two values for a unit: found by sorting codes, named (slowly) only when there is one."""
+    pairs = unit.astype(_code_dtype((int(unit.max()) + 1) * max(n_graders, 1)))
+    pairs *= max(n_graders, 1)
+    pairs += grader
+    pairs.sort()
+    if (pairs[1:] == pairs[:-1]).any():
+        frame = judgments if keep is None else judgments[keep]
         row = frame[frame.duplicated(["unit", "grader"])].iloc[0]
         raise ValueError(f"`judgments` has two values of grader {row['grader']!r} for unit {row['unit']!r}")
-    if value_codes is None:
-        return _Coded(unit, grader, frame["value"].to_numpy(dtype=float), np.asarray(units), np.asarray(graders))
+
+
+def _value_coded(values: np.ndarray, keep: np.ndarray | None, n: int, value_codes: Sequence) -> np.ndarray:
+    """Each kept value's position in ``value_codes``, block by block (each block's distinct values looked up once)."""
     index = {v: i for i, v in enumerate(value_codes)}
-    seen, distinct = pd.factorize(frame["value"])  # each distinct value looked up once
-    codes = np.array([index.get(v, -1) for v in distinct], dtype=np.int64)[seen]
-    if (codes < 0).any():
-        first = frame["value"].iloc[int(np.flatnonzero(codes < 0)[0])]
-        raise ValueError(f"`judgments` value {short(first)} is not one of the categories {short(list(value_codes))}")
-    return _Coded(unit, grader, codes, np.asarray(units), np.asarray(graders))
+    codes = np.empty(n, dtype=np.int8 if len(index) < 128 else _code_dtype(len(index)))  # 10 MB at 10^7
+    at = 0
+    for block in _ds_em.blocks(values.size):
+        kept = _kept(values, keep, block)
+        seen, distinct = pd.factorize(kept)
+        found = np.array([index.get(v, -1) for v in distinct], dtype=codes.dtype)[seen]
+        if (found < 0).any():
+            first = kept[int(np.flatnonzero(found < 0)[0])]
+            raise ValueError(
+                f"`judgments` value {short(first)} is not one of the categories {short(list(value_codes))}"
+            )
+        codes[at : at + kept.size] = found
+        at += kept.size
+    return codes
 
 
 def _em(
@@ -189,6 +262,7 @@ def dawid_skene(
         log_likelihood,
         iterations,
         converged,
+        _counts(c.grader, c.graders.size),
     )
 
 
@@ -242,36 +316,37 @@ def bias_noise(
     c = _coded(judgments)
     if not np.isfinite(c.value).all():
         raise ValueError("`judgments` values must be finite numbers")
-    n_units, n_graders, y = c.units.size, c.graders.size, c.value
-    per_unit = np.bincount(c.unit, minlength=n_units)
-    per_grader = np.bincount(c.grader, minlength=n_graders)
+    n_units, n_graders, u, g, y = c.units.size, c.graders.size, c.unit, c.grader, c.value
+    per_unit, per_grader = _counts(u, n_units), _counts(g, n_graders)
     spread = float(y.std())
     floor = float(min_noise) if min_noise is not None else (0.01 * spread if spread > 0 else 1e-6)
-    score = np.bincount(c.unit, weights=y, minlength=n_units) / per_unit
+    score = _sums(u, n_units, lambda b: y[b]) / per_unit
+    del per_unit  # done with: the initial variance's terms take the judgments' size
     bias = np.zeros(n_graders)
-    var = np.full(n_graders, max(float(((y - score[c.unit]) ** 2).mean()), floor**2))
+    var = np.full(n_graders, max(_mean(y.size, lambda b: (y[b] - score[u[b]]) ** 2), floor**2))
     converged, iterations = False, 0
     while iterations < max_iter:
-        w = 1.0 / var[c.grader]
-        new = np.bincount(c.unit, weights=w * (y - bias[c.grader]), minlength=n_units) / np.bincount(
-            c.unit, weights=w, minlength=n_units
-        )
-        bias = np.bincount(c.grader, weights=y - new[c.unit], minlength=n_graders) / per_grader
+        new, weights = _scores(c, var, bias)
+        bias = _sums(g, n_graders, _Off(c, new)) / per_grader
         shift = bias.mean()
         bias, new = bias - shift, new + shift
-        residual = y - new[c.unit] - bias[c.grader]
-        leverage = w / np.bincount(c.unit, weights=w, minlength=n_units)[c.unit]
-        dof = np.maximum(np.bincount(c.grader, weights=1 - leverage, minlength=n_graders), 1e-9)
-        new_var = np.maximum(np.bincount(c.grader, weights=residual**2, minlength=n_graders) / dof, floor**2)
+        free, squares = _fit_sums(c, var, weights, new, bias)
+        new_var = np.maximum(squares / np.maximum(free, 1e-9), floor**2)
         change = max(float(np.abs(new - score).max()), float(np.abs(np.sqrt(new_var) - np.sqrt(var)).max()))
         score, var, iterations = new, new_var, iterations + 1
         if change < tol:
             converged = True
             break
+    del weights  # done with: the log-likelihood's terms take the judgments' size
     noise = np.sqrt(var)
-    score_se = 1.0 / np.sqrt(np.bincount(c.unit, weights=1.0 / var[c.grader], minlength=n_units))
-    residual = y - score[c.unit] - bias[c.grader]
-    log_likelihood = float(-0.5 * (np.log(2 * np.pi * var[c.grader]) + residual**2 / var[c.grader]).sum())
+    log_likelihood = float(
+        -0.5
+        * _total(
+            y.size,
+            lambda b: np.log(2 * np.pi * var[g[b]]) + (y[b] - score[u[b]] - bias[g[b]]) ** 2 / var[g[b]],
+        )
+    )
+    score_se = 1.0 / np.sqrt(_sums(u, n_units, lambda b: 1.0 / var[g[b]]))
     return BiasNoiseResult(
         c.units,
         score,
@@ -285,6 +360,78 @@ def bias_noise(
         iterations,
         converged,
     )
+
+
+# bias_noise's sums over the judgments, block by block (``CHUNK`` rows): each term of a sum is computed
+# as the whole-array expression computed it, and np.add.at adds a block's terms to their bins in row
+# order, as np.bincount did over all rows, so every sum is the same to the last bit; a mean or a total
+# is numpy's pairwise sum, whose grouping depends on the whole array, so its terms are laid out in one
+# array first. A pass holds only a block's temporaries, where whole-array expressions held several
+# arrays the size of the judgments (80 MB each at 10^7).
+
+
+def _counts(codes: np.ndarray, n: int) -> np.ndarray:
+    out = np.zeros(n, dtype=np.int64)
+    for b in _ds_em.blocks(codes.size):
+        np.add.at(out, codes[b], 1)
+    return out
+
+
+def _sums(codes: np.ndarray, n: int, terms: Callable[[slice], np.ndarray]) -> np.ndarray:
+    """``np.bincount(codes, weights=terms(all rows), minlength=n)``."""
+    out = np.zeros(n)
+    for b in _ds_em.blocks(codes.size):
+        np.add.at(out, codes[b], terms(b))
+    return out
+
+
+def _total(size: int, terms: Callable[[slice], np.ndarray]) -> float:
+    """``terms(all rows).sum()``."""
+    laid = np.empty(size)
+    for b in _ds_em.blocks(size):
+        laid[b] = terms(b)
+    return laid.sum()
+
+
+def _mean(size: int, terms: Callable[[slice], np.ndarray]) -> float:
+    return float(_total(size, terms) / size)
+
+
+def _scores(c: _Coded, var: np.ndarray, bias: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """Each unit's mean of its judgments less their graders' bias, weighted by w_g = 1/σ_g²; and its
+    sum of weights."""
+    n, u, g, y = c.units.size, c.unit, c.grader, c.value
+    scaled, weights = np.zeros(n), np.zeros(n)
+    for b in _ds_em.blocks(y.size):
+        w = 1.0 / var[g[b]]
+        np.add.at(scaled, u[b], w * (y[b] - bias[g[b]]))
+        np.add.at(weights, u[b], w)
+    return scaled / weights, weights
+
+
+@dataclass(frozen=True)
+class _Off:
+    """A block's judgments less their unit's score."""
+
+    c: _Coded
+    score: np.ndarray
+
+    def __call__(self, b: slice) -> np.ndarray:
+        return self.c.value[b] - self.score[self.c.unit[b]]
+
+
+def _fit_sums(
+    c: _Coded, var: np.ndarray, weights: np.ndarray, score: np.ndarray, bias: np.ndarray
+) -> tuple[np.ndarray, np.ndarray]:
+    """Per grader: Σ (1 − h_gu), h_gu = w_g / Σ_{g' on u} w_g' the judgment's share of its unit's score
+    (its leverage); and Σ r_gu², the squared residuals."""
+    free, squares = np.zeros(var.size), np.zeros(var.size)
+    u, g, y = c.unit, c.grader, c.value
+    for b in _ds_em.blocks(y.size):
+        gb, ub = g[b], u[b]
+        np.add.at(free, gb, 1 - (1.0 / var[gb]) / weights[ub])
+        np.add.at(squares, gb, (y[b] - score[ub] - bias[gb]) ** 2)
+    return free, squares
 
 
 def ds_table(result: DawidSkeneResult) -> pd.DataFrame:
