@@ -102,3 +102,19 @@ def test_queries_section_equals_the_pandas_way(seed, sort):
     units = units.assign(entropy=units["std"] / 2).reset_index()
     labels = {q: f"q{q}" for q in range(100, 106)}
     assert _same(queries(frame, SPEC, units, labels), _queries_reference(frame, units))
+
+
+@pytest.mark.parametrize(
+    ("values", "categories"),
+    [
+        (np.array(["SS", None, "VS", "XX", "NS", "SS"], dtype=object), ["NS", "SS", "VS"]),
+        (np.array([0.0, 2.5, np.nan, 10.0, 3.0]), [float(i) for i in range(11)]),
+        (np.array([f"l{i % 150}" for i in range(400)] + [None], dtype=object), [f"l{i}" for i in range(140)]),
+        (np.array([], dtype=object), ["a", "b"]),
+    ],
+)
+def test_category_codes_are_the_positions_get_indexer_gives(values, categories):
+    from analysis.services.sections.behaviour import _category_codes
+
+    codes = _category_codes(values, categories)
+    assert codes.tolist() == pd.Index(categories).get_indexer(values).tolist()

@@ -171,7 +171,8 @@ def _unit_codes(units: np.ndarray) -> tuple[np.ndarray, int]:
     if units.size and (units[1:] >= units[:-1]).all():
         starts = np.empty(units.size, dtype=bool)
         starts[0], starts[1:] = True, units[1:] != units[:-1]
-        codes = np.cumsum(starts) - 1
+        codes = np.cumsum(starts, dtype=np.int64 if units.size >= 2**31 else np.int32)
+        codes -= 1
         return codes, int(codes[-1]) + 1
     uniques, codes = np.unique(units, return_inverse=True)
     return codes.ravel(), uniques.size
@@ -182,6 +183,17 @@ def _sorted_codes(values: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     graders are few and their judgments many."""
     codes, uniques = pd.factorize(values, sort=True)
     return np.asarray(uniques), codes
+
+
+def _category_codes(values: np.ndarray, categories: list[Any]) -> np.ndarray:
+    """Each value's position in ``categories`` (int8 when they fit), -1 for a value outside them
+    or missing: ``pd.Index(categories).get_indexer(values)``, by factorizing the values (a hash table
+    of the few distinct ones) rather than hashing every value into a table of its own (400 MB for
+    10^7 judgments)."""
+    codes, uniques = pd.factorize(values)
+    position = pd.Index(categories).get_indexer(uniques)
+    lookup = np.append(position, -1).astype(np.int8 if len(categories) < 127 else np.int64)
+    return lookup[codes]  # code -1 (missing) takes the appended -1
 
 
 def _agreement_with_majority(
@@ -195,9 +207,9 @@ def _agreement_with_majority(
     the unit's count less the judgment's own, taken one category at a time: never a judgments × k
     table."""
     unit_codes, n_units = _unit_codes(units)
-    counts = np.bincount(unit_codes * k + codes, minlength=n_units * k).reshape(n_units, k).astype(np.int32)
+    counts = np.bincount(unit_codes * np.int64(k) + codes, minlength=n_units * k).reshape(n_units, k).astype(np.int32)
     top = np.full(codes.size, -1, dtype=np.int32)  # the largest count among the others' categories
-    ties = np.zeros(codes.size, dtype=np.int32)  # how many categories reach it
+    ties = np.zeros(codes.size, dtype=np.int16)  # how many categories reach it
     for c in range(k):
         others = counts[unit_codes, c] - (codes == c)
         ties = np.where(others > top, 1, ties + (others == top))
@@ -215,9 +227,13 @@ def _deviation_from_others(units: np.ndarray, graders: np.ndarray, values: np.nd
     """Per grader: mean |score − mean of the other graders' scores of the unit|."""
     value = pd.Series(values)
     groups = value.groupby(units)
-    total, size = groups.transform("sum"), groups.transform("size")
-    others = (total - value) / (size - 1).where(size > 1)
+    others = groups.transform("sum") - value  # each temporary goes once used: 80 MB each at 10^7
+    size = groups.transform("size")
+    del groups
+    others /= (size - 1).where(size > 1)
+    del size
     dev = (value - others).abs()
+    del others
     return dev.groupby(graders).mean().rename("mean_abs_deviation").rename_axis("grader")
 
 
@@ -235,9 +251,10 @@ def graders(
     table = pd.DataFrame({"judgments": np.bincount(grader_codes)}, index=pd.Index(grader_ids, name="grader"))
     if spec.has_categories:
         k = len(spec.categories)
-        codes = pd.Index(spec.categories).get_indexer(frame["cat"])  # -1: no category in the scale
+        codes = _category_codes(frame["cat"].to_numpy(), spec.categories)
         rated = codes >= 0
-        g, c = grader_codes[rated], codes[rated]
+        every = bool(rated.all())  # as a rule: then the columns themselves, not copies
+        g, c = (grader_codes, codes) if every else (grader_codes[rated], codes[rated])
         usage = np.bincount(g * k + c, minlength=grader_ids.size * k).reshape(grader_ids.size, k)
         present = np.bincount(g, minlength=grader_ids.size) > 0
         table = table.join(
@@ -247,7 +264,9 @@ def graders(
                 columns=[f"usage_{c}" for c in spec.categories],
             )
         )
-        counted, agree = _agreement_with_majority(frame["unit"].to_numpy()[rated], c, g, grader_ids.size, k)
+        judged_units = frame["unit"].to_numpy() if every else frame["unit"].to_numpy()[rated]
+        counted, agree = _agreement_with_majority(judged_units, c, g, grader_ids.size, k)
+        del judged_units, codes, rated, g, c
         share = pd.Series(agree[present], index=grader_ids[present]) / pd.Series(
             counted[present], index=grader_ids[present]
         ).where(counted[present] > 0)
@@ -299,7 +318,7 @@ def queries(
     )
     if cat is not None:
         k = len(spec.categories)
-        codes = pd.Index(spec.categories).get_indexer(cat)
+        codes = _category_codes(cat, spec.categories)
         rated = codes >= 0
         if rated.any():
             rated_codes, n_rated = _unit_codes(unit[rated])
