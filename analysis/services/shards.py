@@ -40,6 +40,23 @@ class ShardPart:
     span: GraderSpan
     judgments: pd.DataFrame
     behaviour: Behaviour
+    # The judgments as Parquet, when the part came as bytes and its frame was left unmade
+    # (``part_loads(..., judgments=False)``; ``judgments`` then has the columns and no row):
+    # ``parts_combine`` reads them a column at a time.
+    stored: bytes | None = None
+
+    @property
+    def rows(self) -> int:
+        """How many judgments the part holds."""
+        return len(self.judgments) if self.stored is None else _parquet_rows(self.stored)
+
+    def column(self, name: str) -> np.ndarray:
+        """One column of the part's judgments."""
+        if self.stored is None:
+            return self.judgments[name].to_numpy()
+        import pyarrow.parquet as pq
+
+        return pq.read_table(io.BytesIO(self.stored), columns=[name]).to_pandas()[name].to_numpy()
 
 
 def judgments_per_shard() -> int:
@@ -96,18 +113,26 @@ def parts_combine(parts: list[ShardPart]) -> tuple[dict[str, pd.Series], Behavio
     parts stacked and the stack sorted, as ``pd.concat`` then ``sort_values`` did (2.75 GB at 10^7
     judgments where the combined frame is 0.7)."""
     behaviour = behaviour_combine([p.behaviour for p in parts])
-    frames = [p.judgments for p in parts if len(p.judgments)] or [parts[0].judgments]
-    for part in parts:  # the parts give their rows up to the combined frames: one copy, not two
-        part.judgments = _emptied(part.judgments)
-        if len(parts) > 1:
+    if len(parts) > 1:
+        for part in parts:
             part.behaviour = _behaviour_emptied(part.behaviour)
-    if len(frames) == 1:
-        return {c: frames[0][c] for c in frames[0].columns}, behaviour
+    sources = [p for p in parts if p.rows] or parts[:1]
+    names = list(sources[0].judgments.columns)
+    if len(sources) == 1 and sources[0].stored is None:
+        frame = sources[0].judgments
+        sources[0].judgments = _emptied(frame)  # the columns below hold the rows until laid out
+        return {c: frame[c] for c in names}, behaviour
     # Each part is in (unit, grader) order and the parts come in the order of their graders, so a
     # stable sort by unit alone puts the stacked rows in (unit, grader) order; the sort finds the
     # parts' sorted runs and merges them.
-    order = np.argsort(np.concatenate([f["unit"].to_numpy() for f in frames]), kind="stable")
-    columns = {c: pd.Series(_stacked([f[c].to_numpy() for f in frames])[order], name=c) for c in frames[0].columns}
+    order = np.argsort(_stacked([p.column("unit") for p in sources]), kind="stable") if len(sources) > 1 else None
+    columns = {}
+    for name in names:
+        stacked = _stacked([p.column(name) for p in sources])
+        columns[name] = pd.Series(stacked if order is None else stacked[order], name=name)
+        del stacked
+    for part in parts:  # the parts give their rows up to the combined frames: one copy, not two
+        part.judgments, part.stored = _emptied(part.judgments), None
     return columns, behaviour
 
 
@@ -198,10 +223,18 @@ def part_dumps(part: ShardPart) -> bytes:
     return out.getvalue()
 
 
-def part_loads(data: bytes) -> ShardPart:
+def part_loads(data: bytes, *, judgments: bool = True) -> ShardPart:
+    """The part ``part_dumps`` gave; ``judgments=False`` leaves its judgments as Parquet (the
+    part's ``stored``) for ``parts_combine`` to read a column at a time: every part's frame at
+    once, with the combined one, was the combining step's peak (1.7 GB at 10^7 judgments)."""
     with zipfile.ZipFile(io.BytesIO(data)) as z:
         meta = json.loads(z.read("meta.json"))
-        frames = {name: pd.read_parquet(io.BytesIO(z.read(f"{name}.parquet"))) for name in _FRAMES}
+        stored = z.read("judgments.parquet")
+        frames = {name: pd.read_parquet(io.BytesIO(z.read(f"{name}.parquet"))) for name in _FRAMES[1:]}
+    if judgments:
+        frames["judgments"], stored = pd.read_parquet(io.BytesIO(stored)), None
+    else:
+        frames["judgments"] = _parquet_empty(stored)
     stability = {
         label: {"tolerance": s["tolerance"], "per_grader": {int(g): _counts(c) for g, c in s["per_grader"]}}
         for label, s in meta["stability"].items()
@@ -213,10 +246,25 @@ def part_loads(data: bytes) -> ShardPart:
         events=frames["events"]["events"].rename(None),
         client_ts_replaced=int(meta["client_ts_replaced"]),
     )
-    return ShardPart(span=(meta["span"][0], meta["span"][1]), judgments=frames["judgments"], behaviour=behaviour)
+    return ShardPart(
+        span=(meta["span"][0], meta["span"][1]), judgments=frames["judgments"], behaviour=behaviour, stored=stored
+    )
 
 
 _FRAMES = ("judgments", "opportunities", "by_grader", "events")
+
+
+def _parquet_rows(data: bytes) -> int:
+    import pyarrow.parquet as pq
+
+    return pq.ParquetFile(io.BytesIO(data)).metadata.num_rows
+
+
+def _parquet_empty(data: bytes) -> pd.DataFrame:
+    """The Parquet table's columns with their dtypes, and no row."""
+    import pyarrow.parquet as pq
+
+    return pq.read_schema(io.BytesIO(data)).empty_table().to_pandas()
 
 
 def _parquet(frame: pd.DataFrame) -> bytes:

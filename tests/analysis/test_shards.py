@@ -56,11 +56,15 @@ def test_a_shards_part_travels_as_bytes_unchanged(campaign):
         pd.testing.assert_frame_equal(back.behaviour.by_grader, part.behaviour.by_grader)
         pd.testing.assert_series_equal(back.behaviour.events, part.behaviour.events)
         assert back.behaviour.stability == part.behaviour.stability
-    loaded = [part_loads(part_dumps(p)) for p in parts]
-    combined, _ = parts_combine(loaded)
     whole = shard_compute(campaign_id=campaign.pk, span=(None, None), excluded=set(), tolerance=0.5)
-    pd.testing.assert_frame_equal(consolidated(combined), whole.judgments)
-    assert all(len(p.judgments) == 0 and p.behaviour.opportunities.empty for p in loaded)  # given up
+    for frames in (True, False):  # judgments as frames, or left as Parquet to be read by column
+        loaded = [part_loads(part_dumps(p), judgments=frames) for p in parts]
+        assert [p.rows for p in loaded] == [len(p.judgments) for p in parts]
+        combined, _ = parts_combine(loaded)
+        pd.testing.assert_frame_equal(consolidated(combined), whole.judgments)
+        assert all(p.rows == 0 and p.behaviour.opportunities.empty for p in loaded)  # given up
+    one, _ = parts_combine([part_loads(part_dumps(whole), judgments=False)])
+    pd.testing.assert_frame_equal(consolidated(one), whole.judgments)
 
 
 def test_consolidated_lays_each_dtype_out_in_one_block_and_gives_the_columns_up():
