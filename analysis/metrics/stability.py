@@ -74,6 +74,69 @@ def stability_counts(flags: pd.DataFrame) -> dict[str, object]:
     }
 
 
+def stability_counts_per_grader(
+    grader: np.ndarray, unit: np.ndarray, seq: np.ndarray, value: np.ndarray, *, tolerance: float = 0.0
+) -> dict[int, dict[str, object]]:
+    """Each grader's ``stability_counts`` of one scale's events, from arrays: what
+    ``stability_counts`` gives of each grader's ``event_flags``, without a frame of the events.
+
+    Parameters
+    ----------
+    grader, unit, seq : integer arrays, one element per event (see the module docstring; no two
+        events of an opportunity with the same seq).
+    value : the events' values: numbers, or integer codes of categories (compared for equality).
+    tolerance : values within it count as equal (0 for BROAD; e.g. 0.05 for FINE).
+
+    Returns
+    -------
+    grader (int) -> stability counts, by grader.
+    """
+    if not isinstance(tolerance, int | float) or not tolerance >= 0:
+        raise ValueError(f"`tolerance` must be a number >= 0, got {short(tolerance)}")
+    if value.dtype.kind == "f" and np.isnan(value).any():
+        raise ValueError("`events` needs a `value` column without missing values")
+    order = np.lexsort((seq, unit, grader))  # event_flags' order: grader, unit, then seq
+    grader, unit, value = grader[order], unit[order], value[order]
+    del order
+    n = len(value)
+    first = np.ones(n, dtype=bool)
+    first[1:] = (grader[1:] != grader[:-1]) | (unit[1:] != unit[:-1])
+    starts = np.flatnonzero(first)
+    initial = np.repeat(value[starts], np.diff(np.append(starts, n)))  # each event's opportunity's first
+    later = ~first[1:]
+    repeat = np.zeros(n, dtype=bool)
+    repeat[1:] = later & _same_arrays(value[1:], value[:-1], tolerance)
+    revert = ~first & ~repeat & _same_arrays(value, initial, tolerance)
+    del initial
+    sizes = np.diff(np.append(starts, n))  # events of each opportunity
+    graders, grader_starts = np.unique(grader[starts], return_index=True)  # opportunities are by grader
+    bounds = np.append(grader_starts, len(starts))
+    event_bounds = np.append(starts, n)[bounds]
+    reverts, repeats = (_sums(f, event_bounds) for f in (revert, repeat))
+    out: dict[int, dict[str, object]] = {}
+    for i, g in enumerate(graders):
+        counts, how_many = np.unique(sizes[bounds[i] : bounds[i + 1]], return_counts=True)
+        out[int(g)] = {
+            "sizes": {int(k): int(v) for k, v in zip(counts, how_many, strict=True)},
+            "changes": int(event_bounds[i + 1] - event_bounds[i] - (bounds[i + 1] - bounds[i])),
+            "reverts": int(reverts[i]),
+            "repeats": int(repeats[i]),
+        }
+    return out
+
+
+def _sums(flags: np.ndarray, bounds: np.ndarray) -> np.ndarray:
+    """How many of ``flags`` are set between each two consecutive ``bounds``."""
+    return np.diff(np.concatenate([[0], np.cumsum(flags, dtype=np.int64)])[bounds])
+
+
+def _same_arrays(a: np.ndarray, b: np.ndarray, tolerance: float) -> np.ndarray:
+    """``_same`` on arrays."""
+    if tolerance == 0 or a.dtype.kind not in "iufc":
+        return a == b
+    return np.abs(a - b) <= tolerance + 1e-12
+
+
 def stability_counts_add(a: dict[str, object], b: dict[str, object]) -> dict[str, object]:
     sizes = dict(a["sizes"])  # type: ignore[call-overload]
     for k, v in b["sizes"].items():  # type: ignore[attr-defined]
@@ -166,21 +229,40 @@ def engagement(events: pd.DataFrame, *, idle_cap: float = IDLE_CAP) -> pd.DataFr
         raise ValueError(f"`idle_cap` must be a number of seconds > 0, got {short(idle_cap)}")
     as_long(events, name="events", columns=("grader", "unit", "ts", "type"))
     ts = events["ts"]
-    seconds = ts.astype("int64") / 1e9 if pd.api.types.is_datetime64_any_dtype(ts) else ts.astype(float)
-    frame = pd.DataFrame(
-        {
-            "grader": events["grader"].to_numpy(),
-            "unit": events["unit"].to_numpy(),
-            "t": seconds.to_numpy(),
-            "hidden": (events["type"] == PAGE_HIDDEN).to_numpy(),
-            "audition": (events["type"] == "audition").astype(int).to_numpy(),
-        }
-    )
-    frame = frame.sort_values(["grader", "t"], kind="stable")
-    gap = frame.groupby("grader", sort=False)["t"].shift(-1) - frame["t"]
-    frame["active"] = gap.clip(upper=float(idle_cap)).fillna(0.0).where(~frame["hidden"], 0.0)
-    groups = frame.groupby(["grader", "unit"])
-    return pd.DataFrame({"seconds": groups["active"].sum(), "auditions": groups["audition"].sum()})
+    seconds = (ts.astype("int64") / 1e9 if pd.api.types.is_datetime64_any_dtype(ts) else ts.astype(float)).to_numpy()
+    grader = events["grader"].to_numpy()
+    # Each grader's events by time (a stable sort: events at the same instant keep their order).
+    order = np.lexsort((seconds, grader))
+    t, grader = seconds[order], grader[order]
+    del seconds
+    active = np.zeros(len(t))
+    same_grader = grader[1:] == grader[:-1]
+    # The gap to the grader's next event, capped; their last event's, and one from a hidden page, 0.
+    active[:-1] = np.where(same_grader, np.minimum(t[1:] - t[:-1], float(idle_cap)), 0.0)
+    del t, same_grader
+    active[(events["type"] == PAGE_HIDDEN).to_numpy()[order]] = 0.0
+    unit = events["unit"].to_numpy()[order]
+    audition = (events["type"] == "audition").to_numpy()[order]
+    del order
+    # Opportunities as integer codes in (grader, unit) order; each one's sum taken in the events'
+    # time order, as a groupby on the two columns sums them (the same last bits).
+    code, keys = _opportunity_codes(grader, unit)
+    del grader, unit
+    seconds_sum = pd.Series(active).groupby(code, sort=True).sum().to_numpy()
+    auditions = np.bincount(code[audition], minlength=len(keys[0])).astype(np.int64)
+    index = pd.MultiIndex.from_arrays(keys, names=["grader", "unit"])
+    return pd.DataFrame({"seconds": seconds_sum, "auditions": auditions}, index=index)
+
+
+def _opportunity_codes(grader: np.ndarray, unit: np.ndarray) -> tuple[np.ndarray, tuple[np.ndarray, np.ndarray]]:
+    """Each event's opportunity as 0.. in (grader, unit) order, and each opportunity's grader and unit."""
+    by = np.lexsort((unit, grader))
+    grader, unit = grader[by], unit[by]
+    new = np.ones(len(by), dtype=bool)
+    new[1:] = (grader[1:] != grader[:-1]) | (unit[1:] != unit[:-1])
+    code = np.empty(len(by), dtype=np.int64)
+    code[by] = np.cumsum(new) - 1
+    return code, (grader[new], unit[new])
 
 
 def engagement_summary(per_opportunity: pd.DataFrame) -> dict[str, float]:
