@@ -160,7 +160,8 @@ def unit_events_frame(*, campaign_id: int, graders: GraderSpan | None = None) ->
         "page_hidden"
     )
     frame["type"] = pd.Categorical.from_codes(codes, dtype=dtype).remove_unused_categories()
-    return frame.drop(columns=["action", "visible"])
+    del frame["action"], frame["visible"]  # in place: a drop would copy the other columns
+    return frame
 
 
 def plausible_client_ts(client_ts: pd.Series, server_ts: pd.Series) -> pd.Series:
@@ -183,20 +184,27 @@ def value_events(unit_events: pd.DataFrame) -> pd.DataFrame:
     page session's sequence number, then arrival), value (text: a categorical of ``unit_events_frame``'s
     texts, a missing value as "None", as ``str`` writes it).
     """
-    kind = unit_events["type"]
-    rows = np.flatnonzero(kind.isin(VALUE_EVENTS).to_numpy())
+    kind = _codes(unit_events["type"])
+    wanted = kind.isin(VALUE_EVENTS).to_numpy()
+    # Only the value events' keys sorted; all of them as they are when every event sets a value.
+    rows = None if wanted.all() else np.flatnonzero(wanted)
+    del wanted
     # The rows' order by time, then session sequence, then arrival (a stable sort, as sort_values),
-    # taken from the four columns kept rather than from copies of the whole frame.
-    keys = [_sortable(unit_events[c])[rows] for c in ("server_ts", "session_seq", "ts")]
-    order = rows[np.lexsort(keys)]
-    del keys, rows
+    # taken from the three columns rather than from copies of the whole frame.
+    keys = [_sortable(unit_events[c]) for c in ("server_ts", "session_seq", "ts")]
+    order = np.lexsort(keys if rows is None else [k[rows] for k in keys])
+    del keys
+    if rows is not None:
+        order = rows[order]
+        del rows
     grader, unit = unit_events["grader"].to_numpy()[order], unit_events["unit"].to_numpy()[order]
-    kind = _codes(kind)
-    kinds = pd.Categorical.from_codes(kind.cat.codes.to_numpy()[order], dtype=kind.dtype)
-    frame = pd.DataFrame({"grader": grader, "unit": unit, "type": kinds})
-    frame["seq"] = _seq(grader, unit, kinds.codes)
-    frame["value"] = _texts(_codes(unit_events["value"]), order)
-    return frame
+    codes = kind.cat.codes.to_numpy()[order]
+    seq = _seq(grader, unit, codes)
+    value = _texts(_codes(unit_events["value"]), order)
+    del order
+    types = pd.Categorical.from_codes(codes, dtype=kind.dtype)
+    # copy=False: the columns as they are, not copied again into one block of the three integer ones.
+    return pd.DataFrame({"grader": grader, "unit": unit, "type": types, "seq": seq, "value": value}, copy=False)
 
 
 def _codes(column: pd.Series) -> pd.Series:
@@ -209,17 +217,19 @@ def _seq(*keys: np.ndarray) -> np.ndarray:
     groupby's cumcount, from one stable sort instead of a hash table of every key."""
     by = np.lexsort(keys[::-1])  # stable: within a combination, the rows stay in their order
     n = len(by)
-    start = np.ones(n, dtype=bool)
+    start = np.zeros(n, dtype=bool)  # where a combination starts, in sorted order
     for key in keys:
         sorted_key = key[by]
-        start[1:] &= sorted_key[1:] == sorted_key[:-1]
-    start = ~start
-    if n:
-        start[0] = True
-    position = np.arange(n, dtype=np.int64)
-    seq = np.empty(n, dtype=np.int64)
-    seq[by] = position - np.maximum.accumulate(np.where(start, position, 0))
-    return seq
+        start[1:] |= sorted_key[1:] != sorted_key[:-1]
+        del sorted_key
+    start[:1] = True
+    rank = np.arange(n, dtype=np.int64)
+    first = np.where(start, rank, 0)
+    del start
+    np.maximum.accumulate(first, out=first)  # each row's combination's first position
+    rank -= first
+    first[by] = rank  # the ranks back in the rows' order, in the buffer no longer needed
+    return first
 
 
 def _texts(column: pd.Series, order: np.ndarray) -> pd.Categorical:
