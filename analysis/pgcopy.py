@@ -123,9 +123,11 @@ def _frame_by_orm(qs: QuerySet, columns: list[str], types: Mapping[str, ColumnTy
             frame[column] = frame[column].astype("int64")
         elif kind == "timestamp":
             frame[column] = pd.Series(frame[column].to_numpy(dtype=object), dtype=TIMESTAMP, index=frame.index)
-        elif kind == "code":
-            values = frame[column].astype(object)
-            frame[column] = values.astype(code_dtype(values.dropna().unique()))
+        elif kind == "code":  # text, as COPY gives it: a JSON number or boolean arrives here as one
+            present = frame[column].notna().to_numpy()
+            texts = [str(v) if p else None for v, p in zip(frame[column].to_numpy(dtype=object), present, strict=True)]
+            dtype = code_dtype(t for t in texts if t is not None)
+            frame[column] = pd.Series(pd.Categorical(texts, dtype=dtype), index=frame.index)
         else:
             frame[column] = frame[column].astype(object).where(frame[column].notna(), None)
     return frame

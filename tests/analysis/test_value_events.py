@@ -9,8 +9,10 @@ import pytest
 
 from analysis import metrics as m
 from analysis.pgcopy import code_dtype
-from analysis.selectors import VALUE_EVENTS, value_events
+from analysis.selectors import VALUE_EVENTS, unit_events_frame, value_events
 from analysis.services.sections.behaviour import SCALES, stability_reduce
+from grading.models import Assignment
+from tests.factories import make_campaign, record
 
 
 def _unit_events(rng: np.random.Generator, n: int, categorical: bool) -> pd.DataFrame:
@@ -83,3 +85,21 @@ def test_stability_reduce_is_event_flags_per_scale():
         assert stability_reduce(values, tolerance=0.05) == _stability_by_event_flags(
             values.astype({"type": object, "value": object}), 0.05
         )
+
+
+@pytest.mark.django_db
+def test_event_texts_are_codes_and_a_json_number_reads_as_its_text_on_every_backend():
+    """The ORM path (SQLite) gets a JSON number or boolean as one; COPY gets PostgreSQL's text."""
+    campaign = make_campaign(graders=1)
+    assignment = Assignment.objects.filter(campaign=campaign).select_related("grader").order_by("pk").first()
+    grader, unit = assignment.grader, assignment.unit
+    record(grader, campaign, "fine_set", {"value": 6.5}, unit=unit, seq=1)
+    record(grader, campaign, "broad_set", {"value": "SS"}, unit=unit, seq=2)
+    record(grader, campaign, "page_focus", {"visible": False}, unit=unit, seq=3)
+    record(grader, campaign, "audition", {"action": "pause"}, unit=unit, seq=4)
+    frame = unit_events_frame(campaign_id=campaign.pk)
+    assert all(isinstance(frame[c].dtype, pd.CategoricalDtype) for c in ("type", "value"))
+    assert list(frame["value"].cat.categories) == ["6.5", "SS"]
+    assert sorted(frame["type"]) == ["audition_other", "broad_set", "fine_set", "page_hidden"]
+    values = value_events(frame)
+    assert sorted(values["value"]) == ["6.5", "SS"] and list(values["seq"]) == [0, 0]
