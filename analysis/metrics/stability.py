@@ -96,20 +96,24 @@ def stability_counts_per_grader(
     if value.dtype.kind == "f" and np.isnan(value).any():
         raise ValueError("`events` needs a `value` column without missing values")
     order = np.lexsort((seq, unit, grader))  # event_flags' order: grader, unit, then seq
-    grader, unit, value = grader[order], unit[order], value[order]
-    del order
-    n = len(value)
+    n = len(order)
+    # One sorted copy of the events' length at a time (a shard holds millions of them).
     first = np.ones(n, dtype=bool)
-    first[1:] = (grader[1:] != grader[:-1]) | (unit[1:] != unit[:-1])
+    sorted_key = unit[order]
+    first[1:] = sorted_key[1:] != sorted_key[:-1]
+    sorted_key = grader[order]
+    first[1:] |= sorted_key[1:] != sorted_key[:-1]
     starts = np.flatnonzero(first)
-    initial = np.repeat(value[starts], np.diff(np.append(starts, n)))  # each event's opportunity's first
-    later = ~first[1:]
-    repeat = np.zeros(n, dtype=bool)
-    repeat[1:] = later & _same_arrays(value[1:], value[:-1], tolerance)
-    revert = ~first & ~repeat & _same_arrays(value, initial, tolerance)
-    del initial
+    graders, grader_starts = np.unique(sorted_key[starts], return_index=True)  # opportunities are by grader
+    del sorted_key
+    value = value[order]
+    del order
     sizes = np.diff(np.append(starts, n))  # events of each opportunity
-    graders, grader_starts = np.unique(grader[starts], return_index=True)  # opportunities are by grader
+    repeat = np.zeros(n, dtype=bool)
+    repeat[1:] = ~first[1:] & _same_arrays(value[1:], value[:-1], tolerance)
+    initial = np.repeat(value[starts], sizes)  # each event's opportunity's first value
+    revert = ~first & ~repeat & _same_arrays(value, initial, tolerance)
+    del initial, value
     bounds = np.append(grader_starts, len(starts))
     event_bounds = np.append(starts, n)[bounds]
     reverts, repeats = (_sums(f, event_bounds) for f in (revert, repeat))
@@ -235,34 +239,36 @@ def engagement(events: pd.DataFrame, *, idle_cap: float = IDLE_CAP) -> pd.DataFr
     order = np.lexsort((seconds, grader))
     t, grader = seconds[order], grader[order]
     del seconds
-    active = np.zeros(len(t))
-    same_grader = grader[1:] == grader[:-1]
     # The gap to the grader's next event, capped; their last event's, and one from a hidden page, 0.
-    active[:-1] = np.where(same_grader, np.minimum(t[1:] - t[:-1], float(idle_cap)), 0.0)
-    del t, same_grader
+    # In place, one array of the events' length at a time: a shard holds millions of them.
+    active = np.empty(len(t))
+    np.subtract(t[1:], t[:-1], out=active[:-1])
+    del t
+    np.minimum(active, float(idle_cap), out=active)
+    active[:-1][grader[1:] != grader[:-1]] = 0.0
+    active[-1:] = 0.0
     active[(events["type"] == PAGE_HIDDEN).to_numpy()[order]] = 0.0
     unit = events["unit"].to_numpy()[order]
     audition = (events["type"] == "audition").to_numpy()[order]
     del order
     # Opportunities as integer codes in (grader, unit) order; each one's sum taken in the events'
     # time order, as a groupby on the two columns sums them (the same last bits).
-    code, keys = _opportunity_codes(grader, unit)
+    by = np.lexsort((unit, grader))  # stable: each opportunity's events stay in time order
+    grader, unit = grader[by], unit[by]
+    new = np.ones(len(by), dtype=bool)
+    new[1:] = (grader[1:] != grader[:-1]) | (unit[1:] != unit[:-1])
+    keys = [grader[new], unit[new]]
     del grader, unit
+    rank = np.cumsum(new, dtype=np.int64)
+    rank -= 1
+    del new
+    code = np.empty_like(rank)
+    code[by] = rank
+    del rank, by
     seconds_sum = pd.Series(active).groupby(code, sort=True).sum().to_numpy()
     auditions = np.bincount(code[audition], minlength=len(keys[0])).astype(np.int64)
     index = pd.MultiIndex.from_arrays(keys, names=["grader", "unit"])
     return pd.DataFrame({"seconds": seconds_sum, "auditions": auditions}, index=index)
-
-
-def _opportunity_codes(grader: np.ndarray, unit: np.ndarray) -> tuple[np.ndarray, tuple[np.ndarray, np.ndarray]]:
-    """Each event's opportunity as 0.. in (grader, unit) order, and each opportunity's grader and unit."""
-    by = np.lexsort((unit, grader))
-    grader, unit = grader[by], unit[by]
-    new = np.ones(len(by), dtype=bool)
-    new[1:] = (grader[1:] != grader[:-1]) | (unit[1:] != unit[:-1])
-    code = np.empty(len(by), dtype=np.int64)
-    code[by] = np.cumsum(new) - 1
-    return code, (grader[new], unit[new])
 
 
 def engagement_summary(per_opportunity: pd.DataFrame) -> dict[str, float]:
