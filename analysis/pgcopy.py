@@ -29,7 +29,7 @@ from django.db.models import QuerySet
 
 CHUNK = 50_000
 TIMESTAMP = "datetime64[us, UTC]"
-ColumnType = Literal["int", "float", "text", "timestamp"]
+ColumnType = Literal["int", "float", "text", "code", "timestamp"]
 
 
 def available() -> bool:
@@ -99,8 +99,9 @@ def query_frame(
 
     ``types`` gives each column's kind: "int" (int64; float64 with NaN when a value is NULL), "float",
     "timestamp" (a timestamptz as datetime64[us, UTC], NaT for NULL: microseconds are what
-    PostgreSQL stores, and they reach year 1, which nanoseconds do not) or "text" (object, None for
-    NULL).
+    PostgreSQL stores, and they reach year 1, which nanoseconds do not), "text" (object, None for
+    NULL) or "code" (text of few distinct values as a categorical, ``code_dtype``: a byte a row where
+    "text" takes a pointer, and no Python object per row while it is read).
     ``use_copy=False`` forces the ORM path (for JSON values, and to compare the two).
     """
     if use_copy and available():
@@ -122,6 +123,11 @@ def _frame_by_orm(qs: QuerySet, columns: list[str], types: Mapping[str, ColumnTy
             frame[column] = frame[column].astype("int64")
         elif kind == "timestamp":
             frame[column] = pd.Series(frame[column].to_numpy(dtype=object), dtype=TIMESTAMP, index=frame.index)
+        elif kind == "code":  # text, as COPY gives it: a JSON number or boolean arrives here as one
+            present = frame[column].notna().to_numpy()
+            texts = [str(v) if p else None for v, p in zip(frame[column].to_numpy(dtype=object), present, strict=True)]
+            dtype = code_dtype(t for t in texts if t is not None)
+            frame[column] = pd.Series(pd.Categorical(texts, dtype=dtype), index=frame.index)
         else:
             frame[column] = frame[column].astype(object).where(frame[column].notna(), None)
     return frame
@@ -134,7 +140,13 @@ def _frame_by_copy(qs: QuerySet, columns: list[str], types: Mapping[str, ColumnT
     sql, params = qs.query.sql_with_params()
     # Timestamps parsed by Arrow from PostgreSQL's text ("2026-11-26 05:16:30.123456+00"; the
     # connection's time zone is UTC): no Python string per value, the largest cost of reading events.
-    arrow = {"int": pa.int64(), "float": pa.float64(), "text": pa.string(), "timestamp": pa.timestamp("us", tz="UTC")}
+    arrow = {
+        "int": pa.int64(),
+        "float": pa.float64(),
+        "text": pa.string(),
+        "code": pa.dictionary(pa.int32(), pa.string()),  # each distinct text once, an index a row
+        "timestamp": pa.timestamp("us", tz="UTC"),
+    }
     with tempfile.TemporaryFile() as buffer:
         copy_out_into(sql, params, buffer)
         if buffer.tell() == 0:
@@ -153,7 +165,20 @@ def _frame_by_copy(qs: QuerySet, columns: list[str], types: Mapping[str, ColumnT
     # Column by column, each Arrow buffer freed once converted: the peak is the frame, not twice it.
     frame = table.to_pandas(self_destruct=True, split_blocks=True)
     del table
+    # Arrow's pool keeps what the read freed for its next allocation; the rest of an analysis uses
+    # numpy's, so it goes back to the system now and is no part of the next step's peak.
+    pa.default_memory_pool().release_unused()
     for column in columns:
-        if types.get(column, "text") == "text" and frame[column].dtype != object:
+        kind = types.get(column, "text")
+        if kind == "text" and frame[column].dtype != object:
             frame[column] = frame[column].astype(object).where(frame[column].notna(), None)
+        elif kind == "code":  # Arrow's categories come in the order met: sorted, as the ORM path's
+            categories = frame[column].cat.categories
+            frame[column] = frame[column].cat.set_categories(code_dtype(categories).categories)
     return frame
+
+
+def code_dtype(texts: Iterable[str]) -> pd.CategoricalDtype:
+    """The dtype of a "code" column holding ``texts``: the distinct texts, sorted, as categories
+    (object), so that one column reads the same through COPY and through the ORM."""
+    return pd.CategoricalDtype(pd.Index(sorted(set(texts)), dtype=object))

@@ -104,7 +104,8 @@ _repeat_since = Assignment.objects.filter(
 def unit_events_frame(*, campaign_id: int, graders: GraderSpan | None = None) -> pd.DataFrame:
     """Every event about a unit (of the graders in ``graders`` only, when given): grader, unit, type,
     ts (client time, UTC), session_seq, server_ts, value (payload.value as text) — one query serves
-    both stability and engagement.
+    both stability and engagement. ``type`` and ``value`` are categoricals (``pgcopy.code_dtype``):
+    a few distinct texts over millions of events, a byte each rather than a pointer.
 
     An audition counts once, when it starts playing: pauses, seeks and ends become ``audition_other``.
     A page_focus event whose page was hidden becomes ``page_hidden`` (it stops time on unit).
@@ -130,19 +131,38 @@ def unit_events_frame(*, campaign_id: int, graders: GraderSpan | None = None) ->
     frame = _frame(
         qs,
         ["grader", "unit", "type", "ts", "session_seq", "server_ts", "value", "action", "visible"],
-        types={"grader": "int", "unit": "int", "session_seq": "int", "ts": "timestamp", "server_ts": "timestamp"},
+        types={
+            "grader": "int",
+            "unit": "int",
+            "type": "code",
+            "session_seq": "int",
+            "ts": "timestamp",
+            "server_ts": "timestamp",
+            "value": "code",
+            "action": "code",
+            "visible": "code",
+        },
     )
     ts = plausible_client_ts(frame["ts"], frame["server_ts"])
     frame["ts"] = ts.dt.as_unit("ns")  # every value now near its arrival, which nanoseconds reach
-    frame["server_ts"] = frame["server_ts"].dt.as_unit("ns")
     frame.attrs["client_ts_replaced"] = ts.attrs["replaced"]
-    frame.loc[(frame["type"] == EventType.AUDITION) & (frame["action"] != "play"), "type"] = "audition_other"
-    # The page left view (page_focus, visible false): active time on unit stops (docs/design.md §5.2).
-    # Only page_focus rows are looked at: text of every event's NULL would cost a string per event.
-    focus = frame["type"] == EventType.PAGE_FOCUS
-    hidden = frame.loc[focus, "visible"].astype(str).str.lower().isin(["false", "0"])
-    frame.loc[hidden.index[hidden.to_numpy()], "type"] = "page_hidden"
-    return frame.drop(columns=["action", "visible"])
+    del ts
+    frame["server_ts"] = frame["server_ts"].dt.as_unit("ns")
+    # Types renamed on the codes: an audition that is not a play, and (docs/design.md §5.2) a
+    # page_focus whose page left view (visible false), which stops active time on unit.
+    kind = frame["type"]
+    dtype = pgcopy.code_dtype([*kind.cat.categories, "audition_other", "page_hidden"])
+    codes = kind.cat.set_categories(dtype.categories).cat.codes.to_numpy().copy()
+    action, visible = frame["action"], frame["visible"]
+    not_play = ~action.isin(["play"]).to_numpy()
+    codes[(kind == EventType.AUDITION).to_numpy() & not_play] = dtype.categories.get_loc("audition_other")
+    hidden = [v for v in visible.cat.categories if str(v).lower() in ("false", "0")]
+    codes[(kind == EventType.PAGE_FOCUS).to_numpy() & visible.isin(hidden).to_numpy()] = dtype.categories.get_loc(
+        "page_hidden"
+    )
+    frame["type"] = pd.Categorical.from_codes(codes, dtype=dtype).remove_unused_categories()
+    del frame["action"], frame["visible"]  # in place: a drop would copy the other columns
+    return frame
 
 
 def plausible_client_ts(client_ts: pd.Series, server_ts: pd.Series) -> pd.Series:
@@ -162,18 +182,68 @@ def value_events(unit_events: pd.DataFrame) -> pd.DataFrame:
     """The value-setting events (broad_set, fine_set, score_set, label_set) in the order they were made.
 
     Columns: grader, unit, type, seq (0.. within each grader × unit × type, by client time, then the
-    page session's sequence number, then arrival), value (text).
+    page session's sequence number, then arrival), value (text: a categorical of ``unit_events_frame``'s
+    texts, a missing value as "None", as ``str`` writes it).
     """
-    rows = np.flatnonzero(unit_events["type"].isin(VALUE_EVENTS).to_numpy())
+    kind = _codes(unit_events["type"])
+    wanted = kind.isin(VALUE_EVENTS).to_numpy()
+    # Only the value events' keys sorted; all of them as they are when every event sets a value.
+    rows = None if wanted.all() else np.flatnonzero(wanted)
+    del wanted
     # The rows' order by time, then session sequence, then arrival (a stable sort, as sort_values),
-    # taken from the four columns kept rather than from copies of the whole frame.
-    keys = [_sortable(unit_events[c])[rows] for c in ("server_ts", "session_seq", "ts")]
-    order = rows[np.lexsort(keys)]
+    # taken from the three columns rather than from copies of the whole frame.
+    keys = [_sortable(unit_events[c]) for c in ("server_ts", "session_seq", "ts")]
+    order = np.lexsort(keys if rows is None else [k[rows] for k in keys])
     del keys
-    frame = pd.DataFrame({c: unit_events[c].to_numpy()[order] for c in ("grader", "unit", "type", "value")})
-    frame.insert(3, "seq", frame.groupby(["grader", "unit", "type"]).cumcount())
-    frame["value"] = frame["value"].astype(str)
-    return frame
+    if rows is not None:
+        order = rows[order]
+        del rows
+    grader, unit = unit_events["grader"].to_numpy()[order], unit_events["unit"].to_numpy()[order]
+    codes = kind.cat.codes.to_numpy()[order]
+    seq = _seq(grader, unit, codes)
+    value = _texts(_codes(unit_events["value"]), order)
+    del order
+    types = pd.Categorical.from_codes(codes, dtype=kind.dtype)
+    # copy=False: the columns as they are, not copied again into one block of the three integer ones.
+    return pd.DataFrame({"grader": grader, "unit": unit, "type": types, "seq": seq, "value": value}, copy=False)
+
+
+def _codes(column: pd.Series) -> pd.Series:
+    """A column as a categorical (``unit_events_frame`` reads its texts as one already)."""
+    return column if isinstance(column.dtype, pd.CategoricalDtype) else column.astype("category")
+
+
+def _seq(*keys: np.ndarray) -> np.ndarray:
+    """0, 1, … along the rows of each distinct combination of ``keys``, in the rows' order: a
+    groupby's cumcount, from one stable sort instead of a hash table of every key."""
+    by = np.lexsort(keys[::-1])  # stable: within a combination, the rows stay in their order
+    n = len(by)
+    start = np.zeros(n, dtype=bool)  # where a combination starts, in sorted order
+    for key in keys:
+        sorted_key = key[by]
+        start[1:] |= sorted_key[1:] != sorted_key[:-1]
+        del sorted_key
+    start[:1] = True
+    rank = np.arange(n, dtype=np.int64)
+    first = np.where(start, rank, 0)
+    del start
+    np.maximum.accumulate(first, out=first)  # each row's combination's first position
+    rank -= first
+    first[by] = rank  # the ranks back in the rows' order, in the buffer no longer needed
+    return first
+
+
+def _texts(column: pd.Series, order: np.ndarray) -> pd.Categorical:
+    """The categorical ``column``'s values at ``order`` as text: a missing value becomes "None",
+    what ``astype(str)`` makes of the None a text column reads."""
+    categories = [str(c) for c in column.cat.categories]
+    codes = column.cat.codes.to_numpy()[order]
+    missing = codes < 0
+    if missing.any():
+        if "None" not in categories:
+            categories.append("None")
+        codes = np.where(missing, categories.index("None"), codes)
+    return pd.Categorical.from_codes(codes, categories=pd.Index(categories, dtype=object))
 
 
 def _sortable(column: pd.Series) -> np.ndarray:

@@ -40,6 +40,7 @@ from .stability import (  # noqa: F401
     judgment_stability,
     stability_counts,
     stability_counts_add,
+    stability_counts_per_grader,
     stability_summary,
 )
 

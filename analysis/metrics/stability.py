@@ -74,6 +74,73 @@ def stability_counts(flags: pd.DataFrame) -> dict[str, object]:
     }
 
 
+def stability_counts_per_grader(
+    grader: np.ndarray, unit: np.ndarray, seq: np.ndarray, value: np.ndarray, *, tolerance: float = 0.0
+) -> dict[int, dict[str, object]]:
+    """Each grader's ``stability_counts`` of one scale's events, from arrays: what
+    ``stability_counts`` gives of each grader's ``event_flags``, without a frame of the events.
+
+    Parameters
+    ----------
+    grader, unit, seq : integer arrays, one element per event (see the module docstring; no two
+        events of an opportunity with the same seq).
+    value : the events' values: numbers, or integer codes of categories (compared for equality).
+    tolerance : values within it count as equal (0 for BROAD; e.g. 0.05 for FINE).
+
+    Returns
+    -------
+    grader (int) -> stability counts, by grader.
+    """
+    if not isinstance(tolerance, int | float) or not tolerance >= 0:
+        raise ValueError(f"`tolerance` must be a number >= 0, got {short(tolerance)}")
+    if value.dtype.kind == "f" and np.isnan(value).any():
+        raise ValueError("`events` needs a `value` column without missing values")
+    order = np.lexsort((seq, unit, grader))  # event_flags' order: grader, unit, then seq
+    n = len(order)
+    # One sorted copy of the events' length at a time (a shard holds millions of them).
+    first = np.ones(n, dtype=bool)
+    sorted_key = unit[order]
+    first[1:] = sorted_key[1:] != sorted_key[:-1]
+    sorted_key = grader[order]
+    first[1:] |= sorted_key[1:] != sorted_key[:-1]
+    starts = np.flatnonzero(first)
+    graders, grader_starts = np.unique(sorted_key[starts], return_index=True)  # opportunities are by grader
+    del sorted_key
+    value = value[order]
+    del order
+    sizes = np.diff(np.append(starts, n))  # events of each opportunity
+    repeat = np.zeros(n, dtype=bool)
+    repeat[1:] = ~first[1:] & _same_arrays(value[1:], value[:-1], tolerance)
+    initial = np.repeat(value[starts], sizes)  # each event's opportunity's first value
+    revert = ~first & ~repeat & _same_arrays(value, initial, tolerance)
+    del initial, value
+    bounds = np.append(grader_starts, len(starts))
+    event_bounds = np.append(starts, n)[bounds]
+    reverts, repeats = (_sums(f, event_bounds) for f in (revert, repeat))
+    out: dict[int, dict[str, object]] = {}
+    for i, g in enumerate(graders):
+        counts, how_many = np.unique(sizes[bounds[i] : bounds[i + 1]], return_counts=True)
+        out[int(g)] = {
+            "sizes": {int(k): int(v) for k, v in zip(counts, how_many, strict=True)},
+            "changes": int(event_bounds[i + 1] - event_bounds[i] - (bounds[i + 1] - bounds[i])),
+            "reverts": int(reverts[i]),
+            "repeats": int(repeats[i]),
+        }
+    return out
+
+
+def _sums(flags: np.ndarray, bounds: np.ndarray) -> np.ndarray:
+    """How many of ``flags`` are set between each two consecutive ``bounds``."""
+    return np.diff(np.concatenate([[0], np.cumsum(flags, dtype=np.int64)])[bounds])
+
+
+def _same_arrays(a: np.ndarray, b: np.ndarray, tolerance: float) -> np.ndarray:
+    """``_same`` on arrays."""
+    if tolerance == 0 or a.dtype.kind not in "iufc":
+        return a == b
+    return np.abs(a - b) <= tolerance + 1e-12
+
+
 def stability_counts_add(a: dict[str, object], b: dict[str, object]) -> dict[str, object]:
     sizes = dict(a["sizes"])  # type: ignore[call-overload]
     for k, v in b["sizes"].items():  # type: ignore[attr-defined]
@@ -166,21 +233,42 @@ def engagement(events: pd.DataFrame, *, idle_cap: float = IDLE_CAP) -> pd.DataFr
         raise ValueError(f"`idle_cap` must be a number of seconds > 0, got {short(idle_cap)}")
     as_long(events, name="events", columns=("grader", "unit", "ts", "type"))
     ts = events["ts"]
-    seconds = ts.astype("int64") / 1e9 if pd.api.types.is_datetime64_any_dtype(ts) else ts.astype(float)
-    frame = pd.DataFrame(
-        {
-            "grader": events["grader"].to_numpy(),
-            "unit": events["unit"].to_numpy(),
-            "t": seconds.to_numpy(),
-            "hidden": (events["type"] == PAGE_HIDDEN).to_numpy(),
-            "audition": (events["type"] == "audition").astype(int).to_numpy(),
-        }
-    )
-    frame = frame.sort_values(["grader", "t"], kind="stable")
-    gap = frame.groupby("grader", sort=False)["t"].shift(-1) - frame["t"]
-    frame["active"] = gap.clip(upper=float(idle_cap)).fillna(0.0).where(~frame["hidden"], 0.0)
-    groups = frame.groupby(["grader", "unit"])
-    return pd.DataFrame({"seconds": groups["active"].sum(), "auditions": groups["audition"].sum()})
+    seconds = (ts.astype("int64") / 1e9 if pd.api.types.is_datetime64_any_dtype(ts) else ts.astype(float)).to_numpy()
+    grader = events["grader"].to_numpy()
+    # Each grader's events by time (a stable sort: events at the same instant keep their order).
+    order = np.lexsort((seconds, grader))
+    t, grader = seconds[order], grader[order]
+    del seconds
+    # The gap to the grader's next event, capped; their last event's, and one from a hidden page, 0.
+    # In place, one array of the events' length at a time: a shard holds millions of them.
+    active = np.empty(len(t))
+    np.subtract(t[1:], t[:-1], out=active[:-1])
+    del t
+    np.minimum(active, float(idle_cap), out=active)
+    active[:-1][grader[1:] != grader[:-1]] = 0.0
+    active[-1:] = 0.0
+    active[(events["type"] == PAGE_HIDDEN).to_numpy()[order]] = 0.0
+    unit = events["unit"].to_numpy()[order]
+    audition = (events["type"] == "audition").to_numpy()[order]
+    del order
+    # Opportunities as integer codes in (grader, unit) order; each one's sum taken in the events'
+    # time order, as a groupby on the two columns sums them (the same last bits).
+    by = np.lexsort((unit, grader))  # stable: each opportunity's events stay in time order
+    grader, unit = grader[by], unit[by]
+    new = np.ones(len(by), dtype=bool)
+    new[1:] = (grader[1:] != grader[:-1]) | (unit[1:] != unit[:-1])
+    keys = [grader[new], unit[new]]
+    del grader, unit
+    rank = np.cumsum(new, dtype=np.int64)
+    rank -= 1
+    del new
+    code = np.empty_like(rank)
+    code[by] = rank
+    del rank, by
+    seconds_sum = pd.Series(active).groupby(code, sort=True).sum().to_numpy()
+    auditions = np.bincount(code[audition], minlength=len(keys[0])).astype(np.int64)
+    index = pd.MultiIndex.from_arrays(keys, names=["grader", "unit"])
+    return pd.DataFrame({"seconds": seconds_sum, "auditions": auditions}, index=index)
 
 
 def engagement_summary(per_opportunity: pd.DataFrame) -> dict[str, float]:

@@ -98,9 +98,10 @@ def shard_compute(*, campaign_id: int, span: GraderSpan, excluded: set[int], tol
 
 
 def _kept(frame: pd.DataFrame, columns: list[str]) -> pd.DataFrame:
-    kept = frame[columns]
-    kept.attrs = dict(frame.attrs)
-    return kept
+    """The frame with only ``columns``: the others deleted in place, the kept ones not copied."""
+    for column in [c for c in frame.columns if c not in columns]:
+        del frame[column]
+    return frame
 
 
 def parts_combine(parts: list[ShardPart]) -> tuple[dict[str, pd.Series], Behaviour]:

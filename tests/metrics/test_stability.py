@@ -1,9 +1,17 @@
 """Judgment stability and engagement from the event log (docs/design.md §5.2)."""
 
+import numpy as np
 import pandas as pd
 import pytest
 
-from analysis.metrics import engagement, engagement_summary, event_flags, judgment_stability
+from analysis.metrics import (
+    engagement,
+    engagement_summary,
+    event_flags,
+    judgment_stability,
+    stability_counts,
+    stability_counts_per_grader,
+)
 
 
 def events(rows):
@@ -119,3 +127,73 @@ def test_errors():
         judgment_stability(LOG.drop(columns="seq"))
     with pytest.raises(ValueError, match="two events with seq 1"):
         judgment_stability(pd.concat([LOG, LOG.iloc[:1]]))
+
+
+def _random_log(rng, n, numeric):
+    """Events of a few graders and units with few distinct values (repeats, reverts, ties in
+    value within the tolerance), seq unique within an opportunity, rows in any order."""
+    grader = rng.integers(0, 4, n) * 5 + 2
+    unit = rng.integers(0, 7, n) - 3
+    seq = np.empty(n, dtype=np.int64)
+    for key in set(zip(grader, unit, strict=True)):
+        rows = np.flatnonzero((grader == key[0]) & (unit == key[1]))
+        seq[rows] = rng.permutation(len(rows)) * 3
+    value = rng.choice([0.0, 0.05, 0.1, 0.2, 7.3], n) if numeric else rng.integers(0, 3, n)
+    return grader, unit, seq, value
+
+
+@pytest.mark.parametrize("numeric, tolerance", [(False, 0.0), (True, 0.0), (True, 0.05), (True, 0.1)])
+def test_stability_counts_per_grader_are_those_of_event_flags(numeric, tolerance):
+    rng = np.random.default_rng(7)
+    for n in (1, 2, 5, 60, 400):
+        grader, unit, seq, value = _random_log(rng, n, numeric)
+        frame = pd.DataFrame({"grader": grader, "unit": unit, "seq": seq, "value": value})
+        flags = event_flags(frame, tolerance=tolerance)
+        expected = {int(g): stability_counts(part) for g, part in flags.groupby("grader", sort=True)}
+        assert stability_counts_per_grader(grader, unit, seq, value, tolerance=tolerance) == expected
+
+
+def test_stability_counts_per_grader_refuses_a_missing_number():
+    with pytest.raises(ValueError, match="without missing values"):
+        stability_counts_per_grader(np.array([1]), np.array([1]), np.array([0]), np.array([np.nan]))
+
+
+def _engagement_by_two_column_groupby(events, idle_cap):
+    """engagement as it was written first: the frame sorted, then a groupby on grader and unit."""
+    ts = events["ts"]
+    seconds = ts.astype("int64") / 1e9 if pd.api.types.is_datetime64_any_dtype(ts) else ts.astype(float)
+    frame = pd.DataFrame(
+        {
+            "grader": events["grader"].to_numpy(),
+            "unit": events["unit"].to_numpy(),
+            "t": seconds.to_numpy(),
+            "hidden": (events["type"] == "page_hidden").to_numpy(),
+            "audition": (events["type"] == "audition").astype(int).to_numpy(),
+        }
+    ).sort_values(["grader", "t"], kind="stable")
+    gap = frame.groupby("grader", sort=False)["t"].shift(-1) - frame["t"]
+    frame["active"] = gap.clip(upper=float(idle_cap)).fillna(0.0).where(~frame["hidden"], 0.0)
+    groups = frame.groupby(["grader", "unit"])
+    return pd.DataFrame({"seconds": groups["active"].sum(), "auditions": groups["audition"].sum()})
+
+
+def test_engagement_is_the_two_column_groupby_to_the_last_bit():
+    rng = np.random.default_rng(11)
+    for trial in range(60):
+        n = int(rng.integers(1, 300))
+        times = [rng.random(n) * 1e6, np.round(rng.random(n) * 20) * 100.0][trial % 2]  # ties in time
+        log = pd.DataFrame(
+            {
+                "grader": rng.integers(0, 4, n) * 7 + 3,
+                "unit": rng.integers(0, 6, n) - 2,
+                "ts": times,
+                "type": rng.choice(["audition", "page_hidden", "broad_set", "unit_viewed"], n),
+            }
+        )
+        if trial % 3 == 1:
+            log["ts"] = pd.to_datetime(1.7e18 + log["ts"].to_numpy() * 1e9, utc=True)
+            log["type"] = log["type"].astype("category")
+        cap = [300.0, 60, 0.5][trial % 3]
+        expected, got = _engagement_by_two_column_groupby(log, cap), engagement(log, idle_cap=cap)
+        assert got.equals(expected) and got.index.equals(expected.index) and got.index.names == ["grader", "unit"]
+        assert list(got.dtypes) == list(expected.dtypes)

@@ -59,21 +59,39 @@ class Behaviour:
 
 def stability_reduce(value_events: pd.DataFrame, *, tolerance: float) -> dict[str, dict[str, Any]]:
     """Per scale, each grader's stability counts (``metrics.stability_counts``) from their value
-    events (``selectors.value_events``): the ``stability`` of a Behaviour."""
+    events (``selectors.value_events``): the ``stability`` of a Behaviour.
+
+    On arrays, a scale at a time (``metrics.stability_counts_per_grader``): a text value is its
+    category's code (equal texts, equal codes) and a number is parsed once per distinct text."""
     parts: dict[str, dict[str, Any]] = {}
+    kinds = value_events["type"]
+    texts = value_events["value"]
+    if not isinstance(texts.dtype, pd.CategoricalDtype):
+        texts = texts.astype(str).astype("category")
+    categories, codes = texts.cat.categories, texts.cat.codes.to_numpy()
+    columns = {c: value_events[c].to_numpy() for c in ("grader", "unit", "seq")}
     for kind, (label, numeric) in SCALES.items():
-        events = value_events[value_events["type"] == kind]
-        if events.empty:
+        rows = np.flatnonzero((kinds == kind).to_numpy())
+        if not len(rows):
             continue
-        values = events["value"].astype(float) if numeric else events["value"].astype(str)
-        frame = events[["grader", "unit", "seq"]].assign(value=values.to_numpy())
+        values = _numbers(categories, codes[rows]) if numeric else codes[rows]
         scale_tolerance = tolerance if numeric else 0.0
-        flags = m.event_flags(frame, tolerance=scale_tolerance)
         parts[label] = {
             "tolerance": scale_tolerance,
-            "per_grader": {int(g): m.stability_counts(part) for g, part in flags.groupby("grader", sort=True)},
+            "per_grader": m.stability_counts_per_grader(
+                *(columns[c][rows] for c in ("grader", "unit", "seq")), values, tolerance=scale_tolerance
+            ),
         }
     return parts
+
+
+def _numbers(categories: pd.Index, codes: np.ndarray) -> np.ndarray:
+    """The numbers of the texts ``categories[codes]``, parsed as ``astype(float)`` parses each
+    event's text, but once per distinct text of the scale."""
+    used = np.unique(codes)
+    parsed = np.full(len(categories), np.nan)
+    parsed[used] = pd.Series(categories[used], dtype=object).astype(float).to_numpy()
+    return parsed[codes]
 
 
 def behaviour_reduce(unit_events: pd.DataFrame, stability_parts: dict[str, dict[str, Any]]) -> Behaviour:
