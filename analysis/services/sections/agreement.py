@@ -114,15 +114,25 @@ def _categorical_agreement(
         "units_excluded": int((~rated).sum()),
         "chi2_graders": m.chi2_independence(by_grader.to_numpy())._asdict(),
     }
-    levels = [(f"{len(cats)} levels", counts, cats)]
-    if spec.collapse:
-        collapsed, new_cats = m.collapse_counts(counts, cats, spec.collapse)
-        levels.append((f"{len(new_cats)} levels", collapsed, new_cats))
+    every = bool(rated.all())  # then the levels read the count table itself, not a copy of its rows
     out["levels"] = [
-        _level(name, table[rated], labels, rng=rng, n_boot=n_boot, confidence=confidence)
-        for name, table, labels in levels
+        _level(
+            f"{len(cats)} levels",
+            counts if every else counts[rated],
+            cats,
+            rng=rng,
+            n_boot=n_boot,
+            confidence=confidence,
+        )
     ]
-    del levels
+    if spec.collapse:  # collapsed once the first level is done with its temporaries
+        collapsed, new_cats = m.collapse_counts(counts, cats, spec.collapse)
+        table = collapsed if every else collapsed[rated]
+        del collapsed
+        out["levels"].append(
+            _level(f"{len(new_cats)} levels", table, new_cats, rng=rng, n_boot=n_boot, confidence=confidence)
+        )
+        del table
     out["cohen"] = _cohen(frame, spec, cats) if len(by_grader) == 2 else None
     query_of = pd.Series(_joined_arrays(queries))
     if rated.any() and query_of.notna().any():
@@ -222,12 +232,15 @@ def _wide(frame: pd.DataFrame) -> np.ndarray | None:
         graders = graders if more.equals(graders) else graders.union(more)
     if len(pieces) == 1 and pieces[0][1].equals(graders):
         return pieces[0][0]
-    wide = np.full((sum(p.shape[0] for p, _ in pieces), len(graders)), np.nan)
+    wide = np.empty((sum(p.shape[0] for p, _ in pieces), len(graders)))
     start = 0
-    while pieces:
+    while pieces:  # each piece let go once copied, as the matrix's rows are first written
         piece, columns = pieces.pop(0)
-        wide[start : start + piece.shape[0], graders.get_indexer(columns)] = piece
+        rows = wide[start : start + piece.shape[0]]
+        rows.fill(np.nan)
+        rows[:, graders.get_indexer(columns)] = piece
         start += piece.shape[0]
+        del piece, rows
     return wide
 
 
