@@ -16,6 +16,7 @@ from numpy.typing import ArrayLike
 from scipy.stats import chi2_contingency
 
 from ._checks import as_count_table, as_labels, short
+from .agreement import rows_where
 from .shapes import distinct_rows
 
 KINDS = ("full", "partial", "none")
@@ -85,7 +86,7 @@ def pattern_table(counts: ArrayLike, categories: Sequence[Any]) -> pd.DataFrame:
         raise ValueError(
             f"`categories` has {len(categories)} labels for {table.shape[1]} columns: {short(list(categories))}"
         )
-    table = table[table.sum(axis=1) >= 2]
+    table = rows_where(table, table.sum(axis=1) >= 2)
     distinct, inverse, sizes = distinct_rows(table)
     labels = [_pattern_label(row, categories) for row in distinct]  # one per distinct count row
     frame = pd.DataFrame({"pattern": labels, "kind": pattern_kinds(distinct) if len(distinct) else [], "count": sizes})
