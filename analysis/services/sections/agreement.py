@@ -100,7 +100,9 @@ def _categorical_agreement(
         if cat.empty:
             continue
         table, units, cats = m.long_to_counts(cat[["unit", "grader", "value"]], spec.categories)
-        tables.append(table)
+        # Counts are a unit's judgments (a few): the smallest integer type holds them, an eighth of
+        # int64's 48 MB at 10^7; every metric reads them through as_count_table, as floats.
+        tables.append(table.astype(np.min_scalar_type(int(table.max()))))
         queries.append(cat.drop_duplicates("unit").set_index("unit")["query"].reindex(units).to_numpy())
         graded.append(cat.groupby([cat["grader"], cat["value"].astype(str)]).size())
     if not tables:
