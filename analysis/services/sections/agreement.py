@@ -12,7 +12,14 @@ import numpy as np
 import pandas as pd
 
 from analysis import metrics as m
-from analysis.services.values import ValueSpec, categorical_long, numeric_long, unit_chunks, valued
+from analysis.services.values import (
+    ValueSpec,
+    categorical_long,
+    heap_release,
+    numeric_long,
+    unit_chunks,
+    valued,
+)
 from grading.models.choices import Scheme
 
 HIST_BINS = 20
@@ -57,11 +64,13 @@ def agreement_report(
     """
     rng = np.random.default_rng(seed)
     units = unit_table(judgments, spec)
+    heap_release()  # what the slices freed, before the agreement's own arrays
     sections = {
         "agreement": agreement(judgments, spec, rng=rng, n_boot=n_boot, confidence=confidence),
         "confusability": confusability(units),
         "fine_within_broad": fine_within_broad(judgments, spec),
     }
+    heap_release()
     return sections, units
 
 
