@@ -56,3 +56,7 @@ def test_unit_chunks_keep_units_whole_and_leave_unsorted_frames_whole() -> None:
     chunks = unit_chunks(frame, rows=2)
     assert [(c.start, c.stop) for c in chunks] == [(0, 4), (4, 6), (6, 10), (10, 11)]
     assert unit_chunks(frame.iloc[::-1], rows=2) == [slice(0, 11)]
+
+
+def test_heap_release_runs_wherever_it_is_called() -> None:
+    values.heap_release()  # glibc's malloc_trim, or nothing where there is none
