@@ -28,6 +28,7 @@ from .agreement import (
     fleiss_kappa,
     fleiss_parts,
     rated_units,
+    rows_where,
     weight_matrix,
 )
 from .shapes import distinct_rows
@@ -113,7 +114,7 @@ def fleiss_kappa_ci(
     """
     table = as_count_table(counts)
     value = fleiss_kappa(table)
-    table = table[rated_units(table)]
+    table = rows_where(table, rated_units(table))
     if table.shape[0] == 0:
         return _estimate(value, np.array([np.nan]), confidence)
     distinct, _, sizes = distinct_rows(table)  # units with equal rows are alike

@@ -82,9 +82,10 @@ def confusability_summary(units: pd.DataFrame, min_judgments: int = 2) -> dict[s
     missing = [c for c in ("n", "dif", "std", "entropy") if c not in units.columns]
     if missing:
         raise ValueError(f"`units` lacks column(s) {missing}; pass the result of unit_confusability")
-    kept = units[units["n"] >= min_judgments]
-    means = {f"mean_{c}": float(kept[c].mean()) if len(kept) else float("nan") for c in ("dif", "std", "entropy")}
-    return {**means, "n_units": len(kept), "n_excluded": int(len(units) - len(kept))}
+    kept = (units["n"] >= min_judgments).to_numpy()  # a column at a time, not a copy of every column's rows
+    n_kept = int(kept.sum())
+    means = {f"mean_{c}": float(units[c][kept].mean()) if n_kept else float("nan") for c in ("dif", "std", "entropy")}
+    return {**means, "n_units": n_kept, "n_excluded": int(len(units) - n_kept)}
 
 
 def _paired(system: ArrayLike, truth: ArrayLike, weight: ArrayLike) -> tuple[np.ndarray, ...]:

@@ -110,3 +110,22 @@ def test_many_distinct_values_use_the_sparse_path(level):
     wide[rng.random(wide.shape) < 0.25] = nan
     expected = krippendorff.alpha(reliability_data=wide.T, level_of_measurement=level)
     assert krippendorff_alpha(wide, level) == pytest.approx(expected, abs=1e-9)
+
+
+def test_moments_by_blocks_equal_the_whole_matrix(monkeypatch: pytest.MonkeyPatch) -> None:
+    from analysis.metrics import krippendorff as k
+
+    rng = np.random.default_rng(7)
+    wide = rng.integers(0, 101, (1000, 5)) / 10
+    wide[rng.random(wide.shape) < 0.3] = np.nan
+    observed = ~np.isnan(wide)
+    m = observed.sum(axis=1)
+    kept, m = wide[m >= 2], m[m >= 2].astype(float)
+    x = np.where(~np.isnan(kept), kept, 0.0)
+    x = np.where(~np.isnan(kept), x - x.sum() / (~np.isnan(kept)).sum(), 0.0)  # the one-array form
+    s1, s2 = x.sum(axis=1), (x * x).sum(axis=1)
+    expected = np.column_stack([2 * (m * s2 - s1**2) / (m - 1), m, s1, s2])
+    monkeypatch.setattr(k, "BLOCK_UNITS", 37)
+    parts = k._Parts(wide)
+    assert np.array_equal(parts.moments, expected)
+    assert parts.n_values == np.unique(kept[~np.isnan(kept)]).size == parts.coded[0].size

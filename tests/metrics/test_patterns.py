@@ -1,6 +1,7 @@
 """Agreement patterns, chi-squared tests and FINE within BROAD."""
 
 import numpy as np
+import pandas as pd
 import pytest
 from scipy.stats import chi2_contingency
 
@@ -95,3 +96,34 @@ def test_errors():
         pattern_table([[1, 1, 1]], ["NS", "SS"])
     with pytest.raises(ValueError, match="differ in length"):
         chi2_graders(["a"], ["NS", "SS"])
+
+
+def test_chi2_queries_counts_as_crosstab_did() -> None:
+    rng = np.random.default_rng(5)
+    queries = rng.integers(0, 40, 3000).astype(float)
+    queries[rng.random(3000) < 0.05] = np.nan
+    kinds = rng.choice(["full", "partial", "none", ""], 3000)
+    keep = (kinds != "") & ~np.isnan(queries)
+    table = pd.crosstab(queries[keep], kinds[keep]).to_numpy()
+    assert chi2_queries(queries, kinds) == chi2_independence(table)
+
+
+def test_fine_within_broad_one_category_at_a_time_as_one_groupby() -> None:
+    rng = np.random.default_rng(6)
+    broad = rng.choice(["NS", "SS"], 5000)  # "VS" never used: its row has n 0 and NaN
+    fine = rng.integers(0, 101, 5000) / 10
+    groups = pd.Series(fine).groupby(pd.Categorical(broad, categories=["NS", "SS", "VS"]), observed=False)
+    expected = pd.DataFrame(
+        {
+            "n": groups.size(),
+            "mean": groups.mean(),
+            "std": groups.std(ddof=1),
+            "min": groups.min(),
+            "q1": groups.quantile(0.25),
+            "median": groups.median(),
+            "q3": groups.quantile(0.75),
+            "max": groups.max(),
+        }
+    )
+    expected.index = pd.Index(["NS", "SS", "VS"], name="broad")
+    assert fine_within_broad(broad, fine, ["NS", "SS", "VS"]).equals(expected)

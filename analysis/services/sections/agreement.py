@@ -12,7 +12,14 @@ import numpy as np
 import pandas as pd
 
 from analysis import metrics as m
-from analysis.services.values import ValueSpec, categorical_long, numeric_long, valued
+from analysis.services.values import (
+    ValueSpec,
+    categorical_long,
+    heap_release,
+    numeric_long,
+    unit_chunks,
+    valued,
+)
 from grading.models.choices import Scheme
 
 HIST_BINS = 20
@@ -57,11 +64,13 @@ def agreement_report(
     """
     rng = np.random.default_rng(seed)
     units = unit_table(judgments, spec)
+    heap_release()  # what the slices freed, before the agreement's own arrays
     sections = {
         "agreement": agreement(judgments, spec, rng=rng, n_boot=n_boot, confidence=confidence),
         "confusability": confusability(units),
         "fine_within_broad": fine_within_broad(judgments, spec),
     }
+    heap_release()
     return sections, units
 
 
@@ -82,36 +91,61 @@ def agreement(
         "n_boot": n_boot,
     }
     if spec.has_categories:
-        out.update(
-            _categorical_agreement(categorical_long(frame, spec), spec, rng=rng, n_boot=n_boot, confidence=confidence)
-        )
+        out.update(_categorical_agreement(frame, spec, rng=rng, n_boot=n_boot, confidence=confidence))
     if spec.has_numbers:
-        out["alpha"] = _alpha(numeric_long(frame), spec, rng=rng, n_boot=n_boot, confidence=confidence)
+        out["alpha"] = _alpha(frame, spec, rng=rng, n_boot=n_boot, confidence=confidence)
     return out
 
 
 def _categorical_agreement(
-    cat: pd.DataFrame, spec: ValueSpec, *, rng: np.random.Generator, n_boot: int, confidence: float
+    frame: pd.DataFrame, spec: ValueSpec, *, rng: np.random.Generator, n_boot: int, confidence: float
 ) -> dict[str, Any]:
-    if cat.empty:
+    # The count table, each unit's query and the graders x categories table, a slice of whole units
+    # at a time (``values.unit_chunks``): the long frame of every judgment, and the groupbys over
+    # it, held most of a gigabyte at 10^7 judgments.
+    tables, queries, graded = [], [], []
+    for rows in unit_chunks(frame):
+        cat = categorical_long(frame.iloc[rows], spec)
+        if cat.empty:
+            continue
+        table, units, cats = m.long_to_counts(cat[["unit", "grader", "value"]], spec.categories)
+        # Counts are a unit's judgments (a few): the smallest integer type holds them, an eighth of
+        # int64's 48 MB at 10^7; every metric reads them through as_count_table, as floats.
+        tables.append(table.astype(np.min_scalar_type(int(table.max()))))
+        queries.append(cat.drop_duplicates("unit").set_index("unit")["query"].reindex(units).to_numpy())
+        graded.append(cat.groupby([cat["grader"], cat["value"].astype(str)]).size())
+    if not tables:
         return {"units_rated": 0, "units_excluded": 0}
-    counts, units, cats = m.long_to_counts(cat[["unit", "grader", "value"]], spec.categories)
+    counts = _joined_arrays(tables)
+    del tables
     rated = counts.sum(axis=1) >= 2
+    by_grader = _joined(graded).groupby(level=[0, 1]).sum().unstack(fill_value=0)  # as pd.crosstab
     out: dict[str, Any] = {
         "units_rated": int(rated.sum()),
         "units_excluded": int((~rated).sum()),
-        "chi2_graders": m.chi2_graders(cat["grader"].to_numpy(), cat["value"].astype(str).to_numpy())._asdict(),
+        "chi2_graders": m.chi2_independence(by_grader.to_numpy())._asdict(),
     }
-    levels = [(f"{len(cats)} levels", counts, cats)]
-    if spec.collapse:
-        collapsed, new_cats = m.collapse_counts(counts, cats, spec.collapse)
-        levels.append((f"{len(new_cats)} levels", collapsed, new_cats))
+    every = bool(rated.all())  # then the levels read the count table itself, not a copy of its rows
     out["levels"] = [
-        _level(name, table[rated], labels, rng=rng, n_boot=n_boot, confidence=confidence)
-        for name, table, labels in levels
+        _level(
+            f"{len(cats)} levels",
+            counts if every else counts[rated],
+            cats,
+            rng=rng,
+            n_boot=n_boot,
+            confidence=confidence,
+        )
     ]
-    out["cohen"] = _cohen(cat, cats)
-    query_of = cat.drop_duplicates("unit").set_index("unit")["query"].reindex(units)
+    if spec.collapse:  # collapsed once the first level is done with its temporaries
+        collapsed, new_cats = m.collapse_counts(counts, cats, spec.collapse)
+        table = collapsed if every else collapsed[rated]
+        del collapsed
+        out["levels"].append(
+            _level(f"{len(new_cats)} levels", table, new_cats, rng=rng, n_boot=n_boot, confidence=confidence)
+        )
+        del table
+    out["cohen"] = _cohen(frame, spec, cats) if len(by_grader) == 2 else None
+    query_of = pd.Series(_joined_arrays(queries))
     if rated.any() and query_of.notna().any():
         kinds = m.pattern_kinds(counts)
         has_query = query_of.notna().to_numpy()
@@ -120,9 +154,19 @@ def _categorical_agreement(
     return out
 
 
-def _cohen(cat: pd.DataFrame, categories: list[Any]) -> dict[str, Any] | None:
+def _joined(pieces: list[pd.Series]) -> pd.Series:
+    """The pieces of ``unit_chunks``'s slices as one."""
+    return pieces[0] if len(pieces) == 1 else pd.concat(pieces)
+
+
+def _joined_arrays(pieces: list[np.ndarray]) -> np.ndarray:
+    return pieces[0] if len(pieces) == 1 else np.concatenate(pieces)
+
+
+def _cohen(frame: pd.DataFrame, spec: ValueSpec, categories: list[Any]) -> dict[str, Any] | None:
     """Cohen's kappas (unweighted, linear, quadratic over the category order) when exactly two
     graders judged; None otherwise. Undefined kappas are None with the reason."""
+    cat = categorical_long(frame, spec)
     graders = pd.unique(cat["grader"])
     if len(graders) != 2:
         return None
@@ -171,16 +215,44 @@ def _level(
 
 
 def _alpha(
-    num: pd.DataFrame, spec: ValueSpec, *, rng: np.random.Generator, n_boot: int, confidence: float
+    frame: pd.DataFrame, spec: ValueSpec, *, rng: np.random.Generator, n_boot: int, confidence: float
 ) -> dict[str, Any]:
     out = {"level": spec.alpha_level, "scale": spec.num_label}
-    if num.empty or num.groupby("unit").size().max() < 2:
+    wide = _wide(frame)
+    if wide is None or (~np.isnan(wide)).sum(axis=1).max() < 2:
         return {**out, **estimate(undefined_estimate("no unit has two or more judgments"))}
-    wide, _, _ = m.long_to_wide(num[["unit", "grader", "value"]])
     est = _no_interval_unless(
         n_boot, m.krippendorff_alpha_ci(wide, spec.alpha_level, rng=rng, n_boot=max(n_boot, 1), confidence=confidence)
     )
     return {**out, **estimate(est)}
+
+
+def _wide(frame: pd.DataFrame) -> np.ndarray | None:
+    """``long_to_wide`` of the judgments with a number (None when none has one), a slice of whole
+    units at a time (``values.unit_chunks``); the slices' matrices are laid side by side on the
+    graders of them all."""
+    pieces = []
+    for rows in unit_chunks(frame):
+        num = numeric_long(frame.iloc[rows])
+        if not num.empty:
+            pieces.append(m.long_to_wide(num[["unit", "grader", "value"]])[::2])
+    if not pieces:
+        return None
+    graders = pieces[0][1]
+    for _, more in pieces[1:]:
+        graders = graders if more.equals(graders) else graders.union(more)
+    if len(pieces) == 1 and pieces[0][1].equals(graders):
+        return pieces[0][0]
+    wide = np.empty((sum(p.shape[0] for p, _ in pieces), len(graders)))
+    start = 0
+    while pieces:  # each piece let go once copied, as the matrix's rows are first written
+        piece, columns = pieces.pop(0)
+        rows = wide[start : start + piece.shape[0]]
+        rows.fill(np.nan)
+        rows[:, graders.get_indexer(columns)] = piece
+        start += piece.shape[0]
+        del piece, rows
+    return wide
 
 
 def _no_interval_unless(n_boot: int, est: m.Estimate) -> m.Estimate:
@@ -192,31 +264,58 @@ def _no_interval_unless(n_boot: int, est: m.Estimate) -> m.Estimate:
 
 
 def unit_table(judgments: pd.DataFrame, spec: ValueSpec) -> pd.DataFrame:
-    """Per unit: query, n, mean, median, majority, dif, std, entropy, and the BROAD/label distribution."""
+    """Per unit: query, n, mean, median, majority, dif, std, entropy, and the BROAD/label distribution.
+
+    Computed a slice of whole units at a time (``values.unit_chunks``), each slice's rows written
+    into the table's columns: at 10^7 judgments, groupbys over every judgment, and pieces joined
+    and concatenated, held several times the 200 MB table."""
     frame = valued(judgments, spec)
     if frame.empty or not (spec.has_numbers or spec.has_categories):
         return pd.DataFrame(columns=["unit", "query", "n"])
-    queries = frame[["unit", "query"]].drop_duplicates("unit").set_index("unit")["query"]
-    table = pd.DataFrame(index=pd.Index(sorted(queries.index), name="unit"))
-    table["query"] = queries.reindex(table.index)
-    if spec.has_numbers:
-        num = numeric_long(frame)
-        if not num.empty:
-            table = table.join(m.unit_confusability(num[["unit", "grader", "value"]]), how="left")
+    chunks = unit_chunks(frame)
+    index = _sorted_units(frame["unit"], split=len(chunks) > 1)
+    columns: dict[str, Any] = {"unit": index.to_numpy(), "query": np.empty(len(index), frame["query"].dtype)}
+    numbers = np.full((len(index), len(m.confusability.COLUMNS)), np.nan) if spec.has_numbers else None
+    counts = np.zeros((len(index), len(spec.categories)), dtype=np.int64)
+    any_numbers = False
+    for rows in chunks:
+        chunk = frame.iloc[rows]
+        query_of = chunk[["unit", "query"]].drop_duplicates("unit")
+        columns["query"][index.searchsorted(query_of["unit"])] = query_of["query"].to_numpy()
+        if numbers is not None:
+            num = numeric_long(chunk)
+            if not num.empty:
+                per_unit = m.unit_confusability(num[["unit", "grader", "value"]])
+                numbers[index.searchsorted(per_unit.index)] = per_unit.to_numpy(dtype=float)
+                any_numbers = True
+        if spec.has_categories:
+            cat = categorical_long(chunk, spec)
+            counted = m.count_table(cat["unit"], cat["value"], spec.categories)
+            counts[index.searchsorted(counted.index)] = counted.to_numpy()
+    if any_numbers:  # the columns of unit_confusability, as its left join on the units gave them
+        columns.update(zip(m.confusability.COLUMNS, numbers.T, strict=True))
+    del numbers
     if spec.has_categories:
-        cat = categorical_long(frame, spec)
-        counts = m.count_table(cat["unit"], cat["value"], spec.categories).reindex(index=table.index, fill_value=0)
         if spec.scheme == Scheme.BROAD_FINE:
-            for label in spec.categories:
-                table[f"n_{label.lower()}"] = counts[label].to_numpy()
+            for j, label in enumerate(spec.categories):
+                columns[f"n_{label.lower()}"] = counts[:, j]
         else:
-            table["distribution"] = [
-                dict(zip(map(str, spec.categories), map(int, row), strict=True)) for row in counts.to_numpy()
+            columns["distribution"] = [
+                dict(zip(map(str, spec.categories), map(int, row), strict=True)) for row in counts
             ]
-        if "n" not in table:
-            table["n"] = counts.sum(axis=1)
-    table["n"] = table["n"].fillna(0).astype(int)
-    return table.reset_index()
+        if "n" not in columns:
+            columns["n"] = counts.sum(axis=1)
+    columns["n"] = pd.Series(columns["n"]).fillna(0).astype(int).to_numpy()
+    return pd.DataFrame(columns, copy=False)  # the columns are laid out by dtype once (copy=True: twice)
+
+
+def _sorted_units(units: pd.Series, *, split: bool) -> pd.Index:
+    """The distinct units, sorted; ``split``: ``units`` is sorted (``unit_chunks`` split it), so
+    they are the first of each run."""
+    if not split:
+        return pd.Index(sorted(units.drop_duplicates()), name="unit")
+    values = units.to_numpy()
+    return pd.Index(values[np.flatnonzero(np.r_[True, values[1:] != values[:-1]])], name="unit")
 
 
 def _histogram(values: np.ndarray) -> dict[str, list[float]]:
@@ -231,7 +330,9 @@ def confusability(units: pd.DataFrame) -> dict[str, Any]:
     """Summary, distributions of dif/std/entropy, instrument precision and the crescent's data."""
     if units.empty or "std" not in units:
         return {"available": False}
-    rated = units[units["n"] >= 2]
+    # The four columns read here, of the units judged twice: the table's other columns would be
+    # copied with them (the table is 200 MB at 10^7 judgments).
+    rated = units.loc[units["n"] >= 2, ["mean", "dif", "std", "entropy"]]
     std = rated["std"].to_numpy(dtype=float)
     out: dict[str, Any] = {
         "available": True,
@@ -269,6 +370,8 @@ def fine_within_broad(judgments: pd.DataFrame, spec: ValueSpec) -> list[dict[str
     both = (judgments["broad"].notna() & judgments["fine"].notna()).to_numpy()
     if not both.any():
         return []
-    broad, fine = judgments["broad"].to_numpy()[both], judgments["fine"].to_numpy(dtype=float)[both]
+    broad, fine = judgments["broad"].to_numpy(), judgments["fine"].to_numpy(dtype=float)
+    if not both.all():  # the common case, every judgment with both, copies neither column (80 MB each at 10^7)
+        broad, fine = broad[both], fine[both]
     table = m.fine_within_broad(broad, fine, spec.categories)
     return _records(table.reset_index())
