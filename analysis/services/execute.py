@@ -22,7 +22,7 @@ from analysis.selectors import GraderSpan
 from analysis.services import attempts
 from analysis.services.model_handover import grader_model_hand_over
 from analysis.services.report import DEFAULT_TOLERANCE, exclusions_before_reading, report_compute
-from analysis.services.shards import ShardPart, part_dumps, part_loads, shard_compute, shard_plan
+from analysis.services.shards import ShardPart, memory_release, part_dumps, part_loads, shard_compute, shard_plan
 
 logger = logging.getLogger(__name__)
 STORE_BATCH = 5_000
@@ -85,6 +85,8 @@ def shard_execute(*, run_id: int, attempt: int, index: int) -> str:
         started = time.perf_counter()
         part = _shard_part(run, shard, selectors.excluded_grader_ids(campaign_id=run.campaign_id))
         _shard_done(run, shard, judgments=len(part.judgments), seconds=time.perf_counter() - started, part=part)
+        del part
+        memory_release()  # the worker's next task starts from its own memory
         return "done"
 
     where = f"shard {index + 1} of {run.shards_total}"
@@ -105,6 +107,7 @@ def combine_execute(*, run_id: int, attempt: int) -> str:
         if missing:
             raise RuntimeError(f"shard(s) {', '.join(map(str, missing))} of {len(shards)} left no part")
         progress.timings["reading shards"] = round(sum(s.seconds or 0.0 for s in shards), 4)
+        memory_release()  # what this worker's earlier tasks left held
         parts = [part_loads(bytes(s.part), judgments=False) for s in shards]  # read a column at a time
         return _complete(run, progress, parts)
 

@@ -28,7 +28,7 @@ from django.conf import settings
 from analysis import selectors
 from analysis.selectors import GraderSpan
 from analysis.services.sections.behaviour import Behaviour, behaviour_combine, behaviour_reduce, stability_reduce
-from analysis.services.values import scheme_columns
+from analysis.services.values import heap_release, scheme_columns
 from grading.models import Campaign
 
 
@@ -159,6 +159,15 @@ def _stacked(arrays: list[np.ndarray]) -> np.ndarray:
     column that holds integers in one part and floats in another (a NULL query) becomes float, as
     ``pd.concat`` makes it."""
     return arrays[0] if len(arrays) == 1 else np.concatenate(arrays)
+
+
+def memory_release() -> None:
+    """Give what Arrow's allocator and the C heap hold freed back to the system: between the tasks
+    of a worker, so that a shard (or the combining step) after another starts from the worker's
+    own memory, not from the last one's leftovers (a worker that read two shards of 2,000,000
+    judgments peaked at 1.04 GB where one shard alone peaks at 0.77 GB)."""
+    arrow_memory_release()
+    heap_release()
 
 
 def arrow_memory_release() -> None:
