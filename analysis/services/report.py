@@ -24,7 +24,7 @@ from analysis.services.sections.model import model_truth
 from analysis.services.sections.ordering import orderings
 from analysis.services.sections.systems import systems_section
 from analysis.services.shards import ShardPart, arrow_memory_release, consolidated, parts_combine, shard_compute
-from analysis.services.values import ValueSpec, value_spec, with_values
+from analysis.services.values import ValueSpec, sorted_unit_codes, value_spec, with_values
 from grading.models import Campaign
 from grading.models.choices import Scheme
 
@@ -241,11 +241,7 @@ def report_compute(
 
 def _judged(judgments: pd.DataFrame) -> selectors.Judged:
     """How many judgments the run read, by whom, of how many units (for the overview)."""
-    units = judgments["unit"].to_numpy()
-    if units.size and (units[1:] >= units[:-1]).all():  # in unit order, as read: count the runs
-        n_units = int(np.count_nonzero(units[1:] != units[:-1])) + 1
-    else:
-        n_units = int(pd.unique(units).size)
+    _, n_units = sorted_unit_codes(judgments["unit"].to_numpy())
     graders = frozenset(int(g) for g in pd.unique(judgments["grader"].to_numpy()))
     return selectors.Judged(judgments=len(judgments), graders=graders, units=n_units)
 

@@ -180,6 +180,19 @@ def unit_chunks(frame: pd.DataFrame, rows: int | None = None) -> list[slice]:
     return [slice(a, b) for a, b in zip(starts, [*starts[1:], n], strict=True)]
 
 
+def sorted_unit_codes(units: np.ndarray) -> tuple[np.ndarray, int]:
+    """Each row's unit as 0.. in the order of sorted unit ids, and how many units: from the runs of
+    equal ids when the rows are sorted by unit (the judgments are), else by sorting."""
+    if units.size and (units[1:] >= units[:-1]).all():
+        starts = np.empty(units.size, dtype=bool)
+        starts[0], starts[1:] = True, units[1:] != units[:-1]
+        codes = np.cumsum(starts, dtype=np.int64 if units.size >= 2**31 else np.int32)
+        codes -= 1
+        return codes, int(codes[-1]) + 1
+    uniques, codes = np.unique(units, return_inverse=True)
+    return codes.ravel(), uniques.size
+
+
 def heap_release() -> None:
     """Give the C heap's free pages back to the system (glibc's ``malloc_trim``; elsewhere, nothing).
 

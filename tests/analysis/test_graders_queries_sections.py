@@ -113,8 +113,6 @@ def test_queries_section_equals_the_pandas_way(seed, sort):
         (np.array([], dtype=object), ["a", "b"]),
     ],
 )
-def test_category_codes_are_the_positions_get_indexer_gives(values, categories):
-    from analysis.services.sections.behaviour import _category_codes
-
-    codes = _category_codes(values, categories)
+def test_category_positions_are_the_positions_get_indexer_gives(values, categories):
+    codes = m.category_positions(values, categories)
     assert codes.tolist() == pd.Index(categories).get_indexer(values).tolist()

@@ -10,7 +10,7 @@ import numpy as np
 import pandas as pd
 
 from analysis import metrics as m
-from analysis.services.values import ValueSpec, valued
+from analysis.services.values import ValueSpec, sorted_unit_codes, valued
 
 # event type -> (scale shown in the report, numeric?)
 SCALES = {
@@ -183,35 +183,11 @@ def engagement(behaviour: Behaviour) -> dict[str, Any]:
     }
 
 
-def _unit_codes(units: np.ndarray) -> tuple[np.ndarray, int]:
-    """Each row's unit as 0.. in the order of sorted unit ids, and how many units: from the runs of
-    equal ids when the rows are sorted by unit (the judgments are), else by sorting."""
-    if units.size and (units[1:] >= units[:-1]).all():
-        starts = np.empty(units.size, dtype=bool)
-        starts[0], starts[1:] = True, units[1:] != units[:-1]
-        codes = np.cumsum(starts, dtype=np.int64 if units.size >= 2**31 else np.int32)
-        codes -= 1
-        return codes, int(codes[-1]) + 1
-    uniques, codes = np.unique(units, return_inverse=True)
-    return codes.ravel(), uniques.size
-
-
 def _sorted_codes(values: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     """``np.unique(values, return_inverse=True)`` by hashing rather than sorting every value: the
     graders are few and their judgments many."""
     codes, uniques = pd.factorize(values, sort=True)
     return np.asarray(uniques), codes
-
-
-def _category_codes(values: np.ndarray, categories: list[Any]) -> np.ndarray:
-    """Each value's position in ``categories`` (int8 when they fit), -1 for a value outside them
-    or missing: ``pd.Index(categories).get_indexer(values)``, by factorizing the values (a hash table
-    of the few distinct ones) rather than hashing every value into a table of its own (400 MB for
-    10^7 judgments)."""
-    codes, uniques = pd.factorize(values)
-    position = pd.Index(categories).get_indexer(uniques)
-    lookup = np.append(position, -1).astype(np.int8 if len(categories) < 127 else np.int64)
-    return lookup[codes]  # code -1 (missing) takes the appended -1
 
 
 def _agreement_with_majority(
@@ -224,7 +200,7 @@ def _agreement_with_majority(
     counted. ``codes`` are the judgments' categories 0..k-1. The others' counts of a category are
     the unit's count less the judgment's own, taken one category at a time: never a judgments × k
     table."""
-    unit_codes, n_units = _unit_codes(units)
+    unit_codes, n_units = sorted_unit_codes(units)
     counts = np.bincount(unit_codes * np.int64(k) + codes, minlength=n_units * k).reshape(n_units, k).astype(np.int32)
     top = np.full(codes.size, -1, dtype=np.int32)  # the largest count among the others' categories
     ties = np.zeros(codes.size, dtype=np.int16)  # how many categories reach it
@@ -269,7 +245,7 @@ def graders(
     table = pd.DataFrame({"judgments": np.bincount(grader_codes)}, index=pd.Index(grader_ids, name="grader"))
     if spec.has_categories:
         k = len(spec.categories)
-        codes = _category_codes(frame["cat"].to_numpy(), spec.categories)
+        codes = m.category_positions(frame["cat"].to_numpy(), spec.categories)
         rated = codes >= 0
         every = bool(rated.all())  # as a rule: then the columns themselves, not copies
         g, c = (grader_codes, codes) if every else (grader_codes[rated], codes[rated])
@@ -321,7 +297,7 @@ def queries(
         query, unit, cat = query[has], unit[has], None if cat is None else cat[has]
     if query.size == 0:
         return []
-    unit_codes, n_units = _unit_codes(unit)
+    unit_codes, n_units = sorted_unit_codes(unit)
     query_of_unit = np.empty(n_units, dtype=query.dtype)
     query_of_unit[unit_codes] = query
     query_ids, of_unit = _sorted_codes(query_of_unit)
@@ -336,10 +312,10 @@ def queries(
     )
     if cat is not None:
         k = len(spec.categories)
-        codes = _category_codes(cat, spec.categories)
+        codes = m.category_positions(cat, spec.categories)
         rated = codes >= 0
         if rated.any():
-            rated_codes, n_rated = _unit_codes(unit[rated])
+            rated_codes, n_rated = sorted_unit_codes(unit[rated])
             counts = np.bincount(rated_codes * k + codes[rated], minlength=n_rated * k).reshape(n_rated, k)
             rated_query = np.empty(n_rated, dtype=query.dtype)
             rated_query[rated_codes] = query[rated]
