@@ -79,6 +79,11 @@ class CampaignFileForm(_LimitedFiles, forms.Form):
         help_text='The files that the campaign file names under "media", paths as in the file.',
     )
 
+    def __init__(self, *args: Any, **kwargs: Any) -> None:
+        # Its own ids: the items form on the same page has a "media" field too (one id, one element).
+        kwargs.setdefault("auto_id", "id_upload_%s")
+        super().__init__(*args, **kwargs)
+
 
 class CampaignSettingsFields(forms.Form):
     name = forms.CharField(max_length=200)

@@ -51,6 +51,7 @@ EXPORTS = (  # the routes whose GET is a download, recorded in the audit trail
     "api/campaigns/<int:campaign_id>/events/",
     "api/campaigns/<int:campaign_id>/participants/",
 )
+ID = re.compile(r"""<[^>]*?\sid=["']([^"']+)["']""")
 PARAMETER = re.compile(r"<(?:(?P<converter>\w+):)?(?P<name>\w+)>|\(\?P<(?P<group>\w+)>[^)]*(?:\([^)]*\)[^)]*)*\)")
 
 
@@ -177,6 +178,11 @@ def site() -> Site:
     return Site(rating=rating, ordering=ordering, grader=grader, organizer=organizer, staff=staff)
 
 
+def _repeated_ids(html: str) -> list[str]:
+    ids = ID.findall(html)
+    return sorted({i for i in ids if ids.count(i) > 1})
+
+
 def _writes(queries: list[dict]) -> list[str]:
     return [q["sql"] for q in queries if WRITE.match(q["sql"]) and SESSION_TABLE not in q["sql"]]
 
@@ -186,6 +192,7 @@ def test_no_get_of_any_page_or_endpoint_writes_as_any_role(site):
     walked: set[str] = set()
     writes: list[tuple[str, str, str]] = []
     exports: list[tuple[str, str]] = []
+    duplicate_ids: list[tuple[str, str, list[str]]] = []
     for role, user in roles.items():
         client = Client()
         if user is not None:
@@ -199,6 +206,10 @@ def test_no_get_of_any_page_or_endpoint_writes_as_any_role(site):
                         response = client.get(url)
                         b"".join(getattr(response, "streaming_content", [])) if response.streaming else None
                     walked.add(route)
+                    if response.status_code == 200 and response.get("Content-Type", "").startswith("text/html"):
+                        repeated = _repeated_ids(response.content.decode())
+                        if repeated:
+                            duplicate_ids.append((role, url, repeated))
                     for sql in _writes(queries.captured_queries):
                         if route in EXPORTS and sql.startswith(AUDIT_INSERT):
                             exports.append((role, url))
@@ -206,6 +217,7 @@ def test_no_get_of_any_page_or_endpoint_writes_as_any_role(site):
                             writes.append((role, url, sql[:120]))
     assert len(walked) == len(list(_patterns(get_resolver().url_patterns)))
     assert writes == []
+    assert duplicate_ids == []  # a label's `for`, an error's aria-describedby and a script name one element
     assert {role for role, _ in exports} == {"organizer", "staff"}  # who may download, and only they
 
 

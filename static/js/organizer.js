@@ -15,33 +15,36 @@
       }
     });
   });
-  document.querySelectorAll("input[type=file][data-max-bytes]").forEach(function (input) {
-    input.addEventListener("change", function () {
-      const most = Number(input.dataset.maxBytes);
-      const file = input.files && input.files[0];
-      const id = input.id + "-size-error";
-      let note = document.getElementById(id);
-      if (file && file.size > most) {
-        const text = file.name + " is " + (file.size / 1048576).toFixed(1) + " MB; this file may be at most " +
-          input.dataset.maxText + ". Choose a smaller file.";
-        if (!note) {
-          note = document.createElement("p");
-          note.className = "field-error";
-          note.id = id;
-          note.setAttribute("role", "alert");
-          input.insertAdjacentElement("afterend", note);
-        }
-        note.textContent = text;
-        input.setCustomValidity(text);
-        input.setAttribute("aria-invalid", "true");
-        input.setAttribute("aria-describedby", id);
-      } else {
-        if (note) note.remove();
-        input.setCustomValidity("");
-        input.removeAttribute("aria-invalid");
-        input.removeAttribute("aria-describedby");
+  // A file chosen before this script ran (a slow connection) is checked as well as every later choice.
+  function checkSize(input) {
+    const most = Number(input.dataset.maxBytes);
+    const file = input.files && input.files[0];
+    const id = input.id + "-size-error";
+    let note = document.getElementById(id);
+    if (file && file.size > most) {
+      const text = file.name + " is " + (file.size / 1048576).toFixed(1) + " MB; this file may be at most " +
+        input.dataset.maxText + ". Choose a smaller file.";
+      if (!note) {
+        note = document.createElement("p");
+        note.className = "field-error";
+        note.id = id;
+        note.setAttribute("role", "alert");
+        input.insertAdjacentElement("afterend", note);
       }
-    });
+      note.textContent = text;
+      input.setCustomValidity(text);
+      input.setAttribute("aria-invalid", "true");
+      input.setAttribute("aria-describedby", id);
+    } else {
+      if (note) note.remove();
+      input.setCustomValidity("");
+      input.removeAttribute("aria-invalid");
+      input.removeAttribute("aria-describedby");
+    }
+  }
+  document.querySelectorAll("input[type=file][data-max-bytes]").forEach(function (input) {
+    input.addEventListener("change", function () { checkSize(input); });
+    checkSize(input);
   });
   const errors = document.getElementById("form-errors");
   if (errors) errors.focus();

@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import os
 import zipfile
+from urllib.parse import urljoin
 
 import pytest
 
@@ -70,3 +71,27 @@ def test_a_zip_over_the_limit_is_named_beside_its_field_before_it_is_sent(page, 
     page.keyboard.press("Enter")  # the browser refuses to send the form; the page stays as it is
     assert page.url.endswith("/organize/new/") and not page.locator("#preview").count()
     assert not Campaign.objects.exists()
+
+
+def test_a_zip_chosen_before_the_page_script_ran_is_named_too(page, tmp_path, settings):  # noqa: F811
+    """On a slow connection a file can be chosen before the page's script has run: the script checks the
+    files already chosen when it starts, not only later choices. The script is held back here until the
+    files are chosen, so that order is certain."""
+    settings.MEDIA_ZIP_MAX_BYTES = 1 * MB
+    page.set_viewport_size({"width": 390, "height": 844})
+    log_in(page, make_user("olga", password=PASSWORD, is_staff=True))
+    held = []
+    page.route("**/js/organizer*.js", lambda route: held.append(route))
+    page.goto(urljoin(page.url, page.get_attribute("#new-campaign", "href")), wait_until="commit")
+    page.wait_for_selector("section:has(#by-file) input[name=media]", state="attached")
+    json_path, zip_path = campaign_files(tmp_path)
+    zip_with_a_large_file(zip_path, megabytes=2)
+    page.set_input_files("section:has(#by-file) input[name=file]", json_path)
+    page.set_input_files("section:has(#by-file) input[name=media]", zip_path)
+    while not held:
+        page.wait_for_timeout(20)
+    assert not page.locator("section:has(#by-file) .field-error").count()  # the script has not run yet
+    held[0].continue_()
+    error = page.locator("section:has(#by-file) input[name=media] + .field-error")
+    assert error.inner_text().startswith("media.zip is 2.0 MB; this file may be at most 1.0 MB.")
+    assert page.get_attribute("section:has(#by-file) input[name=media]", "aria-invalid") == "true"
