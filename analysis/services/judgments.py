@@ -1,0 +1,323 @@
+"""A run's judgments as the sections read them: a slice of whole units at a time.
+
+``Judgments`` is what every section of the report reads (docs/analysis.md, "Scaling"). It gives
+the judgments in slices of whole units (``chunks``), each slice exactly the rows that
+``values.unit_chunks`` cuts from the one frame of every judgment, in the same order and with the
+value columns ``cat`` and ``num`` (``values.with_values``): a per-unit figure, and a sum taken
+slice by slice, come out the same whichever holds the judgments.
+
+- ``FrameJudgments`` holds that one frame (the ``agreement`` command's ratings file, tests).
+- ``StoredJudgments`` holds the shards' parts as they came (Parquet, a few bytes a judgment) and
+  reads each slice from them when it is asked for: the combining step never holds every judgment
+  at once (0.56 GB at 10^7 judgments, with transients of a gigabyte on top).
+
+Reading everything at once (``column``, ``frame``) is there for what needs it, and says so.
+"""
+
+from __future__ import annotations
+
+import io
+from collections.abc import Iterator, Sequence
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any
+
+import numpy as np
+import pandas as pd
+
+from analysis.services.values import CHUNK_ROWS, ValueSpec, unit_chunks, with_values
+from grading.models.choices import Scheme
+
+if TYPE_CHECKING:
+    from analysis.services.shards import ShardPart
+
+VALUE_COLUMNS = ("cat", "num")
+
+
+class Judgments:
+    """The judgments of a run (long shape: one row per unit and grader, in (unit, grader) order
+    when they come from the database), with the value columns ``spec`` derives."""
+
+    spec: ValueSpec
+
+    def __len__(self) -> int:
+        raise NotImplementedError
+
+    @property
+    def empty(self) -> bool:
+        return len(self) == 0
+
+    @property
+    def columns(self) -> list[str]:
+        """Every column a slice has (the value columns included)."""
+        raise NotImplementedError
+
+    def chunks(self, columns: Sequence[str] | None = None) -> Iterator[pd.DataFrame]:
+        """Slices of whole units, in order; each has at least ``columns`` (every column: None).
+
+        A slice's index is its rows' positions in the whole. Slices are made as they are asked
+        for: keep what a slice gives, not the slice."""
+        raise NotImplementedError
+
+    def units(self) -> tuple[np.ndarray, np.ndarray]:
+        """The units judged, sorted, and how many judgments each has (O(units), not O(judgments))."""
+        ids, counts = [], []
+        for chunk in self.chunks(["unit"]):
+            u, c = np.unique(chunk["unit"].to_numpy(), return_counts=True)
+            ids.append(u)
+            counts.append(c)
+        if not ids:
+            return np.empty(0, dtype=np.int64), np.empty(0, dtype=np.int64)
+        return np.concatenate(ids), np.concatenate(counts)
+
+    def column(self, name: str) -> np.ndarray:
+        """One column of every judgment at once: as large as the campaign (80 MB at 10^7 judgments for
+        a number), for a figure that needs every value together."""
+        pieces = [chunk[name].to_numpy() for chunk in self.chunks([name])]
+        if not pieces:
+            return self.frame([name])[name].to_numpy()
+        return pieces[0] if len(pieces) == 1 else np.concatenate(pieces)
+
+    def frame(self, columns: Sequence[str] | None = None) -> pd.DataFrame:
+        """Every judgment at once, as one frame: only where the campaign is known to be small
+        (a linked campaign's comparison, a ratings file)."""
+        raise NotImplementedError
+
+
+def judgments_of(judgments: pd.DataFrame | Judgments, spec: ValueSpec) -> Judgments:
+    """``judgments`` as a ``Judgments``: a frame (that went through ``values.with_values``) wrapped."""
+    return judgments if isinstance(judgments, Judgments) else FrameJudgments(judgments, spec)
+
+
+@dataclass
+class FrameJudgments(Judgments):
+    """Judgments held as one frame, sliced by ``values.unit_chunks``."""
+
+    data: pd.DataFrame
+    spec: ValueSpec
+
+    def __len__(self) -> int:
+        return len(self.data)
+
+    @property
+    def columns(self) -> list[str]:
+        return list(self.data.columns)
+
+    def chunks(self, columns: Sequence[str] | None = None) -> Iterator[pd.DataFrame]:
+        if self.data.empty:
+            return
+        for rows in unit_chunks(self.data):
+            yield self.data.iloc[rows]
+
+    def units(self) -> tuple[np.ndarray, np.ndarray]:
+        ids, counts = np.unique(self.data["unit"].to_numpy(), return_counts=True)
+        return ids, counts
+
+    def column(self, name: str) -> np.ndarray:
+        return self.data[name].to_numpy()
+
+    def frame(self, columns: Sequence[str] | None = None) -> pd.DataFrame:
+        return self.data if columns is None else self.data[list(columns)]
+
+
+class StoredJudgments(Judgments):
+    """The judgments of the shards' ``parts`` (``shards.ShardPart``, in the order of their spans),
+    less the graders ``excluded``, read a slice at a time.
+
+    Each part holds its graders' judgments in (unit, grader) order and the parts come in the order
+    of their graders, so the rows of every judgment in (unit, grader) order are the parts' rows
+    merged by unit, each unit's rows in the order of the parts. The slices are cut where
+    ``values.unit_chunks`` cuts that whole: from each unit's number of judgments, found once
+    (O(units)). Each part is then read once per pass, in order, as far as the slice reaches."""
+
+    def __init__(self, parts: list[ShardPart], spec: ValueSpec, *, excluded: set[int] | None = None) -> None:
+        self.parts = [p for p in parts if p.rows] or list(parts[:1])
+        self.spec = spec
+        self.excluded = {int(g) for g in excluded or ()}
+        self._dtypes = _common_dtypes([_part_dtypes(p) for p in self.parts])
+        self._units, self._counts = self._unit_counts()
+        self._n = int(self._counts.sum())
+        self._bounds = _chunk_bounds(self._units, self._counts)
+
+    def __len__(self) -> int:
+        return self._n
+
+    @property
+    def columns(self) -> list[str]:
+        return [*self._dtypes, *(c for c in VALUE_COLUMNS if c not in self._dtypes and self._derives(c))]
+
+    def _derives(self, column: str) -> bool:
+        return self.spec.has_categories if column == "cat" else self.spec.has_numbers
+
+    def units(self) -> tuple[np.ndarray, np.ndarray]:
+        return self._units, self._counts
+
+    def chunks(self, columns: Sequence[str] | None = None) -> Iterator[pd.DataFrame]:
+        if not self._n:
+            return
+        stored = self._stored_columns(columns)
+        readers = [_PartReader(part, stored, self.excluded) for part in self.parts]
+        start = 0
+        for last in self._bounds:  # the last unit of each slice
+            pieces = [reader.through(last) for reader in readers]
+            pieces = [p for p in pieces if len(p)] or pieces[:1]
+            chunk = self._merged(pieces, stored)
+            chunk.index = pd.RangeIndex(start, start + len(chunk))
+            start += len(chunk)
+            yield with_values(chunk, self.spec, copy=False)
+
+    def frame(self, columns: Sequence[str] | None = None) -> pd.DataFrame:
+        chunks = list(self.chunks(columns))
+        if not chunks:
+            return self._empty(columns)
+        out = pd.concat(chunks) if len(chunks) > 1 else chunks[0]
+        return out if columns is None else out[list(columns)]
+
+    def _empty(self, columns: Sequence[str] | None) -> pd.DataFrame:
+        frame = pd.DataFrame({name: pd.Series(dtype=dtype) for name, dtype in self._dtypes.items()})
+        frame = with_values(frame, self.spec, copy=False)
+        return frame if columns is None else frame[list(columns)]
+
+    def _stored_columns(self, columns: Sequence[str] | None) -> list[str]:
+        """The parts' columns a slice with ``columns`` needs: the value columns are derived from the
+        scheme's own (``values.with_values``), and every slice has unit (and grader, to leave out
+        the excluded)."""
+        if columns is None:
+            return list(self._dtypes)
+        wanted = {"unit", "grader", *columns}
+        if wanted & set(VALUE_COLUMNS):
+            wanted |= {c for c in (self.spec.cat_column, self.spec.num_column) if c}
+            if self.spec.num_column in ("label_position", "verdict_position"):
+                wanted.add(self.spec.cat_column)
+            if self.spec.scheme == Scheme.NUMERIC:
+                wanted.add("score")
+        return [c for c in self._dtypes if c in wanted]
+
+    def _merged(self, pieces: list[pd.DataFrame], columns: list[str]) -> pd.DataFrame:
+        """The pieces (one per part, each in (unit, grader) order) as the rows of every judgment
+        are: merged by unit, each unit's rows in the order of the parts."""
+        if len(pieces) == 1:
+            piece = pieces[0]
+            return pd.DataFrame({c: _as(piece[c].to_numpy(), self._dtypes[c]) for c in columns})
+        units = np.concatenate([p["unit"].to_numpy() for p in pieces])
+        order = np.argsort(units, kind="stable")
+        return pd.DataFrame(
+            {c: np.concatenate([_as(p[c].to_numpy(), self._dtypes[c]) for p in pieces])[order] for c in columns}
+        )
+
+    def _unit_counts(self) -> tuple[np.ndarray, np.ndarray]:
+        """Every unit judged (sorted) and its number of judgments, summed over the parts."""
+        ids, counts = [], []
+        for part in self.parts:
+            units = part.column("unit")
+            if self.excluded:
+                units = units[~np.isin(part.column("grader"), list(self.excluded))]
+            u, c = np.unique(units, return_counts=True)
+            ids.append(u)
+            counts.append(c)
+            del units
+        if not ids:
+            return np.empty(0, dtype=np.int64), np.empty(0, dtype=np.int64)
+        every = np.concatenate(ids)
+        if len(ids) == 1:
+            return every, np.concatenate(counts)
+        units, where = np.unique(every, return_inverse=True)
+        return units, np.bincount(where.ravel(), weights=np.concatenate(counts), minlength=units.size).astype(np.int64)
+
+
+def _chunk_bounds(units: np.ndarray, counts: np.ndarray, rows: int = CHUNK_ROWS) -> list[int]:
+    """The last unit of each slice that ``values.unit_chunks`` cuts from rows of these units (each
+    unit's rows together, in unit order): a slice starts at the first row of the unit holding
+    every ``rows``-th row."""
+    n = int(counts.sum())
+    if not n:
+        return []
+    if n <= rows:
+        return [int(units[-1])]
+    first = np.cumsum(counts) - counts  # each unit's first row
+    holding = np.searchsorted(first, np.arange(0, n, rows), side="right") - 1  # the unit of each such row
+    starts = np.unique(holding)  # each slice's first unit
+    ends = [*(starts[1:] - 1).tolist(), units.size - 1]
+    return [int(units[i]) for i in ends]
+
+
+class _PartReader:
+    """One part's rows in order, handed out up to a unit at a time (``through``)."""
+
+    BATCH = 131_072
+
+    def __init__(self, part: ShardPart, columns: list[str], excluded: set[int]) -> None:
+        self.columns = [c for c in columns if c in part.judgments.columns]
+        self.excluded = excluded
+        self.pending: list[pd.DataFrame] = []
+        if part.stored is None:
+            frame = part.judgments
+            self.batches: Iterator[pd.DataFrame] = (
+                frame.iloc[i : i + self.BATCH][self.columns] for i in range(0, len(frame), self.BATCH)
+            )
+        else:
+            self.batches = _parquet_batches(part.stored, self.columns, self.BATCH)
+        self.done = False
+
+    def through(self, last_unit: int) -> pd.DataFrame:
+        """The part's next rows of units up to ``last_unit``."""
+        while not self.done and (not self.pending or self.pending[-1]["unit"].iat[-1] <= last_unit):
+            batch = next(self.batches, None)
+            if batch is None:
+                self.done = True
+            elif len(batch):
+                self.pending.append(batch)
+        if not self.pending:
+            return pd.DataFrame({c: [] for c in self.columns})
+        held = pd.concat(self.pending, ignore_index=True) if len(self.pending) > 1 else self.pending[0]
+        cut = int(np.searchsorted(held["unit"].to_numpy(), last_unit, side="right"))
+        out, rest = held.iloc[:cut], held.iloc[cut:]
+        self.pending = [rest.reset_index(drop=True)] if len(rest) else []
+        if self.excluded and len(out):
+            out = out[~out["grader"].isin(self.excluded).to_numpy()]
+        return out.reset_index(drop=True)
+
+
+def _parquet_batches(data: bytes, columns: list[str], size: int) -> Iterator[pd.DataFrame]:
+    import pyarrow.parquet as pq
+
+    for batch in pq.ParquetFile(io.BytesIO(data)).iter_batches(batch_size=size, columns=columns):
+        yield batch.to_pandas()
+
+
+def _part_dtypes(part: ShardPart) -> dict[str, Any]:
+    """The dtype each column of the part's judgments has when read: a Parquet column of integers
+    with a missing value (a NULL query) reads as floats."""
+    if part.stored is None:
+        return dict(part.judgments.dtypes)
+    import pyarrow.parquet as pq
+
+    meta = pq.ParquetFile(io.BytesIO(part.stored)).metadata
+    out = dict(part.judgments.dtypes)
+    for j in range(meta.num_columns):
+        name = meta.schema.column(j).name
+        if name in out and np.issubdtype(out[name], np.integer):
+            stats = [meta.row_group(i).column(j).statistics for i in range(meta.num_row_groups)]
+            if all(s is not None and s.has_null_count for s in stats):
+                if sum(s.null_count for s in stats):
+                    out[name] = np.dtype(float)
+            else:  # no statistics: the column itself says
+                out[name] = part.column(name).dtype
+    return out
+
+
+def _common_dtypes(parts: list[dict[str, Any]]) -> dict[str, Any]:
+    """Each column's dtype once the parts are put together: a column of integers in one part and
+    floats in another (a NULL query) is float, as ``pd.concat`` makes it; text stays object."""
+    names = list(parts[0]) if parts else []
+    out: dict[str, Any] = {}
+    for name in names:
+        dtypes = [p[name] for p in parts if name in p]
+        if any(d == np.dtype(object) for d in dtypes):
+            out[name] = np.dtype(object)
+        else:
+            out[name] = np.result_type(*dtypes)
+    return out
+
+
+def _as(values: np.ndarray, dtype: Any) -> np.ndarray:
+    return values if values.dtype == dtype else values.astype(dtype)
