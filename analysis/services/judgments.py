@@ -82,6 +82,15 @@ class Judgments:
         (a linked campaign's comparison, a ratings file)."""
         raise NotImplementedError
 
+    def graders(self) -> np.ndarray:
+        """The graders with a judgment here, sorted."""
+        found = [np.unique(chunk["grader"].to_numpy()) for chunk in self.chunks(["grader"])]
+        return np.unique(np.concatenate(found)) if found else np.empty(0, dtype=np.int64)
+
+    def without(self, graders: set[int]) -> Judgments:
+        """These judgments less those of ``graders`` (graders excluded after they were read)."""
+        raise NotImplementedError
+
 
 def judgments_of(judgments: pd.DataFrame | Judgments, spec: ValueSpec) -> Judgments:
     """``judgments`` as a ``Judgments``: a frame (that went through ``values.with_values``) wrapped."""
@@ -94,6 +103,7 @@ class FrameJudgments(Judgments):
 
     data: pd.DataFrame
     spec: ValueSpec
+    rows: int | None = None  # a slice's rows (values.CHUNK_ROWS)
 
     def __len__(self) -> int:
         return len(self.data)
@@ -105,7 +115,7 @@ class FrameJudgments(Judgments):
     def chunks(self, columns: Sequence[str] | None = None) -> Iterator[pd.DataFrame]:
         if self.data.empty:
             return
-        for rows in unit_chunks(self.data):
+        for rows in unit_chunks(self.data, self.rows):
             yield self.data.iloc[rows]
 
     def units(self) -> tuple[np.ndarray, np.ndarray]:
@@ -118,6 +128,15 @@ class FrameJudgments(Judgments):
     def frame(self, columns: Sequence[str] | None = None) -> pd.DataFrame:
         return self.data if columns is None else self.data[list(columns)]
 
+    def graders(self) -> np.ndarray:
+        return np.unique(self.data["grader"].to_numpy())
+
+    def without(self, graders: set[int]) -> Judgments:
+        if not graders:
+            return self
+        kept = ~self.data["grader"].isin(graders).to_numpy()
+        return FrameJudgments(self.data[kept].reset_index(drop=True), self.spec, self.rows)
+
 
 class StoredJudgments(Judgments):
     """The judgments of the shards' ``parts`` (``shards.ShardPart``, in the order of their spans),
@@ -129,14 +148,17 @@ class StoredJudgments(Judgments):
     ``values.unit_chunks`` cuts that whole: from each unit's number of judgments, found once
     (O(units)). Each part is then read once per pass, in order, as far as the slice reaches."""
 
-    def __init__(self, parts: list[ShardPart], spec: ValueSpec, *, excluded: set[int] | None = None) -> None:
+    def __init__(
+        self, parts: list[ShardPart], spec: ValueSpec, *, excluded: set[int] | None = None, rows: int | None = None
+    ) -> None:
         self.parts = [p for p in parts if p.rows] or list(parts[:1])
         self.spec = spec
         self.excluded = {int(g) for g in excluded or ()}
+        self.rows = rows
         self._dtypes = _common_dtypes([_part_dtypes(p) for p in self.parts])
         self._units, self._counts = self._unit_counts()
         self._n = int(self._counts.sum())
-        self._bounds = _chunk_bounds(self._units, self._counts)
+        self._bounds = _chunk_bounds(self._units, self._counts, rows or CHUNK_ROWS)
 
     def __len__(self) -> int:
         return self._n
@@ -150,6 +172,16 @@ class StoredJudgments(Judgments):
 
     def units(self) -> tuple[np.ndarray, np.ndarray]:
         return self._units, self._counts
+
+    def graders(self) -> np.ndarray:
+        found = [np.unique(p.column("grader")) for p in self.parts if p.rows]
+        every = np.unique(np.concatenate(found)) if found else np.empty(0, dtype=np.int64)
+        return every[~np.isin(every, list(self.excluded))] if self.excluded else every
+
+    def without(self, graders: set[int]) -> Judgments:
+        if not graders:
+            return self
+        return StoredJudgments(self.parts, self.spec, excluded=self.excluded | set(graders), rows=self.rows)
 
     def chunks(self, columns: Sequence[str] | None = None) -> Iterator[pd.DataFrame]:
         if not self._n:

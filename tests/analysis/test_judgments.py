@@ -1,0 +1,103 @@
+"""The judgments read a slice of whole units at a time (analysis/services/judgments.py) are the rows
+``values.unit_chunks`` cuts from the one frame of every judgment: the same rows, in the same order,
+with the same dtypes, whichever shards the run was split into, with graders excluded or not."""
+
+from __future__ import annotations
+
+import numpy as np
+import pandas as pd
+import pytest
+
+from analysis.services.judgments import FrameJudgments, StoredJudgments, judgments_of
+from analysis.services.shards import part_dumps, part_loads, shard_compute, shard_plan
+from analysis.services.values import unit_chunks, value_spec, with_values
+from grading.models import Judgment
+from tests.analysis.conftest import judge_broad_fine
+from tests.factories import make_campaign
+
+pytestmark = [pytest.mark.django_db, pytest.mark.both_backends]
+ROWS = 7  # a slice's rows: small, so that the campaign below is cut into many slices
+
+
+@pytest.fixture
+def campaign():
+    campaign = make_campaign(n_queries=4, n_candidates=5, graders=6, overlap=4)
+    judge_broad_fine(campaign, seed=11)
+    return campaign
+
+
+def _parts(campaign, per_shard, *, stored=True, excluded=frozenset()):
+    parts = [
+        shard_compute(campaign_id=campaign.pk, span=span, excluded=set(excluded), tolerance=0.5)
+        for span in shard_plan(campaign_id=campaign.pk, per_shard=per_shard)
+    ]
+    return [part_loads(part_dumps(p), judgments=False) for p in parts] if stored else parts
+
+
+def _whole(campaign, excluded=frozenset()):
+    """The one frame of every judgment as one reading gives it, less the excluded, with values."""
+    whole = shard_compute(campaign_id=campaign.pk, span=(None, None), excluded=set(), tolerance=0.5).judgments
+    whole = whole[~whole["grader"].isin(excluded)].reset_index(drop=True)
+    return with_values(whole, value_spec(campaign))
+
+
+def _assert_slices_equal(judgments, whole):
+    chunks = list(judgments.chunks())
+    slices = unit_chunks(whole, ROWS)
+    assert len(chunks) == len(slices) > 3
+    for chunk, rows in zip(chunks, slices, strict=True):
+        expected = whole.iloc[rows]
+        pd.testing.assert_frame_equal(chunk[list(expected.columns)], expected)
+    assert len(judgments) == len(whole)
+    units, counts = judgments.units()
+    expected_units, expected_counts = np.unique(whole["unit"].to_numpy(), return_counts=True)
+    assert units.tolist() == expected_units.tolist() and counts.tolist() == expected_counts.tolist()
+    assert judgments.graders().tolist() == sorted(set(whole["grader"].tolist()))
+
+
+@pytest.mark.parametrize("per_shard", [1, 7, 25, 10_000])
+@pytest.mark.parametrize("stored", [True, False])
+def test_the_slices_of_the_shards_parts_are_the_slices_of_the_one_frame(campaign, per_shard, stored):
+    spec = value_spec(campaign)
+    _assert_slices_equal(StoredJudgments(_parts(campaign, per_shard, stored=stored), spec, rows=ROWS), _whole(campaign))
+
+
+def test_a_grader_excluded_before_or_after_the_shards_read_is_left_out_of_every_slice(campaign):
+    spec = value_spec(campaign)
+    grader = int(Judgment.objects.filter(campaign=campaign).values_list("grader_id", flat=True).first())
+    whole = _whole(campaign, excluded={grader})
+    _assert_slices_equal(StoredJudgments(_parts(campaign, 7), spec, rows=ROWS).without({grader}), whole)
+    _assert_slices_equal(StoredJudgments(_parts(campaign, 7, excluded={grader}), spec, rows=ROWS), whole)
+    _assert_slices_equal(FrameJudgments(_whole(campaign), spec, rows=ROWS).without({grader}), whole)
+
+
+def test_a_query_missing_in_one_part_makes_the_column_float_as_concatenating_would(campaign):
+    unit = Judgment.objects.filter(campaign=campaign).order_by("-grader_id").first().unit
+    unit.query = None
+    unit.save(update_fields=["query"])
+    spec = value_spec(campaign)
+    whole = _whole(campaign)
+    assert whole["query"].dtype == float and whole["query"].isna().any()
+    _assert_slices_equal(StoredJudgments(_parts(campaign, 7), spec, rows=ROWS), whole)
+
+
+def test_a_slice_reads_only_what_it_asks_for_and_derives_the_value_columns(campaign):
+    judgments = StoredJudgments(_parts(campaign, 7), value_spec(campaign), rows=ROWS)
+    chunk = next(judgments.chunks(["num"]))
+    assert {"unit", "grader", "fine", "num"} <= set(chunk.columns) and "query" not in chunk.columns
+    assert chunk["num"].equals(chunk["fine"].astype(float))
+
+
+def test_no_judgment_gives_no_slice(campaign):
+    Judgment.objects.filter(campaign=campaign).delete()
+    judgments = StoredJudgments(_parts(campaign, 7), value_spec(campaign), rows=ROWS)
+    assert len(judgments) == 0 and judgments.empty and list(judgments.chunks()) == []
+    assert judgments.frame().empty and {"unit", "grader", "cat", "num"} <= set(judgments.frame().columns)
+
+
+def test_a_frame_is_wrapped_and_a_judgments_passes_through(campaign):
+    spec = value_spec(campaign)
+    whole = _whole(campaign)
+    wrapped = judgments_of(whole, spec)
+    assert isinstance(wrapped, FrameJudgments) and wrapped.frame() is whole
+    assert judgments_of(wrapped, spec) is wrapped
