@@ -27,7 +27,13 @@ from django.conf import settings
 
 from analysis import selectors
 from analysis.selectors import GraderSpan
-from analysis.services.sections.behaviour import Behaviour, behaviour_combine, behaviour_reduce, stability_reduce
+from analysis.services.sections.behaviour import (
+    Behaviour,
+    Opportunities,
+    behaviour_combine,
+    behaviour_reduce,
+    stability_reduce,
+)
 from analysis.services.values import heap_release, scheme_columns
 from grading.models import Campaign
 
@@ -146,7 +152,7 @@ def _emptied(frame: Any) -> Any:
 def _behaviour_emptied(b: Behaviour) -> Behaviour:
     return Behaviour(
         stability={},
-        opportunities=_emptied(b.opportunities),
+        opportunities=Opportunities(),
         by_grader=_emptied(b.by_grader),
         events=_emptied(b.events),
         client_ts_replaced=0,
@@ -225,7 +231,7 @@ def part_dumps(part: ShardPart) -> bytes:
         z.writestr("meta.json", json.dumps(meta))
         for name, frame in (
             ("judgments", part.judgments),
-            ("opportunities", b.opportunities),
+            ("opportunities", b.opportunities.frame()),
             ("by_grader", b.by_grader),
             ("events", b.events.rename("events").to_frame()),
         ):
@@ -240,11 +246,13 @@ def part_loads(data: bytes, *, judgments: bool = True) -> ShardPart:
     with zipfile.ZipFile(io.BytesIO(data)) as z:
         meta = json.loads(z.read("meta.json"))
         stored = z.read("judgments.parquet")
-        frames = {name: pd.read_parquet(io.BytesIO(z.read(f"{name}.parquet"))) for name in _FRAMES[1:]}
+        frames: dict[str, Any] = {name: pd.read_parquet(io.BytesIO(z.read(f"{name}.parquet"))) for name in _FRAMES[2:]}
+        opportunities = z.read("opportunities.parquet")
     if judgments:
         frames["judgments"], stored = pd.read_parquet(io.BytesIO(stored)), None
-    else:
-        frames["judgments"] = _parquet_empty(stored)
+        frames["opportunities"] = pd.read_parquet(io.BytesIO(opportunities))
+    else:  # the opportunities too are read when their figure is (sections.behaviour.Opportunities)
+        frames["judgments"], frames["opportunities"] = _parquet_empty(stored), Opportunities([opportunities])
     stability = {
         label: {"tolerance": s["tolerance"], "per_grader": {int(g): _counts(c) for g, c in s["per_grader"]}}
         for label, s in meta["stability"].items()

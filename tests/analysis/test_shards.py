@@ -52,7 +52,7 @@ def test_a_shards_part_travels_as_bytes_unchanged(campaign):
         back = part_loads(part_dumps(part))
         assert back.span == part.span
         pd.testing.assert_frame_equal(back.judgments, part.judgments)
-        pd.testing.assert_frame_equal(back.behaviour.opportunities, part.behaviour.opportunities)
+        pd.testing.assert_frame_equal(back.behaviour.opportunities.frame(), part.behaviour.opportunities.frame())
         pd.testing.assert_frame_equal(back.behaviour.by_grader, part.behaviour.by_grader)
         pd.testing.assert_series_equal(back.behaviour.events, part.behaviour.events)
         assert back.behaviour.stability == part.behaviour.stability

@@ -2,7 +2,8 @@
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+import io
+from dataclasses import dataclass, field
 from functools import reduce
 from typing import Any
 
@@ -21,6 +22,59 @@ SCALES = {
 }
 
 
+OPPORTUNITY_COLUMNS = ("grader", "seconds", "auditions")
+
+
+@dataclass
+class Opportunities:
+    """Every (grader, unit) opportunity's active seconds and auditions, by grader then unit: what the
+    campaign-wide time on unit is taken from (its median needs every value). Kept as the shards gave
+    them, frames or Parquet, and read only when that figure is computed: at 10^7 judgments they are
+    240 MB that the combining step would otherwise hold under every stage."""
+
+    sources: list[pd.DataFrame | bytes] = field(default_factory=list)
+    excluded: frozenset[int] = frozenset()
+
+    @property
+    def empty(self) -> bool:
+        if not self.excluded:
+            return not any(_rows(s) for s in self.sources)
+        return self.frame(["grader"]).empty
+
+    def frame(self, columns: list[str] | None = None) -> pd.DataFrame:
+        """The opportunities less the excluded graders', one frame, in order (``columns``: these only)."""
+        names = list(columns or OPPORTUNITY_COLUMNS)
+        read = names if not self.excluded or "grader" in names else [*names, "grader"]
+        frames = [_read(s, read) for s in self.sources if _rows(s)]
+        if not frames:
+            return _empty_opportunities()[names]
+        out = pd.concat(frames, ignore_index=True) if len(frames) > 1 else frames[0]
+        if self.excluded:
+            out = out[~out["grader"].isin(self.excluded).to_numpy()].reset_index(drop=True)
+        return out[names]
+
+    def without(self, graders: set[int]) -> Opportunities:
+        return Opportunities(self.sources, self.excluded | frozenset(graders)) if graders else self
+
+
+def _rows(source: pd.DataFrame | bytes) -> int:
+    if isinstance(source, pd.DataFrame):
+        return len(source)
+    import pyarrow.parquet as pq
+
+    return pq.ParquetFile(io.BytesIO(source)).metadata.num_rows
+
+
+def _read(source: pd.DataFrame | bytes, columns: list[str]) -> pd.DataFrame:
+    return source[columns] if isinstance(source, pd.DataFrame) else pd.read_parquet(io.BytesIO(source), columns=columns)
+
+
+def _empty_opportunities() -> pd.DataFrame:
+    return pd.DataFrame(
+        {"grader": pd.Series(dtype="int64"), "seconds": pd.Series(dtype=float), "auditions": pd.Series(dtype="int64")}
+    )
+
+
 @dataclass
 class Behaviour:
     """What the stability and engagement figures need from some graders' events, reduced where the
@@ -29,17 +83,21 @@ class Behaviour:
     grader's own or a sum of counts, and time on unit keeps one value per opportunity for its median.
 
     stability : scale label -> {"tolerance": t, "per_grader": {grader: stability counts}}.
-    opportunities : one row per (grader, unit) opportunity, by grader then unit: grader, seconds
-        (active time on unit), auditions.
+    opportunities : one row per (grader, unit) opportunity (``Opportunities``; a frame given here is
+        wrapped): grader, seconds (active time on unit), auditions.
     by_grader : index grader: units, mean_seconds, median_seconds, mean_auditions.
     events : grader -> their unit events.
     """
 
     stability: dict[str, dict[str, Any]]
-    opportunities: pd.DataFrame
+    opportunities: Opportunities
     by_grader: pd.DataFrame
     events: pd.Series
     client_ts_replaced: int = 0
+
+    def __post_init__(self) -> None:
+        if isinstance(self.opportunities, pd.DataFrame):
+            self.opportunities = Opportunities([self.opportunities])
 
     def without(self, graders: set[int]) -> Behaviour:
         """The behaviour of every grader but ``graders`` (the excluded)."""
@@ -50,7 +108,7 @@ class Behaviour:
                 label: {**part, "per_grader": {g: c for g, c in part["per_grader"].items() if g not in graders}}
                 for label, part in self.stability.items()
             },
-            opportunities=self.opportunities[~self.opportunities["grader"].isin(graders)].reset_index(drop=True),
+            opportunities=self.opportunities.without(graders),
             by_grader=self.by_grader[~self.by_grader.index.isin(graders)],
             events=self.events[~self.events.index.isin(graders)],
             client_ts_replaced=self.client_ts_replaced,
@@ -100,13 +158,7 @@ def behaviour_reduce(unit_events: pd.DataFrame, stability_parts: dict[str, dict[
     on unit follows a grader from one event to their next, on whatever unit."""
     per = m.engagement(unit_events) if not unit_events.empty else None  # it reads grader, unit, ts, type
     if per is None or per.empty:
-        opportunities = pd.DataFrame(
-            {
-                "grader": pd.Series(dtype="int64"),
-                "seconds": pd.Series(dtype=float),
-                "auditions": pd.Series(dtype="int64"),
-            }
-        )
+        opportunities = _empty_opportunities()
         by_grader = pd.DataFrame(columns=["units", "mean_seconds", "median_seconds", "mean_auditions"])
     else:
         opportunities = pd.DataFrame(
@@ -143,7 +195,10 @@ def behaviour_combine(parts: list[Behaviour]) -> Behaviour:
             into["per_grader"].update(scale["per_grader"])
     return Behaviour(
         stability=stability_parts,
-        opportunities=_concat([p.opportunities for p in parts], ignore_index=True),
+        opportunities=Opportunities(
+            [s for p in parts for s in p.opportunities.sources],
+            frozenset().union(*(p.opportunities.excluded for p in parts)),
+        ),
         by_grader=_concat([p.by_grader for p in parts]),
         events=_concat([p.events for p in parts]),
         client_ts_replaced=sum(p.client_ts_replaced for p in parts),
@@ -178,7 +233,7 @@ def engagement(behaviour: Behaviour) -> dict[str, Any]:
     if behaviour.opportunities.empty:
         return {"overall": None, "per_grader": []}
     return {
-        "overall": m.engagement_summary(behaviour.opportunities),
+        "overall": m.engagement_summary(behaviour.opportunities.frame(["seconds", "auditions"])),
         "per_grader": behaviour.by_grader.reset_index().to_dict("records"),
     }
 
