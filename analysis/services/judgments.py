@@ -187,15 +187,20 @@ class StoredJudgments(Judgments):
         if not self._n:
             return
         stored = self._stored_columns(columns)
+        derive = columns is None or bool(set(columns) & set(VALUE_COLUMNS))
         readers = [_PartReader(part, stored, self.excluded) for part in self.parts]
         start = 0
         for last in self._bounds:  # the last unit of each slice
             pieces = [reader.through(last) for reader in readers]
             pieces = [p for p in pieces if len(p)] or pieces[:1]
             chunk = self._merged(pieces, stored)
+            del pieces
             chunk.index = pd.RangeIndex(start, start + len(chunk))
             start += len(chunk)
-            yield with_values(chunk, self.spec, copy=False)
+            yield with_values(chunk, self.spec, copy=False) if derive else chunk
+            del chunk  # not held while the next slice is read
+        del readers
+        _arrow_release()
 
     def frame(self, columns: Sequence[str] | None = None) -> pd.DataFrame:
         chunks = list(self.chunks(columns))
@@ -307,6 +312,13 @@ class _PartReader:
         if self.excluded and len(out):
             out = out[~out["grader"].isin(self.excluded).to_numpy()]
         return out.reset_index(drop=True)
+
+
+def _arrow_release() -> None:
+    """What Arrow's allocator kept of the slices' reading, back to the system (``shards``)."""
+    from analysis.services.shards import arrow_memory_release
+
+    arrow_memory_release()
 
 
 def _parquet_batches(data: bytes, columns: list[str], size: int) -> Iterator[pd.DataFrame]:

@@ -101,3 +101,9 @@ def test_a_frame_is_wrapped_and_a_judgments_passes_through(campaign):
     wrapped = judgments_of(whole, spec)
     assert isinstance(wrapped, FrameJudgments) and wrapped.frame() is whole
     assert judgments_of(wrapped, spec) is wrapped
+
+
+def test_slices_without_the_value_columns_read_no_answer(campaign):
+    judgments = StoredJudgments(_parts(campaign, 7), value_spec(campaign), rows=ROWS)
+    chunk = next(judgments.chunks(["unit", "query"]))
+    assert set(chunk.columns) == {"unit", "grader", "query"}
