@@ -1,7 +1,12 @@
 """The graders and queries sections, taken from the judgments' columns, against the plain pandas
 way of computing them (long frames and groupbys, as the sections once did), on awkward data:
 judgments without a category or a number, a grader with numbers only, a unit without a query,
-rows not in unit order."""
+rows not in unit order.
+
+Each frame here is one slice of whole units (``values.unit_chunks``), so every figure, the sums per
+grader included, is the same to the last bit. Across several slices the per-grader score_mean,
+score_std and mean_abs_deviation are sums taken slice by slice, the same to 1e-9 relative:
+tests/analysis/test_graders_queries_chunks.py."""
 
 from __future__ import annotations
 

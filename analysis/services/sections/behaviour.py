@@ -11,6 +11,7 @@ import numpy as np
 import pandas as pd
 
 from analysis import metrics as m
+from analysis.services.judgments import Judgments, judgments_of
 from analysis.services.values import ValueSpec, sorted_unit_codes, valued
 
 # event type -> (scale shown in the report, numeric?)
@@ -238,11 +239,28 @@ def engagement(behaviour: Behaviour) -> dict[str, Any]:
     }
 
 
+def _judgments(judgments: pd.DataFrame | Judgments, spec: ValueSpec) -> Judgments:
+    """``judgments`` as ``Judgments``: a frame is first checked to carry the value columns (``values.valued``)."""
+    return judgments_of(valued(judgments, spec) if isinstance(judgments, pd.DataFrame) else judgments, spec)
+
+
+def _value_columns(spec: ValueSpec) -> list[str]:
+    """The value columns ``spec`` derives: every slice is made with them (``values.with_values``),
+    so a slice asked for without them fails on the columns they are derived from."""
+    return [c for c, wanted in (("cat", spec.has_categories), ("num", spec.has_numbers)) if wanted]
+
+
 def _sorted_codes(values: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     """``np.unique(values, return_inverse=True)`` by hashing rather than sorting every value: the
     graders are few and their judgments many."""
     codes, uniques = pd.factorize(values, sort=True)
     return np.asarray(uniques), codes
+
+
+def _stacked(slices: list[pd.DataFrame]) -> pd.DataFrame:
+    """The slices' rows (each slice's indexed by its few graders or queries) in one frame: the
+    campaign's counts and sums per id are their sums (``groupby(level=0).sum()``, ids sorted)."""
+    return pd.concat(slices) if len(slices) > 1 else slices[0]
 
 
 def _agreement_with_majority(
@@ -267,69 +285,129 @@ def _agreement_with_majority(
     counted = (ties == 1) & (top > 0)
     agree = counted & (counts[unit_codes, codes] - 1 == top)
     return (
-        np.bincount(graders, weights=counted, minlength=n_graders),
-        np.bincount(graders, weights=agree, minlength=n_graders),
+        np.bincount(graders, weights=counted, minlength=n_graders).astype(np.int64),
+        np.bincount(graders, weights=agree, minlength=n_graders).astype(np.int64),
     )
 
 
-def _deviation_from_others(units: np.ndarray, graders: np.ndarray, values: np.ndarray) -> pd.Series:
-    """Per grader: mean |score − mean of the other graders' scores of the unit|."""
+def _deviation_from_others(units: np.ndarray, values: np.ndarray) -> np.ndarray:
+    """Each score's |score − mean of the other graders' scores of the unit| (NaN for a unit's only
+    score)."""
     value = pd.Series(values)
     groups = value.groupby(units)
-    others = groups.transform("sum") - value  # each temporary goes once used: 80 MB each at 10^7
+    others = groups.transform("sum") - value
     size = groups.transform("size")
-    del groups
     others /= (size - 1).where(size > 1)
-    del size
-    dev = (value - others).abs()
-    del others
-    return dev.groupby(graders).mean().rename("mean_abs_deviation").rename_axis("grader")
+    return (value - others).abs().to_numpy()
+
+
+def _category_counts(
+    units: np.ndarray, cats: np.ndarray, graders: np.ndarray, n: int, categories: list[Any]
+) -> dict[str, np.ndarray]:
+    """Per grader (``graders`` are 0..n-1) of a slice: their judgments in each category (usage_*),
+    and how many met a unique majority of the others (counted) and equal it (agree)."""
+    k = len(categories)
+    codes = m.category_positions(cats, categories)
+    rated = codes >= 0
+    g, c = graders[rated], codes[rated]
+    usage = np.bincount(g * k + c, minlength=n * k).reshape(n, k)
+    counted, agree = _agreement_with_majority(units[rated], c, g, n, k)
+    return {**{f"usage_{cat}": usage[:, i] for i, cat in enumerate(categories)}, "counted": counted, "agree": agree}
+
+
+def _score_sums(units: np.ndarray, values: np.ndarray, graders: np.ndarray, n: int) -> dict[str, np.ndarray]:
+    """Per grader (``graders`` are 0..n-1) of a slice: how many scores, their sum and variance, as
+    pandas takes them (a compensated sum and Welford's variance, in row order), and the number and
+    sum of their deviations from the others' mean (``_deviation_from_others``)."""
+    has = ~np.isnan(values)
+    g, v = graders[has], values[has]
+    scores = pd.Series(v).groupby(g).agg(["count", "sum", "var"]).reindex(range(n))
+    devs = pd.Series(_deviation_from_others(units[has], v)).groupby(g).agg(["count", "sum"]).reindex(range(n))
+    return {
+        "score_n": scores["count"].fillna(0).to_numpy(dtype=np.int64),
+        "score_sum": scores["sum"].fillna(0.0).to_numpy(),
+        "score_var": scores["var"].to_numpy(),
+        "dev_n": devs["count"].fillna(0).to_numpy(dtype=np.int64),
+        "dev_sum": devs["sum"].fillna(0.0).to_numpy(),
+    }
+
+
+def _grader_slice(chunk: pd.DataFrame, spec: ValueSpec) -> pd.DataFrame:
+    """A slice's counts and sums per grader, indexed by its graders (sorted): judgments, and those
+    of ``_category_counts`` and ``_score_sums``. The slice holds whole units, so the others'
+    judgments of a unit are all in it."""
+    ids, codes = _sorted_codes(chunk["grader"].to_numpy())
+    units = chunk["unit"].to_numpy()
+    sums: dict[str, np.ndarray] = {"judgments": np.bincount(codes, minlength=ids.size)}
+    if spec.has_categories:
+        sums |= _category_counts(units, chunk["cat"].to_numpy(), codes, ids.size, spec.categories)
+    if spec.has_numbers:
+        sums |= _score_sums(units, chunk["num"].to_numpy(dtype=float), codes, ids.size)
+    return pd.DataFrame(sums, index=pd.Index(ids, name="grader"))
+
+
+def _score_variance(slices: pd.DataFrame, mean: pd.Series, n: pd.Series) -> pd.Series:
+    """Per grader: the variance (ddof 1) of their scores from each slice's count, sum and variance:
+    the slices' sums of squared deviations plus each slice mean's squared distance from the
+    grader's mean, per score (Chan, Golub & LeVeque's pairwise update, all slices at once).
+
+    A grader whose scores are all in one slice keeps that slice's variance, pandas' own to the last
+    bit; across slices it differs from Welford's in row order in the last bits only."""
+    k = slices["score_n"]
+    own = slices["score_var"].fillna(0.0) * (k - 1).clip(lower=0)
+    apart = (k * (slices["score_sum"] / k - mean.reindex(slices.index)) ** 2).fillna(0.0)
+    merged = (own + apart).groupby(level=0).sum() / (n - 1).where(n > 1)
+    one_slice = (k > 0).groupby(level=0).sum() == 1
+    return merged.where(~one_slice, slices["score_var"].groupby(level=0).first())
+
+
+def _score_habits(slices: pd.DataFrame, totals: pd.DataFrame) -> pd.DataFrame:
+    """Per grader with a score: score_mean, score_std and mean_abs_deviation from the per-slice
+    rows of ``_score_sums`` (``slices``) and their sums (``totals``).
+
+    A grader's sums are each slice's compensated sum added up, pandas' own figure when the grader's
+    scores are all in one slice (a campaign under ``values.CHUNK_ROWS`` judgments) and the same to
+    within a few units in the last place otherwise (pandas sums all of a grader's scores in one
+    compensated pass)."""
+    n = totals["score_n"]
+    mean = totals["score_sum"] / n
+    habits = pd.DataFrame(
+        {
+            "score_mean": mean,
+            "score_std": np.sqrt(_score_variance(slices, mean, n)),
+            "mean_abs_deviation": totals["dev_sum"] / totals["dev_n"].where(totals["dev_n"] > 0),
+        }
+    )
+    return habits[(n > 0).to_numpy()]
+
+
+def _category_habits(totals: pd.DataFrame, categories: list[Any]) -> pd.DataFrame:
+    """Per grader with a judgment in the scale: usage per category and agreement_with_majority."""
+    usage = totals[[f"usage_{c}" for c in categories]]
+    present = (usage.sum(axis=1) > 0).to_numpy()
+    counted = totals["counted"][present]
+    share = totals["agree"][present] / counted.where(counted > 0)
+    return usage[present].join(share.rename("agreement_with_majority"))
 
 
 def graders(
-    judgments: pd.DataFrame, spec: ValueSpec, behaviour: Behaviour, pseudonyms: dict[int, str]
+    judgments: pd.DataFrame | Judgments, spec: ValueSpec, behaviour: Behaviour, pseudonyms: dict[int, str]
 ) -> list[dict[str, Any]]:
     """One row per grader: judgments, category usage, agreement with the majority, score habits, time.
 
-    Taken from the judgments' columns, never from copies of the whole frame (at 10^7 judgments each
-    long frame is 320 MB)."""
-    frame = valued(judgments, spec)
-    if frame.empty:
+    Counted and summed a slice of whole units at a time (``Judgments.chunks``), per grader: what a
+    grader's judgment is compared with (the unit's other judgments) is in the same slice."""
+    J = _judgments(judgments, spec)
+    slices = [_grader_slice(chunk, spec) for chunk in J.chunks(["unit", "grader", *_value_columns(spec)])]
+    if not slices:
         return []
-    grader_ids, grader_codes = _sorted_codes(frame["grader"].to_numpy())
-    table = pd.DataFrame({"judgments": np.bincount(grader_codes)}, index=pd.Index(grader_ids, name="grader"))
+    every = _stacked(slices)  # one row per grader and slice
+    totals = every.drop(columns=["score_var"], errors="ignore").groupby(level=0).sum()
+    table = totals[["judgments"]]
     if spec.has_categories:
-        k = len(spec.categories)
-        codes = m.category_positions(frame["cat"].to_numpy(), spec.categories)
-        rated = codes >= 0
-        every = bool(rated.all())  # as a rule: then the columns themselves, not copies
-        g, c = (grader_codes, codes) if every else (grader_codes[rated], codes[rated])
-        usage = np.bincount(g * k + c, minlength=grader_ids.size * k).reshape(grader_ids.size, k)
-        present = np.bincount(g, minlength=grader_ids.size) > 0
-        table = table.join(
-            pd.DataFrame(
-                usage[present],
-                index=pd.Index(grader_ids[present], name="grader"),
-                columns=[f"usage_{c}" for c in spec.categories],
-            )
-        )
-        judged_units = frame["unit"].to_numpy() if every else frame["unit"].to_numpy()[rated]
-        counted, agree = _agreement_with_majority(judged_units, c, g, grader_ids.size, k)
-        del judged_units, codes, rated, g, c
-        share = pd.Series(agree[present], index=grader_ids[present]) / pd.Series(
-            counted[present], index=grader_ids[present]
-        ).where(counted[present] > 0)
-        table = table.join(share.rename("agreement_with_majority"))
+        table = table.join(_category_habits(totals, spec.categories))
     if spec.has_numbers:
-        has = frame["num"].notna().to_numpy()
-        every = bool(has.all())
-        values = frame["num"].to_numpy(dtype=float)
-        units, grader = frame["unit"].to_numpy(), frame["grader"].to_numpy()
-        if not every:
-            values, units, grader = values[has], units[has], grader[has]
-        stats = pd.Series(values).groupby(grader).agg(["mean", "std"])
-        stats.columns, stats.index.name = ["score_mean", "score_std"], "grader"
-        table = table.join(stats).join(_deviation_from_others(units, grader, values))
+        table = table.join(_score_habits(every, totals))
     if not behaviour.opportunities.empty:
         table = table.join(behaviour.by_grader["median_seconds"])
         table = table.join(behaviour.events.rename("events"))
@@ -338,46 +416,64 @@ def graders(
     return table.sort_values("pseudonym").to_dict("records")
 
 
-def queries(
-    judgments: pd.DataFrame, spec: ValueSpec, units: pd.DataFrame, labels: dict[int, str]
-) -> list[dict[str, Any]]:
-    """One row per query: units, judgments, agreement kinds and the share of units in disagreement.
-
-    Taken from the judgments' columns (a unit has one query), never from copies of the frame."""
-    frame = valued(judgments, spec)
-    query, unit = frame["query"].to_numpy(), frame["unit"].to_numpy()
-    has = ~pd.isna(query)
-    cat = frame["cat"].to_numpy() if spec.has_categories else None
-    if not has.all():
-        query, unit, cat = query[has], unit[has], None if cat is None else cat[has]
-    if query.size == 0:
-        return []
+def _query_sizes(query: np.ndarray, unit: np.ndarray) -> pd.DataFrame:
+    """Per query (sorted) of a slice's judgments with a query: its units and judgments."""
     unit_codes, n_units = sorted_unit_codes(unit)
     query_of_unit = np.empty(n_units, dtype=query.dtype)
     query_of_unit[unit_codes] = query
     query_ids, of_unit = _sorted_codes(query_of_unit)
     per_unit = np.bincount(unit_codes, minlength=n_units)
-    del unit_codes
-    table = pd.DataFrame(
+    return pd.DataFrame(
         {
             "units": np.bincount(of_unit, minlength=query_ids.size),
             "judgments": np.bincount(of_unit, weights=per_unit, minlength=query_ids.size).astype(np.int64),
         },
         index=pd.Index(query_ids, name="query"),
     )
-    if cat is not None:
-        k = len(spec.categories)
-        codes = m.category_positions(cat, spec.categories)
-        rated = codes >= 0
-        if rated.any():
-            rated_codes, n_rated = sorted_unit_codes(unit[rated])
-            counts = np.bincount(rated_codes * k + codes[rated], minlength=n_rated * k).reshape(n_rated, k)
-            rated_query = np.empty(n_rated, dtype=query.dtype)
-            rated_query[rated_codes] = query[rated]
-            tally = m.count_table(rated_query, m.pattern_kinds(counts), ["full", "partial", "none"])
-            rated_units = tally.sum(axis=1)
-            tally["disagreement_pct"] = 100.0 * (tally["partial"] + tally["none"]) / rated_units.where(rated_units > 0)
-            table = table.join(tally)
+
+
+def _query_kinds(query: np.ndarray, unit: np.ndarray, cat: np.ndarray, categories: list[Any]) -> pd.DataFrame | None:
+    """Per query (sorted) of a slice's rated units (those with a judgment in the scale): how many
+    are of each agreement kind (``metrics.pattern_kinds``; a unit of one such judgment is of none,
+    but its query has a row). None: the slice has no such judgment."""
+    k = len(categories)
+    codes = m.category_positions(cat, categories)
+    rated = codes >= 0
+    if not rated.any():
+        return None
+    rated_codes, n_rated = sorted_unit_codes(unit[rated])
+    counts = np.bincount(rated_codes * k + codes[rated], minlength=n_rated * k).reshape(n_rated, k)
+    rated_query = np.empty(n_rated, dtype=query.dtype)
+    rated_query[rated_codes] = query[rated]
+    return m.count_table(rated_query, m.pattern_kinds(counts), ["full", "partial", "none"])
+
+
+def queries(
+    judgments: pd.DataFrame | Judgments, spec: ValueSpec, units: pd.DataFrame, labels: dict[int, str]
+) -> list[dict[str, Any]]:
+    """One row per query: units, judgments, agreement kinds and the share of units in disagreement.
+
+    Counted a slice of whole units at a time (``Judgments.chunks``): a unit has one query, so each
+    count per query is the sum of the slices'."""
+    J = _judgments(judgments, spec)
+    sizes, kinds = [], []
+    for chunk in J.chunks(["unit", "query", *_value_columns(spec)]):
+        query, unit = chunk["query"].to_numpy(), chunk["unit"].to_numpy()
+        has = ~pd.isna(query)
+        if not has.any():
+            continue
+        sizes.append(_query_sizes(query[has], unit[has]))
+        if spec.has_categories:
+            kinds.append(_query_kinds(query[has], unit[has], chunk["cat"].to_numpy()[has], spec.categories))
+    if not sizes:
+        return []
+    table = _stacked(sizes).groupby(level=0).sum()
+    kinds = [k for k in kinds if k is not None]
+    if kinds:
+        tally = _stacked(kinds).groupby(level=0).sum()
+        rated_units = tally.sum(axis=1)
+        tally["disagreement_pct"] = 100.0 * (tally["partial"] + tally["none"]) / rated_units.where(rated_units > 0)
+        table = table.join(tally)
     if "std" in units and not units.empty:
         rated_units = units.loc[(units["n"] >= 2).to_numpy(), ["query", "std", "entropy"]]
         table = table.join(rated_units.groupby("query")[["std", "entropy"]].mean().add_prefix("mean_"))
