@@ -21,6 +21,8 @@ from analysis import selectors
 from analysis.metrics.system_scores import evaluate_scores
 from analysis.metrics.systems import ALPHA, friedman, letter_groups, nemenyi, per_query_scores, system_scores
 from analysis.reports.serialize import jsonable
+from analysis.services.judgments import Judgments, judgments_of
+from analysis.services.sections.instrument import joined, rows_among, slice_columns
 from analysis.services.values import ValueSpec
 from grading.models.choices import Scheme
 
@@ -36,16 +38,33 @@ NOT_DISTINGUISHABLE = "not distinguishable at this precision"
 DEFAULT_EVALUATION = {"aggregate": "mean", "measure": "std", "threshold": None}
 
 
-def unit_truth(judgments: pd.DataFrame, scheme: str) -> dict[str, pd.Series]:
-    """Ground truth ``g_u`` per scale: the mean of the unit's judgments (units without any left out)."""
-    out = {}
-    for scale in SCALES.get(scheme, []):
-        key = scale["key"]
-        values = judgments["broad"].map(BROAD_NUMBER) if key == "broad" else judgments[key]
-        values = pd.to_numeric(values, errors="coerce")
-        kept = values.notna()
-        out[key] = values[kept].groupby(judgments["unit"][kept]).mean()
-    return out
+def unit_truth(judgments: Judgments, scheme: str) -> dict[str, pd.Series]:
+    """Ground truth ``g_u`` per scale: the mean of the unit's judgments (units without any left out).
+
+    Read a slice of whole units at a time: a unit's mean is that of its own rows, in their order,
+    so it is the same to the last bit as from every judgment at once."""
+    keys = [scale["key"] for scale in SCALES.get(scheme, [])]
+    pieces: dict[str, list[pd.Series]] = {key: [] for key in keys}
+    for chunk in judgments.chunks(slice_columns(judgments.spec, *keys)):
+        for key in keys:
+            pieces[key].append(_slice_truth(chunk, key))
+    return {key: _joined_truth(series, key) for key, series in pieces.items()}
+
+
+def _slice_truth(judgments: pd.DataFrame, key: str) -> pd.Series:
+    """The mean of each unit's values of the scale ``key`` (a number; BROAD as ``BROAD_NUMBER``)."""
+    values = judgments["broad"].map(BROAD_NUMBER) if key == "broad" else judgments[key]
+    values = pd.to_numeric(values, errors="coerce")
+    kept = values.notna()
+    return values[kept].groupby(judgments["unit"][kept]).mean()
+
+
+def _joined_truth(pieces: list[pd.Series], key: str) -> pd.Series:
+    """The slices' means as one series (as from every judgment at once: no slice, an empty one)."""
+    kept = [s for s in pieces if len(s)] or pieces[:1]
+    if not kept:
+        return pd.Series(dtype=float, name=key, index=pd.Index([], dtype=np.int64, name="unit"))
+    return pd.concat(kept) if len(kept) > 1 else kept[0]
 
 
 def verdict(p: float) -> str:
@@ -86,7 +105,7 @@ def ranking_tests(per_query: pd.DataFrame, order: list[str]) -> tuple[dict[str, 
 
 
 def systems_section(
-    judgments: pd.DataFrame,
+    judgments: pd.DataFrame | Judgments,
     spec: ValueSpec,
     provenance: pd.DataFrame,
     uploaded: pd.DataFrame,
@@ -97,6 +116,7 @@ def systems_section(
     confidence: float,
 ) -> dict[str, Any]:
     """The ``systems`` section of the analysis result (see the module docstring)."""
+    judgments = judgments_of(judgments, spec)
     scales = SCALES.get(spec.scheme)
     if not scales:
         return {"available": False, "reason": "systems are scored here only in BROAD/FINE and numeric campaigns"}
@@ -113,9 +133,9 @@ def systems_section(
     }
     if provenance.empty and uploaded.empty:
         return {**out, "reason": "no system returned any of the judged candidates, and no system scores were uploaded"}
-    truth = unit_truth(judgments, spec.scheme)
     primary = scales[0]["key"]
     if not provenance.empty and not judgments.empty:
+        truth = unit_truth(judgments, spec.scheme)
         tables = {key: per_query_scores(series, provenance) for key, series in truth.items()}
         scored = {
             key: system_scores(t, rng=rng, n_boot=n_boot, confidence=confidence)
@@ -188,11 +208,18 @@ def uploaded_evaluation(
     }
 
 
-def grader_comparison(judgments: pd.DataFrame, spec: ValueSpec, uploaded: pd.DataFrame) -> dict[str, Any]:
-    """Per-grader ρ of each system (min, max, mean, std) and paired t-tests between systems over graders."""
+def grader_comparison(judgments: Judgments, spec: ValueSpec, uploaded: pd.DataFrame) -> dict[str, Any]:
+    """Per-grader ρ of each system (min, max, mean, std) and paired t-tests between systems over graders.
+
+    A grader's ρ with a system reads the grader's judgments of the units the system scored, so only
+    the rows of the scored units are kept (``rows_among``), read a slice at a time."""
     key = SCALES[spec.scheme][0]["key"]
-    ratings = judgments[["unit", "grader", key]].rename(columns={key: "value"}).dropna()
-    if ratings.empty or uploaded["system"].nunique() < 1:
+    pieces = (
+        chunk[["unit", "grader", key]].rename(columns={key: "value"}).dropna()
+        for chunk in judgments.chunks(slice_columns(judgments.spec, key))
+    )
+    ratings = joined(rows_among(pieces, pd.unique(uploaded["unit"])))
+    if ratings is None or uploaded["system"].nunique() < 1:
         return {"per_system": [], "tests": []}
     try:
         comparison = m.system_comparison(ratings, uploaded[["system", "unit", "score"]])
