@@ -360,14 +360,14 @@ def bias_noise(
     if not 0 < tol < 1 or int(max_iter) != max_iter or max_iter < 1:
         raise ValueError(f"need 0 < tol < 1 and an integer max_iter ≥ 1; got {tol}, {max_iter}")
     c = _checked(judgments) if isinstance(judgments, Coded) else _coded(judgments)
-    if not np.isfinite(c.value).all():
+    if not all(np.isfinite(c.value[b]).all() for b in _ds_em.blocks(c.value.size)):
         raise ValueError("`judgments` values must be finite numbers")
     n_units, n_graders, u, g, y = c.units.size, c.graders.size, c.unit, c.grader, c.value
     per_unit, per_grader = _counts(u, n_units), _counts(g, n_graders)
-    spread = float(y.std())
+    spread = _std(y)
     floor = float(min_noise) if min_noise is not None else (0.01 * spread if spread > 0 else 1e-6)
     score = _sums(u, n_units, lambda b: y[b]) / per_unit
-    del per_unit  # done with: the initial variance's terms take the judgments' size
+    del per_unit  # done with
     bias = np.zeros(n_graders)
     var = np.full(n_graders, max(_mean(y.size, lambda b: (y[b] - score[u[b]]) ** 2), floor**2))
     converged, iterations = False, 0
@@ -383,7 +383,7 @@ def bias_noise(
         if change < tol:
             converged = True
             break
-    del weights  # done with: the log-likelihood's terms take the judgments' size
+    del weights  # done with
     noise = np.sqrt(var)
     log_likelihood = float(
         -0.5
@@ -411,9 +411,10 @@ def bias_noise(
 # bias_noise's sums over the judgments, block by block (``CHUNK`` rows): each term of a sum is computed
 # as the whole-array expression computed it, and np.add.at adds a block's terms to their bins in row
 # order, as np.bincount did over all rows, so every sum is the same to the last bit; a mean or a total
-# is numpy's pairwise sum, whose grouping depends on the whole array, so its terms are laid out in one
-# array first. A pass holds only a block's temporaries, where whole-array expressions held several
-# arrays the size of the judgments (80 MB each at 10^7).
+# is numpy's pairwise sum, whose grouping depends on the whole array: ``_total`` follows that grouping
+# down to pieces of at most ``CHUNK`` terms, which numpy sums as it would inside the whole. A pass holds
+# only a block's temporaries, where whole-array expressions held several arrays the size of the
+# judgments (80 MB each at 10^7).
 
 
 def _counts(codes: np.ndarray, n: int) -> np.ndarray:
@@ -431,16 +432,31 @@ def _sums(codes: np.ndarray, n: int, terms: Callable[[slice], np.ndarray]) -> np
     return out
 
 
-def _total(size: int, terms: Callable[[slice], np.ndarray]) -> float:
-    """``terms(all rows).sum()``."""
-    laid = np.empty(size)
-    for b in _ds_em.blocks(size):
-        laid[b] = terms(b)
-    return laid.sum()
+_PAIRWISE_BLOCK = 128  # numpy sums this many terms or fewer in one go (eight running sums), more in halves
+
+
+def _total(size: int, terms: Callable[[slice], np.ndarray], start: int = 0) -> float:
+    """``terms(all rows).sum()`` (of the ``size`` rows from ``start``), without the terms of every row at once.
+
+    numpy sums a float array pairwise: more than 128 terms are split at half their number rounded
+    down to a multiple of 8, and each half summed so (numpy's ``pairwise_sum``). Splitting the same
+    way until a piece has at most ``CHUNK`` terms, and letting numpy sum each piece, adds the same
+    numbers in the same order."""
+    if size <= max(_ds_em.CHUNK, _PAIRWISE_BLOCK):
+        return np.add.reduce(terms(slice(start, start + size)))
+    half = size // 2
+    half -= half % 8
+    return _total(half, terms, start) + _total(size - half, terms, start + half)
 
 
 def _mean(size: int, terms: Callable[[slice], np.ndarray]) -> float:
     return float(_total(size, terms) / size)
+
+
+def _std(values: np.ndarray) -> float:
+    """``values.std()``: the root of the mean squared deviation from the mean, each a pairwise sum."""
+    mean = _total(values.size, lambda b: values[b]) / values.size
+    return float(np.sqrt(_total(values.size, lambda b: (values[b] - mean) ** 2) / values.size))
 
 
 def _scores(c: Coded, var: np.ndarray, bias: np.ndarray) -> tuple[np.ndarray, np.ndarray]:

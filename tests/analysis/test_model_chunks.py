@@ -13,7 +13,8 @@ import pandas as pd
 import pytest
 
 from analysis import selectors
-from analysis.metrics.dawid_skene import bias_noise, dawid_skene
+from analysis.metrics import _ds_em
+from analysis.metrics.dawid_skene import _std, _total, bias_noise, dawid_skene
 from analysis.services import judgments, values
 from analysis.services.judgments import StoredJudgments
 from analysis.services.sections import model
@@ -234,3 +235,14 @@ def test_the_model_of_a_campaign_read_in_shards_is_the_model_of_one_reading(smal
     out = int(whole["grader"].iloc[0])  # excluded after the shards read (a reliability threshold)
     less = _old_model_truth(whole[whole["grader"] != out].reset_index(drop=True), spec, pseudonyms)
     _same(model_truth(StoredJudgments(parts(), spec, excluded={out}), spec, pseudonyms), less)
+
+
+@pytest.mark.parametrize("size", [1, 7, 129, 201, 1000, 4099, 100_003])
+def test_bias_noise_sums_its_terms_as_numpy_sums_them_whole(size, monkeypatch):
+    """bias_noise's totals (and the spread of the values) follow numpy's pairwise sum, a piece at a
+    time: the same floats as summing every term at once."""
+    monkeypatch.setattr(_ds_em, "CHUNK", 200)
+    rng = np.random.default_rng(size)
+    values = rng.normal(0, 1, size) * 10.0 ** rng.integers(-3, 6, size)
+    assert _total(size, lambda b: values[b]) == values.sum()
+    assert _std(values) == values.std()
