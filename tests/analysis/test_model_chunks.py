@@ -20,15 +20,7 @@ from analysis.services.judgments import StoredJudgments
 from analysis.services.sections import model
 from analysis.services.sections.behaviour import Behaviour
 from analysis.services.sections.model import MODEL_COLUMNS, model_truth
-from analysis.services.shards import (
-    ShardPart,
-    consolidated,
-    part_dumps,
-    part_loads,
-    parts_combine,
-    shard_compute,
-    shard_plan,
-)
+from analysis.services.shards import ShardPart, part_dumps, part_loads, shard_compute, shard_plan
 from analysis.services.values import BROAD, BROAD_COLLAPSE, ValueSpec, value_spec, with_values
 from grading.models.choices import Scheme
 from tests.analysis.conftest import judge_broad_fine
@@ -113,10 +105,9 @@ def _no_behaviour() -> Behaviour:
     )
 
 
-def _one_frame(parts: list[ShardPart], spec: ValueSpec) -> pd.DataFrame:
-    """The parts' judgments as the one frame the combining step made of them."""
-    columns, _ = parts_combine(parts)
-    return with_values(consolidated(columns), spec, copy=False)
+def _one_frame(frame: pd.DataFrame, spec: ValueSpec) -> pd.DataFrame:
+    """The judgments as the one frame of every judgment (in (unit, grader) order) the combining step held."""
+    return with_values(frame.reset_index(drop=True), spec)
 
 
 def _old_model_truth(frame: pd.DataFrame, spec: ValueSpec, pseudonyms: dict[int, str]) -> tuple[dict, pd.DataFrame]:
@@ -153,7 +144,7 @@ def small_slices(monkeypatch: pytest.MonkeyPatch) -> None:
     """Slices of a few dozen judgments, so that a campaign of hundreds comes in many."""
     monkeypatch.setattr(values, "CHUNK_ROWS", 37)
     bounds = judgments._chunk_bounds
-    monkeypatch.setattr(judgments, "_chunk_bounds", lambda units, counts: bounds(units, counts, 37))
+    monkeypatch.setattr(judgments, "_chunk_bounds", lambda units, counts, rows=None: bounds(units, counts, 37))
     monkeypatch.setattr(model, "_BLOCK", 5)
 
 
@@ -162,7 +153,7 @@ def small_slices(monkeypatch: pytest.MonkeyPatch) -> None:
 def test_the_model_from_the_shards_parts_is_the_model_of_the_one_frame(scheme, seed, small_slices):
     spec = SPECS[scheme]
     frame = _judgments(spec, seed)
-    whole = _one_frame(_parts(frame, [8, 14]), spec)
+    whole = _one_frame(frame, spec)
     stored = StoredJudgments(_parts(frame, [8, 14]), spec)
     assert len(list(stored.chunks(["unit"] + [c for c in ("cat", "num") if c in stored.columns]))) > 5
     expected = _old_model_truth(whole, spec, PSEUDONYMS)
@@ -175,7 +166,7 @@ def test_the_model_from_the_shards_parts_is_the_model_of_the_one_frame(scheme, s
 def test_an_excluded_grader_is_left_out_as_if_never_read(scheme, small_slices):
     spec = SPECS[scheme]
     frame = _judgments(spec, 3)
-    whole = _one_frame(_parts(frame[frame["grader"] != 9], [8, 14]), spec)
+    whole = _one_frame(frame[frame["grader"] != 9], spec)
     stored = StoredJudgments(_parts(frame, [8, 14]), spec, excluded={9})
     got = model_truth(stored, spec, PSEUDONYMS)
     assert all(g["grader"] != 9 for fit in got[0].values() for g in fit["graders"])
@@ -229,7 +220,8 @@ def test_the_model_of_a_campaign_read_in_shards_is_the_model_of_one_reading(smal
         computed = (shard_compute(campaign_id=campaign.pk, span=s, excluded=set(), tolerance=0.5) for s in plan)
         return [part_loads(part_dumps(p), judgments=False) for p in computed]
 
-    whole = _one_frame(parts(), spec)
+    one = shard_compute(campaign_id=campaign.pk, span=(None, None), excluded=set(), tolerance=0.5)
+    whole = _one_frame(one.judgments, spec)
     expected = _old_model_truth(whole, spec, pseudonyms)
     _same(model_truth(StoredJudgments(parts(), spec), spec, pseudonyms), expected)
     out = int(whole["grader"].iloc[0])  # excluded after the shards read (a reliability threshold)
