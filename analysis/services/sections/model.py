@@ -2,8 +2,9 @@
 noise on the numbers, each grader's estimated reliability, and per-unit model columns for the
 ground-truth export.
 
-Hidden units (repeats and gold) never reach this: the judgments frame holds graders' real
-judgments only.
+Hidden units (repeats and gold) never reach this: the judgments are graders' real judgments only.
+They are read a slice of whole units at a time (``Judgments.chunks``); the fits, which need every
+judgment together, get them as compact codes (``_coded``).
 """
 
 from __future__ import annotations
