@@ -57,12 +57,24 @@ class DawidSkeneResult:
 
 
 @dataclass(frozen=True)
-class _Coded:
+class Coded:
+    """Judgments with a value as codes: what the fits read, made from a long frame by ``_coded`` or
+    given as they are by a caller that built them without one (``sections.model``).
+
+    unit, grader : (n,) each judgment's unit and grader as positions in ``units`` and ``graders``,
+    the sorted ids of the units and graders with a judgment (integer codes, any width).
+    value : (n,) the number (float), or the category's position in the categories (``dawid_skene``).
+    At most one judgment per unit and grader: the fits check it.
+    """
+
     unit: np.ndarray
     grader: np.ndarray
     value: np.ndarray
     units: np.ndarray
     graders: np.ndarray
+
+
+_Coded = Coded  # the name tests/metrics/ds_reference.py imports
 
 
 def _check_frame(judgments: pd.DataFrame) -> None:
@@ -109,7 +121,7 @@ def _ids_coded(ids: pd.Series, keep: np.ndarray | None, n: int) -> tuple[np.ndar
     return codes.astype(_code_dtype(len(distinct))), np.asarray(distinct)
 
 
-def _coded(judgments: pd.DataFrame, *, value_codes: Sequence | None = None) -> _Coded:
+def _coded(judgments: pd.DataFrame, *, value_codes: Sequence | None = None) -> Coded:
     """The judgments with a value as codes: units and graders numbered in sorted order of their ids,
     values as floats or, given ``value_codes``, as positions in it.
 
@@ -126,22 +138,49 @@ def _coded(judgments: pd.DataFrame, *, value_codes: Sequence | None = None) -> _
     _check_pairs(judgments, keep, unit, grader, graders.size)
     if value_codes is None:
         value = column.to_numpy(dtype=float) if keep is None else column[keep].to_numpy(dtype=float)
-        return _Coded(unit, grader, value, units, graders)
-    return _Coded(unit, grader, _value_coded(column.to_numpy(), keep, n, value_codes), units, graders)
+        return Coded(unit, grader, value, units, graders)
+    return Coded(unit, grader, _value_coded(column.to_numpy(), keep, n, value_codes), units, graders)
 
 
 def _check_pairs(
     judgments: pd.DataFrame, keep: np.ndarray | None, unit: np.ndarray, grader: np.ndarray, n_graders: int
 ) -> None:
     """Raises if a grader has two values for a unit: found by sorting codes, named (slowly) only when there is one."""
+    if _pair_twice(unit, grader, n_graders) is not None:
+        frame = judgments if keep is None else judgments[keep]
+        row = frame[frame.duplicated(["unit", "grader"])].iloc[0]
+        raise ValueError(f"`judgments` has two values of grader {row['grader']!r} for unit {row['unit']!r}")
+
+
+def _pair_twice(unit: np.ndarray, grader: np.ndarray, n_graders: int) -> tuple[int, int] | None:
+    """The codes (unit, grader) of a pair held twice, if one is: found by sorting the pairs' codes."""
     pairs = unit.astype(_code_dtype((int(unit.max()) + 1) * max(n_graders, 1)))
     pairs *= max(n_graders, 1)
     pairs += grader
     pairs.sort()
-    if (pairs[1:] == pairs[:-1]).any():
-        frame = judgments if keep is None else judgments[keep]
-        row = frame[frame.duplicated(["unit", "grader"])].iloc[0]
-        raise ValueError(f"`judgments` has two values of grader {row['grader']!r} for unit {row['unit']!r}")
+    twice = np.flatnonzero(pairs[1:] == pairs[:-1])
+    if not twice.size:
+        return None
+    pair = int(pairs[twice[0]])
+    return pair // max(n_graders, 1), pair % max(n_graders, 1)
+
+
+def _checked(c: Coded, k: int | None = None) -> Coded:
+    """``c`` once checked as ``_coded`` checks a frame: some judgments, one per unit and grader, and
+    (given the ``k`` categories) values that are positions in them."""
+    if not c.unit.size == c.grader.size == c.value.size:
+        raise ValueError(
+            f"coded `judgments` need arrays of one length; got {c.unit.size}, {c.grader.size}, {c.value.size}"
+        )
+    if c.unit.size == 0:
+        raise ValueError("`judgments` holds no values")
+    twice = _pair_twice(c.unit, c.grader, c.graders.size)
+    if twice is not None:
+        unit, grader = c.units[twice[0]], c.graders[twice[1]]
+        raise ValueError(f"`judgments` has two values of grader {grader!r} for unit {unit!r}")
+    if k is not None and (int(c.value.min()) < 0 or int(c.value.max()) >= k):
+        raise ValueError(f"`judgments` values must be positions in the {k} categories")
+    return c
 
 
 def _value_coded(values: np.ndarray, keep: np.ndarray | None, n: int, value_codes: Sequence) -> np.ndarray:
@@ -164,7 +203,7 @@ def _value_coded(values: np.ndarray, keep: np.ndarray | None, n: int, value_code
 
 
 def _em(
-    c: _Coded,
+    c: Coded,
     k: int,
     *,
     smoothing: float = SMOOTHING,
@@ -203,13 +242,13 @@ def dawid_skene_codes(
     0..n_graders-1, values 0..k-1), for simulations: posterior (n_units, k), priors (k,) and
     confusion (n_graders, k, k). Same smoothing and stopping rule as `dawid_skene`; the start is the
     soft majority vote, or ``start`` (a previous posterior, to refit after a few more judgments)."""
-    c = _Coded(unit, grader, value, np.arange(n_units), np.arange(n_graders))
+    c = Coded(unit, grader, value, np.arange(n_units), np.arange(n_graders))
     posterior, priors, confusion, *_ = _em(c, k, start=start, max_iter=max_iter)
     return posterior, priors, confusion
 
 
 def dawid_skene(
-    judgments: pd.DataFrame,
+    judgments: pd.DataFrame | Coded,
     *,
     categories: Sequence | None = None,
     smoothing: float = SMOOTHING,
@@ -221,7 +260,7 @@ def dawid_skene(
     Parameters
     ----------
     judgments : long DataFrame with columns ``unit``, ``grader``, ``value`` (one value per grader and
-        unit; missing values are dropped).
+        unit; missing values are dropped), or the same as ``Coded`` (values: positions in ``categories``).
     categories : the categories in code order (default: the sorted distinct values). Categories
         nobody used still get a prior and a column.
     smoothing : added to every count in the M-step (priors and confusion matrices), so that no
@@ -237,13 +276,19 @@ def dawid_skene(
         raise ValueError(
             f"need smoothing > 0, 0 < tol < 1 and an integer max_iter ≥ 1; got {smoothing}, {tol}, {max_iter}"
         )
-    _check_frame(judgments)
+    if isinstance(judgments, Coded) and categories is None:
+        raise ValueError("coded `judgments` need their `categories`: the values are positions in them")
+    if not isinstance(judgments, Coded):
+        _check_frame(judgments)
     if categories is None:
         categories = sorted(pd.unique(judgments["value"].dropna()))
     categories = np.asarray(list(categories), dtype=object)
     if categories.size < 2 or len(set(categories.tolist())) != categories.size:
         raise ValueError(f"`categories` must hold at least two distinct values, got {short(categories.tolist())}")
-    c = _coded(judgments, value_codes=categories.tolist())
+    if isinstance(judgments, Coded):
+        c = _checked(judgments, categories.size)
+    else:
+        c = _coded(judgments, value_codes=categories.tolist())
     posterior, priors, confusion, log_likelihood, iterations, converged = _em(
         c, categories.size, smoothing=smoothing, tol=tol, max_iter=max_iter
     )
@@ -292,13 +337,14 @@ class BiasNoiseResult:
 
 
 def bias_noise(
-    judgments: pd.DataFrame, *, tol: float = TOL, max_iter: int = 500, min_noise: float | None = None
+    judgments: pd.DataFrame | Coded, *, tol: float = TOL, max_iter: int = 500, min_noise: float | None = None
 ) -> BiasNoiseResult:
     """Per-grader bias and noise for numeric judgments, by alternating weighted least squares.
 
     Parameters
     ----------
-    judgments : long DataFrame with columns ``unit``, ``grader``, ``value`` (numbers).
+    judgments : long DataFrame with columns ``unit``, ``grader``, ``value`` (numbers), or the same as
+        ``Coded``.
     min_noise : floor on every σ_g (default: 1% of the standard deviation of all values, or 1e-6 if
         they are all equal), so a grader who happens to sit exactly on the estimates does not get
         infinite weight.
@@ -313,15 +359,15 @@ def bias_noise(
     """
     if not 0 < tol < 1 or int(max_iter) != max_iter or max_iter < 1:
         raise ValueError(f"need 0 < tol < 1 and an integer max_iter ≥ 1; got {tol}, {max_iter}")
-    c = _coded(judgments)
-    if not np.isfinite(c.value).all():
+    c = _checked(judgments) if isinstance(judgments, Coded) else _coded(judgments)
+    if not all(np.isfinite(c.value[b]).all() for b in _ds_em.blocks(c.value.size)):
         raise ValueError("`judgments` values must be finite numbers")
     n_units, n_graders, u, g, y = c.units.size, c.graders.size, c.unit, c.grader, c.value
     per_unit, per_grader = _counts(u, n_units), _counts(g, n_graders)
-    spread = float(y.std())
+    spread = _std(y)
     floor = float(min_noise) if min_noise is not None else (0.01 * spread if spread > 0 else 1e-6)
     score = _sums(u, n_units, lambda b: y[b]) / per_unit
-    del per_unit  # done with: the initial variance's terms take the judgments' size
+    del per_unit  # done with
     bias = np.zeros(n_graders)
     var = np.full(n_graders, max(_mean(y.size, lambda b: (y[b] - score[u[b]]) ** 2), floor**2))
     converged, iterations = False, 0
@@ -337,7 +383,7 @@ def bias_noise(
         if change < tol:
             converged = True
             break
-    del weights  # done with: the log-likelihood's terms take the judgments' size
+    del weights  # done with
     noise = np.sqrt(var)
     log_likelihood = float(
         -0.5
@@ -365,9 +411,10 @@ def bias_noise(
 # bias_noise's sums over the judgments, block by block (``CHUNK`` rows): each term of a sum is computed
 # as the whole-array expression computed it, and np.add.at adds a block's terms to their bins in row
 # order, as np.bincount did over all rows, so every sum is the same to the last bit; a mean or a total
-# is numpy's pairwise sum, whose grouping depends on the whole array, so its terms are laid out in one
-# array first. A pass holds only a block's temporaries, where whole-array expressions held several
-# arrays the size of the judgments (80 MB each at 10^7).
+# is numpy's pairwise sum, whose grouping depends on the whole array: ``_total`` follows that grouping
+# down to pieces of at most ``CHUNK`` terms, which numpy sums as it would inside the whole. A pass holds
+# only a block's temporaries, where whole-array expressions held several arrays the size of the
+# judgments (80 MB each at 10^7).
 
 
 def _counts(codes: np.ndarray, n: int) -> np.ndarray:
@@ -385,19 +432,34 @@ def _sums(codes: np.ndarray, n: int, terms: Callable[[slice], np.ndarray]) -> np
     return out
 
 
-def _total(size: int, terms: Callable[[slice], np.ndarray]) -> float:
-    """``terms(all rows).sum()``."""
-    laid = np.empty(size)
-    for b in _ds_em.blocks(size):
-        laid[b] = terms(b)
-    return laid.sum()
+_PAIRWISE_BLOCK = 128  # numpy sums this many terms or fewer in one go (eight running sums), more in halves
+
+
+def _total(size: int, terms: Callable[[slice], np.ndarray], start: int = 0) -> float:
+    """``terms(all rows).sum()`` (of the ``size`` rows from ``start``), without the terms of every row at once.
+
+    numpy sums a float array pairwise: more than 128 terms are split at half their number rounded
+    down to a multiple of 8, and each half summed so (numpy's ``pairwise_sum``). Splitting the same
+    way until a piece has at most ``CHUNK`` terms, and letting numpy sum each piece, adds the same
+    numbers in the same order."""
+    if size <= max(_ds_em.CHUNK, _PAIRWISE_BLOCK):
+        return np.add.reduce(terms(slice(start, start + size)))
+    half = size // 2
+    half -= half % 8
+    return _total(half, terms, start) + _total(size - half, terms, start + half)
 
 
 def _mean(size: int, terms: Callable[[slice], np.ndarray]) -> float:
     return float(_total(size, terms) / size)
 
 
-def _scores(c: _Coded, var: np.ndarray, bias: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+def _std(values: np.ndarray) -> float:
+    """``values.std()``: the root of the mean squared deviation from the mean, each a pairwise sum."""
+    mean = _total(values.size, lambda b: values[b]) / values.size
+    return float(np.sqrt(_total(values.size, lambda b: (values[b] - mean) ** 2) / values.size))
+
+
+def _scores(c: Coded, var: np.ndarray, bias: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     """Each unit's mean of its judgments less their graders' bias, weighted by w_g = 1/σ_g²; and its
     sum of weights."""
     n, u, g, y = c.units.size, c.unit, c.grader, c.value
@@ -413,7 +475,7 @@ def _scores(c: _Coded, var: np.ndarray, bias: np.ndarray) -> tuple[np.ndarray, n
 class _Off:
     """A block's judgments less their unit's score."""
 
-    c: _Coded
+    c: Coded
     score: np.ndarray
 
     def __call__(self, b: slice) -> np.ndarray:
@@ -421,7 +483,7 @@ class _Off:
 
 
 def _fit_sums(
-    c: _Coded, var: np.ndarray, weights: np.ndarray, score: np.ndarray, bias: np.ndarray
+    c: Coded, var: np.ndarray, weights: np.ndarray, score: np.ndarray, bias: np.ndarray
 ) -> tuple[np.ndarray, np.ndarray]:
     """Per grader: Σ (1 − h_gu), h_gu = w_g / Σ_{g' on u} w_g' the judgment's share of its unit's score
     (its leverage); and Σ r_gu², the squared residuals."""

@@ -2,8 +2,9 @@
 noise on the numbers, each grader's estimated reliability, and per-unit model columns for the
 ground-truth export.
 
-Hidden units (repeats and gold) never reach this: the judgments frame holds graders' real
-judgments only.
+Hidden units (repeats and gold) never reach this: the judgments are graders' real judgments only.
+They are read a slice of whole units at a time (``Judgments.chunks``); the fits, which need every
+judgment together, get them as compact codes (``_coded``).
 """
 
 from __future__ import annotations
@@ -13,29 +14,36 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
-from analysis.metrics.dawid_skene import bias_noise, dawid_skene
-from analysis.services.values import ValueSpec, valued
+from analysis.metrics.dawid_skene import Coded, bias_noise, dawid_skene
+from analysis.services.judgments import Judgments, judgments_of
+from analysis.services.shards import arrow_memory_release
+from analysis.services.values import ValueSpec, heap_release, valued
 from grading.models.choices import Scheme
 
 MODEL_COLUMNS = ["model_label", "model_probability", "model_score", "model_se"]
 
 
 def model_truth(
-    judgments: pd.DataFrame,
+    judgments: pd.DataFrame | Judgments,
     spec: ValueSpec,
     pseudonyms: dict[int, str],
 ) -> tuple[dict[str, Any], pd.DataFrame]:
     """The result section and a per-unit frame (unit + MODEL_COLUMNS; model_label is the category's
     position in the scale, like ``majority``)."""
-    frame = valued(judgments, spec)
+    J = judgments_of(judgments, spec)
+    valued(pd.DataFrame(columns=J.columns), spec)  # the value columns are there
     section: dict[str, Any] = {}
     units = pd.DataFrame(columns=["unit", *MODEL_COLUMNS])
-    if frame.empty:
+    if J.empty:
         return section, units
-    # each fit in a function of its own: its per-judgment temporaries are gone before the next one
+    judged, _ = J.units()
+    # each fit in a function of its own: its per-judgment arrays are gone before the next one
     per_unit = [
         part
-        for part in (_ds_units(frame, spec, pseudonyms, section), _bias_noise_units(frame, spec, pseudonyms, section))
+        for part in (
+            _ds_units(J, judged, spec, pseudonyms, section),
+            _bias_noise_units(J, judged, spec, pseudonyms, section),
+        )
         if part is not None
     ]
     if len(per_unit) == 2 and np.array_equal(per_unit[0]["unit"].to_numpy(), per_unit[1]["unit"].to_numpy()):
@@ -51,18 +59,18 @@ def model_truth(
 
 
 def _ds_units(
-    frame: pd.DataFrame, spec: ValueSpec, pseudonyms: dict[int, str], section: dict[str, Any]
+    J: Judgments, judged: np.ndarray, spec: ValueSpec, pseudonyms: dict[int, str], section: dict[str, Any]
 ) -> pd.DataFrame | None:
     """Dawid–Skene on the categories in the scale: its section, and per unit the label's position and
     its probability (None: no fit)."""
-    if not spec.has_categories or spec.scheme == Scheme.NUMERIC:
+    if not spec.has_categories or spec.scheme == Scheme.NUMERIC or len(spec.categories) < 2:
         return None
-    cat = frame["cat"]
-    keep = cat.isin(spec.categories).to_numpy()  # the rows of values.categorical_long
-    if not keep.any() or len(spec.categories) < 2:
+    # a category outside the scale is left out, as values.categorical_long leaves it out
+    coded = _coded(J, judged, "cat", _Positions(spec.categories))
+    if coded is None:
         return None
-    # a category outside the scale becomes missing, which dawid_skene leaves out
-    fit = dawid_skene(_long(frame, cat if keep.all() else cat.where(keep)), categories=spec.categories)
+    fit = dawid_skene(coded, categories=spec.categories)
+    del coded
     section["dawid_skene"] = _ds_section(fit, pseudonyms)
     # the label's position in the scale: fit.labels are spec.categories[argmax]
     label = fit.posterior.argmax(axis=1).astype(float)
@@ -70,21 +78,130 @@ def _ds_units(
 
 
 def _bias_noise_units(
-    frame: pd.DataFrame, spec: ValueSpec, pseudonyms: dict[int, str], section: dict[str, Any]
+    J: Judgments, judged: np.ndarray, spec: ValueSpec, pseudonyms: dict[int, str], section: dict[str, Any]
 ) -> pd.DataFrame | None:
     """The numeric grader model: its section, and per unit the model score and its standard error
     (None: no fit)."""
-    if not spec.has_numbers or spec.scheme not in (Scheme.NUMERIC, Scheme.BROAD_FINE) or frame["num"].isna().all():
+    if not spec.has_numbers or spec.scheme not in (Scheme.NUMERIC, Scheme.BROAD_FINE):
         return None
-    fit = bias_noise(_long(frame, frame["num"]))  # bias_noise leaves out rows without a number
+    coded = _coded(J, judged, "num", _numbers)  # rows without a number are left out
+    if coded is None:
+        return None
+    fit = bias_noise(coded)
+    del coded
     section["bias_noise"] = _bias_noise_section(fit, pseudonyms, spec)
     return pd.DataFrame({"unit": fit.units, "model_score": fit.score, "model_se": fit.score_se})
 
 
-def _long(frame: pd.DataFrame, value: pd.Series) -> pd.DataFrame:
-    """The long shape (unit, grader, value) of the judgments, on their own columns: at 10^7 judgments
-    each copy of a column is 80 MB (``values.categorical_long`` and ``numeric_long`` copy three)."""
-    return pd.DataFrame({"unit": frame["unit"], "grader": frame["grader"], "value": value}, copy=False)
+# Both fits are EMs over every judgment at once, so they need every judgment together: not as the
+# judgments' frame (or its long copies, 80 MB a column at 10^7 judgments) but as ``Coded`` arrays,
+# filled a slice at a time. A judgment takes 4 bytes for its unit, 1 (2, 4 with many graders) for its
+# grader and 1 for its category or 8 for its number. The codes are those ``dawid_skene._coded``
+# gives the long frame of the same rows, in the same order, so the fits are the same to the bit.
+
+
+_BLOCK = 1 << 17  # rows renumbered at a time
+
+
+def _coded(J: Judgments, judged: np.ndarray, column: str, values: Any) -> Coded | None:
+    """The judgments with a value in ``column`` as codes (None: none has one). ``judged``: every unit
+    judged, sorted; ``values(column) -> (values, rows with one)``."""
+    n = len(J)
+    unit = np.empty(n, dtype=np.int32 if judged.size < 2**31 else np.int64)
+    grader = _Graders(n)
+    value: np.ndarray | None = None
+    at = 0
+    for chunk in J.chunks(["unit", "grader", column]):
+        kept, keep = values(chunk[column])
+        if value is None:
+            value = np.empty(n, dtype=kept.dtype)
+        rows = slice(at, at + kept.size)
+        unit[rows] = np.searchsorted(judged, chunk["unit"].to_numpy()[keep])
+        grader.add(chunk["grader"].to_numpy()[keep], rows)
+        value[rows] = kept
+        at += kept.size
+    # what reading the slices held (Arrow's pool, the C heap), given back before the fit's arrays
+    arrow_memory_release()
+    heap_release()
+    if not at or value is None:
+        return None
+    for codes in (unit, value):
+        codes.resize(at, refcheck=False)  # in place: no copy of the kept rows
+    unit, units = _units_with_values(unit, judged)
+    codes, graders = grader.sorted(at)
+    return Coded(unit, codes, value, units, graders)
+
+
+def _units_with_values(unit: np.ndarray, judged: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """The codes of ``unit`` (positions in ``judged``) renumbered among the units they hold, and those units."""
+    present = np.zeros(judged.size, dtype=bool)
+    present[unit] = True
+    if present.all():
+        return unit, judged
+    _renumber(unit, (np.cumsum(present) - 1).astype(unit.dtype))
+    return unit, judged[present]
+
+
+def _renumber(codes: np.ndarray, table: np.ndarray) -> None:
+    """``codes[:] = table[codes]``, a block at a time: no temporary the size of ``codes``."""
+    for start in range(0, codes.size, _BLOCK):
+        block = codes[start : start + _BLOCK]
+        block[:] = table[block]
+
+
+class _Graders:
+    """Grader codes of ``n`` rows, filled slice by slice: numbered as the graders come, then in sorted
+    order of their ids (as ``dawid_skene._coded`` numbers them)."""
+
+    def __init__(self, n: int) -> None:
+        self.codes = np.empty(n, dtype=np.int8)
+        self.ids: dict[Any, int] = {}  # each grader's number in order of coming
+        self.dtype: np.dtype | None = None
+
+    def add(self, graders: np.ndarray, rows: slice) -> None:
+        seen, distinct = pd.factorize(graders)
+        for g in distinct:
+            self.ids.setdefault(g, len(self.ids))
+        if len(self.ids) > np.iinfo(self.codes.dtype).max:
+            self.codes = self.codes.astype(np.int16 if len(self.ids) < 2**15 else np.int32)
+        self.codes[rows] = np.array([self.ids[g] for g in distinct], dtype=self.codes.dtype)[seen]
+        if self.dtype is None:
+            self.dtype = graders.dtype
+
+    def sorted(self, n: int) -> tuple[np.ndarray, np.ndarray]:
+        """The first ``n`` codes renumbered in sorted order of the ids, and the sorted ids."""
+        came = np.asarray(list(self.ids), dtype=self.dtype)
+        if came.dtype.kind in "iu":
+            ids = np.sort(came)
+            rank = np.searchsorted(ids, came)
+        else:
+            rank, ids = pd.factorize(came, sort=True)
+            ids = np.asarray(ids)
+        self.codes.resize(n, refcheck=False)
+        _renumber(self.codes, rank.astype(self.codes.dtype))
+        return self.codes, ids
+
+
+class _Positions:
+    """A slice's categories in the scale as their positions in it (int8 for fewer than 128), and
+    which rows have one: ``dawid_skene._value_coded``'s lookup, on the rows ``isin`` keeps."""
+
+    def __init__(self, categories: list[Any]) -> None:
+        self.categories = categories
+        self.index = {c: i for i, c in enumerate(categories)}
+        self.dtype = np.int8 if len(categories) < 128 else np.int32
+
+    def __call__(self, cat: pd.Series) -> tuple[np.ndarray, np.ndarray]:
+        keep = cat.isin(self.categories).to_numpy()
+        seen, distinct = pd.factorize(cat.to_numpy()[keep])
+        # a value isin finds and the lookup does not (none that we know) is -1: dawid_skene refuses it
+        return np.array([self.index.get(v, -1) for v in distinct], dtype=self.dtype)[seen], keep
+
+
+def _numbers(num: pd.Series) -> tuple[np.ndarray, np.ndarray]:
+    """A slice's numbers (floats), and which rows have one."""
+    keep = num.notna().to_numpy()
+    return num.to_numpy(dtype=float)[keep], keep
 
 
 def _id(grader: Any) -> Any:
