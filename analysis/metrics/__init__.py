@@ -27,6 +27,8 @@ from .patterns import (  # noqa: F401
     chi2_graders,
     chi2_independence,
     chi2_queries,
+    fine_by_broad,
+    fine_distributions,
     fine_within_broad,
     kind_summary,
     pattern_kinds,

@@ -7,7 +7,7 @@ implications for the design of formal evaluations. ISMIR 2007, 539-542.
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Iterable, Sequence
 from typing import Any, NamedTuple
 
 import numpy as np
@@ -188,6 +188,13 @@ def fine_within_broad(broad: ArrayLike, fine: ArrayLike, categories: Sequence[An
     DataFrame indexed by category: ``n``, ``mean``, ``std`` (ddof=1), ``min``, ``q1``, ``median``,
     ``q3``, ``max``; NaN where a category has too few judgments.
     """
+    return fine_distributions(fine_by_broad(broad, fine, categories), categories)
+
+
+def fine_by_broad(broad: ArrayLike, fine: ArrayLike, categories: Sequence[Any]) -> list[np.ndarray]:
+    """Each category's FINE scores, in the order of the judgments: the list of ``categories``
+    (arguments as :func:`fine_within_broad`'s). Scores gathered so, a part of the judgments at a
+    time, and joined in order give :func:`fine_distributions` the table of them all."""
     broad = as_labels(broad, name="broad")
     fine = np.asarray(as_labels(fine, name="fine"), dtype=float)
     if broad.shape != fine.shape:
@@ -196,10 +203,18 @@ def fine_within_broad(broad: ArrayLike, fine: ArrayLike, categories: Sequence[An
     unknown = codes < 0
     if unknown.any():
         raise ValueError(f"`broad` has a label outside {list(categories)}: {short(broad[unknown][0])}")
-    # One category's scores at a time, each grouped as before (a group's figures do not depend on
-    # the other groups): a groupby of every judgment, whose quantiles sort them all, held 500 MB at
-    # 10^7 judgments.
-    out = pd.concat([_distribution(fine[codes == j], category) for j, category in enumerate(categories)])
+    return [fine[codes == j] for j in range(len(categories))]
+
+
+def fine_distributions(scores: Iterable[np.ndarray], categories: Sequence[Any]) -> pd.DataFrame:
+    """The table of :func:`fine_within_broad` from each category's FINE scores (floats), one array
+    per category of ``categories``.
+
+    One category's scores at a time, each grouped as before (a group's figures do not depend on the
+    other groups): a groupby of every judgment, whose quantiles sort them all, held 500 MB at 10^7
+    judgments. ``scores`` may be a generator, so that one category's array is held at a time.
+    """
+    out = pd.concat([_distribution(fine, category) for fine, category in zip(scores, categories, strict=True)])
     out.index = pd.Index(list(categories), name="broad")
     return out
 

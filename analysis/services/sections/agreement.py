@@ -1,23 +1,28 @@
 """The agreement, confusability and FINE-within-BROAD sections of the report, from `analysis.metrics`.
 
-Every function takes DataFrames (the long judgment frame of `analysis.selectors`) and returns plain
-data for the JSON result; none touches the database.
+Every function takes the judgments (a ``judgments.Judgments``, or the long judgment frame of
+`analysis.selectors`, which it wraps) and reads them a slice of whole units at a time
+(``Judgments.chunks``): per-unit figures are kept per unit, never per judgment, except the FINE
+scores the quartiles need (a byte a judgment, ``_compact``). Each returns plain data for the
+JSON result; none touches the database.
 """
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from typing import Any
 
 import numpy as np
 import pandas as pd
 
 from analysis import metrics as m
+from analysis.services.judgments import Judgments, judgments_of
+from analysis.services.shards import arrow_memory_release
 from analysis.services.values import (
     ValueSpec,
     categorical_long,
     heap_release,
     numeric_long,
-    unit_chunks,
     valued,
 )
 from grading.models.choices import Scheme
@@ -25,6 +30,8 @@ from grading.models.choices import Scheme
 HIST_BINS = 20
 CRESCENT_MAX_POINTS = 2500
 CRESCENT_GRID = (40, 25)
+# The columns of a long frame (``values.categorical_long``, ``numeric_long``) less its value.
+LONG = ["unit", "grader", "query"]
 
 
 def estimate(est: m.Estimate, *, label: bool = True) -> dict[str, Any]:
@@ -42,11 +49,27 @@ def _records(frame: pd.DataFrame) -> list[dict[str, Any]]:
     return frame.to_dict("records")
 
 
+def _valued(judgments: pd.DataFrame | Judgments, spec: ValueSpec) -> Judgments:
+    """``judgments`` as a ``Judgments``, once checked to carry the value columns ``spec`` asks for
+    (``values.valued``, on the column names alone)."""
+    judgments = judgments_of(judgments, spec)
+    valued(pd.DataFrame(columns=judgments.columns), spec)
+    return judgments
+
+
+def _released() -> None:
+    """Give back what a pass over the slices freed before the next step's arrays: the C heap's
+    pages (``values.heap_release``) and Arrow's pool, from which ``StoredJudgments`` read the
+    parts (at 10^7 judgments, 200 MB held after each pass, under the bootstrap's peak)."""
+    heap_release()
+    arrow_memory_release()
+
+
 # --- the agreement report: one builder for the app and the `agreement` command -------------------
 
 
 def agreement_report(
-    judgments: pd.DataFrame, spec: ValueSpec, *, n_boot: int, confidence: float, seed: int
+    judgments: pd.DataFrame | Judgments, spec: ValueSpec, *, n_boot: int, confidence: float, seed: int
 ) -> tuple[dict[str, Any], pd.DataFrame]:
     """The agreement, confusability and FINE-within-BROAD sections, and the per-unit table.
 
@@ -56,15 +79,16 @@ def agreement_report(
 
     Parameters
     ----------
-    judgments : long frame, one row per (unit, grader), columns unit, grader, query, the value
-        columns ``spec`` names (broad, fine, score, label or verdict) and ``cat``/``num`` as
-        ``values.with_values`` derives them (once, where the judgments are loaded).
+    judgments : ``Judgments`` (an analysis run's, from the shards' parts) or a long frame (a ratings
+        file), one row per (unit, grader), columns unit, grader, query, the value columns ``spec``
+        names (broad, fine, score, label or verdict) and ``cat``/``num`` as ``values.with_values``
+        derives them (once, where the judgments are loaded).
     seed : seeds the one ``np.random.Generator`` of the agreement section; its bootstrap intervals
         draw from it in a fixed order (each kappa level in turn, then alpha).
     """
     rng = np.random.default_rng(seed)
+    judgments = _valued(judgments, spec)
     units = unit_table(judgments, spec)
-    heap_release()  # what the slices freed, before the agreement's own arrays
     sections = {
         "agreement": agreement(judgments, spec, rng=rng, n_boot=n_boot, confidence=confidence),
         "confusability": confusability(units),
@@ -78,10 +102,15 @@ def agreement_report(
 
 
 def agreement(
-    judgments: pd.DataFrame, spec: ValueSpec, *, rng: np.random.Generator, n_boot: int, confidence: float
+    judgments: pd.DataFrame | Judgments,
+    spec: ValueSpec,
+    *,
+    rng: np.random.Generator,
+    n_boot: int,
+    confidence: float,
 ) -> dict[str, Any]:
     """Fleiss' kappa (all levels, collapsed levels), per-category kappas, patterns, χ² tests, alpha."""
-    frame = valued(judgments, spec)
+    judgments = _valued(judgments, spec)
     out: dict[str, Any] = {
         "levels": [],
         "alpha": None,
@@ -91,21 +120,21 @@ def agreement(
         "n_boot": n_boot,
     }
     if spec.has_categories:
-        out.update(_categorical_agreement(frame, spec, rng=rng, n_boot=n_boot, confidence=confidence))
+        out.update(_categorical_agreement(judgments, spec, rng=rng, n_boot=n_boot, confidence=confidence))
     if spec.has_numbers:
-        out["alpha"] = _alpha(frame, spec, rng=rng, n_boot=n_boot, confidence=confidence)
+        out["alpha"] = _alpha(judgments, spec, rng=rng, n_boot=n_boot, confidence=confidence)
     return out
 
 
 def _categorical_agreement(
-    frame: pd.DataFrame, spec: ValueSpec, *, rng: np.random.Generator, n_boot: int, confidence: float
+    judgments: Judgments, spec: ValueSpec, *, rng: np.random.Generator, n_boot: int, confidence: float
 ) -> dict[str, Any]:
     # The count table, each unit's query and the graders x categories table, a slice of whole units
-    # at a time (``values.unit_chunks``): the long frame of every judgment, and the groupbys over
-    # it, held most of a gigabyte at 10^7 judgments.
+    # at a time: the long frame of every judgment, and the groupbys over it, held most of a
+    # gigabyte at 10^7 judgments.
     tables, queries, graded = [], [], []
-    for rows in unit_chunks(frame):
-        cat = categorical_long(frame.iloc[rows], spec)
+    for chunk in judgments.chunks([*LONG, "cat"]):
+        cat = categorical_long(chunk, spec)
         if cat.empty:
             continue
         table, units, cats = m.long_to_counts(cat[["unit", "grader", "value"]], spec.categories)
@@ -114,6 +143,7 @@ def _categorical_agreement(
         tables.append(table.astype(np.min_scalar_type(int(table.max()))))
         queries.append(cat.drop_duplicates("unit").set_index("unit")["query"].reindex(units).to_numpy())
         graded.append(cat.groupby([cat["grader"], cat["value"].astype(str)]).size())
+    _released()
     if not tables:
         return {"units_rated": 0, "units_excluded": 0}
     counts = _joined_arrays(tables)
@@ -144,7 +174,7 @@ def _categorical_agreement(
             _level(f"{len(new_cats)} levels", table, new_cats, rng=rng, n_boot=n_boot, confidence=confidence)
         )
         del table
-    out["cohen"] = _cohen(frame, spec, cats) if len(by_grader) == 2 else None
+    out["cohen"] = _cohen(judgments, spec, cats) if len(by_grader) == 2 else None
     query_of = pd.Series(_joined_arrays(queries))
     if rated.any() and query_of.notna().any():
         kinds = m.pattern_kinds(counts)
@@ -155,7 +185,7 @@ def _categorical_agreement(
 
 
 def _joined(pieces: list[pd.Series]) -> pd.Series:
-    """The pieces of ``unit_chunks``'s slices as one."""
+    """The pieces of the slices (``Judgments.chunks``) as one."""
     return pieces[0] if len(pieces) == 1 else pd.concat(pieces)
 
 
@@ -163,15 +193,17 @@ def _joined_arrays(pieces: list[np.ndarray]) -> np.ndarray:
     return pieces[0] if len(pieces) == 1 else np.concatenate(pieces)
 
 
-def _cohen(frame: pd.DataFrame, spec: ValueSpec, categories: list[Any]) -> dict[str, Any] | None:
+def _cohen(judgments: Judgments, spec: ValueSpec, categories: list[Any]) -> dict[str, Any] | None:
     """Cohen's kappas (unweighted, linear, quadratic over the category order) when exactly two
     graders judged; None otherwise. Undefined kappas are None with the reason."""
-    cat = categorical_long(frame, spec)
-    graders = pd.unique(cat["grader"])
-    if len(graders) != 2:
+
+    def codes(chunk: pd.DataFrame) -> pd.DataFrame:
+        cat = categorical_long(chunk, spec)
+        return cat.assign(value=pd.Index(categories).get_indexer(cat["value"]).astype(float))
+
+    wide = _wide(judgments, "cat", codes)  # (units, 2): the two graders' category positions
+    if wide is None or wide.shape[1] != 2:
         return None
-    codes = cat.assign(value=pd.Index(categories).get_indexer(cat["value"]).astype(float))
-    wide, _, _ = m.long_to_wide(codes[["unit", "grader", "value"]])
     positions = list(range(len(categories)))
     out: dict[str, Any] = {"graders": 2, "reasons": {}}
     for weights in ("unweighted", "linear", "quadratic"):
@@ -215,10 +247,10 @@ def _level(
 
 
 def _alpha(
-    frame: pd.DataFrame, spec: ValueSpec, *, rng: np.random.Generator, n_boot: int, confidence: float
+    judgments: Judgments, spec: ValueSpec, *, rng: np.random.Generator, n_boot: int, confidence: float
 ) -> dict[str, Any]:
     out = {"level": spec.alpha_level, "scale": spec.num_label}
-    wide = _wide(frame)
+    wide = _wide(judgments, "num", numeric_long)
     if wide is None or (~np.isnan(wide)).sum(axis=1).max() < 2:
         return {**out, **estimate(undefined_estimate("no unit has two or more judgments"))}
     est = _no_interval_unless(
@@ -227,15 +259,16 @@ def _alpha(
     return {**out, **estimate(est)}
 
 
-def _wide(frame: pd.DataFrame) -> np.ndarray | None:
-    """``long_to_wide`` of the judgments with a number (None when none has one), a slice of whole
-    units at a time (``values.unit_chunks``); the slices' matrices are laid side by side on the
-    graders of them all."""
+def _wide(judgments: Judgments, column: str, long_of: Callable[[pd.DataFrame], pd.DataFrame]) -> np.ndarray | None:
+    """``long_to_wide`` of the long frame ``long_of`` makes of the judgments' ``column`` (None when
+    it is empty), a slice of whole units at a time; the slices' matrices are laid side by side on
+    the graders of them all."""
     pieces = []
-    for rows in unit_chunks(frame):
-        num = numeric_long(frame.iloc[rows])
-        if not num.empty:
-            pieces.append(m.long_to_wide(num[["unit", "grader", "value"]])[::2])
+    for chunk in judgments.chunks([*LONG, column]):
+        long = long_of(chunk)
+        if not long.empty:
+            pieces.append(m.long_to_wide(long[["unit", "grader", "value"]])[::2])
+    _released()
     if not pieces:
         return None
     graders = pieces[0][1]
@@ -263,24 +296,25 @@ def _no_interval_unless(n_boot: int, est: m.Estimate) -> m.Estimate:
 # --- per unit ---------------------------------------------------------------------------------------
 
 
-def unit_table(judgments: pd.DataFrame, spec: ValueSpec) -> pd.DataFrame:
+def unit_table(judgments: pd.DataFrame | Judgments, spec: ValueSpec) -> pd.DataFrame:
     """Per unit: query, n, mean, median, majority, dif, std, entropy, and the BROAD/label distribution.
 
-    Computed a slice of whole units at a time (``values.unit_chunks``), each slice's rows written
+    Computed a slice of whole units at a time (``Judgments.chunks``), each slice's rows written
     into the table's columns: at 10^7 judgments, groupbys over every judgment, and pieces joined
     and concatenated, held several times the 200 MB table."""
-    frame = valued(judgments, spec)
-    if frame.empty or not (spec.has_numbers or spec.has_categories):
+    judgments = _valued(judgments, spec)
+    if judgments.empty or not (spec.has_numbers or spec.has_categories):
         return pd.DataFrame(columns=["unit", "query", "n"])
-    chunks = unit_chunks(frame)
-    index = _sorted_units(frame["unit"], split=len(chunks) > 1)
-    columns: dict[str, Any] = {"unit": index.to_numpy(), "query": np.empty(len(index), frame["query"].dtype)}
+    index = pd.Index(judgments.units()[0], name="unit")  # sorted
+    columns: dict[str, Any] = {"unit": index.to_numpy()}
     numbers = np.full((len(index), len(m.confusability.COLUMNS)), np.nan) if spec.has_numbers else None
     counts = np.zeros((len(index), len(spec.categories)), dtype=np.int64)
     any_numbers = False
-    for rows in chunks:
-        chunk = frame.iloc[rows]
+    value_columns = [c for c, wanted in (("cat", spec.has_categories), ("num", spec.has_numbers)) if wanted]
+    for chunk in judgments.chunks([*LONG, *value_columns]):
         query_of = chunk[["unit", "query"]].drop_duplicates("unit")
+        if "query" not in columns:  # every unit's, of the judgments' dtype
+            columns["query"] = np.empty(len(index), query_of["query"].dtype)
         columns["query"][index.searchsorted(query_of["unit"])] = query_of["query"].to_numpy()
         if numbers is not None:
             num = numeric_long(chunk)
@@ -292,6 +326,7 @@ def unit_table(judgments: pd.DataFrame, spec: ValueSpec) -> pd.DataFrame:
             cat = categorical_long(chunk, spec)
             counted = m.count_table(cat["unit"], cat["value"], spec.categories)
             counts[index.searchsorted(counted.index)] = counted.to_numpy()
+    _released()
     if any_numbers:  # the columns of unit_confusability, as its left join on the units gave them
         columns.update(zip(m.confusability.COLUMNS, numbers.T, strict=True))
     del numbers
@@ -307,15 +342,6 @@ def unit_table(judgments: pd.DataFrame, spec: ValueSpec) -> pd.DataFrame:
             columns["n"] = counts.sum(axis=1)
     columns["n"] = pd.Series(columns["n"]).fillna(0).astype(int).to_numpy()
     return pd.DataFrame(columns, copy=False)  # the columns are laid out by dtype once (copy=True: twice)
-
-
-def _sorted_units(units: pd.Series, *, split: bool) -> pd.Index:
-    """The distinct units, sorted; ``split``: ``units`` is sorted (``unit_chunks`` split it), so
-    they are the first of each run."""
-    if not split:
-        return pd.Index(sorted(units.drop_duplicates()), name="unit")
-    values = units.to_numpy()
-    return pd.Index(values[np.flatnonzero(np.r_[True, values[1:] != values[:-1]])], name="unit")
 
 
 def _histogram(values: np.ndarray) -> dict[str, list[float]]:
@@ -364,14 +390,49 @@ def _crescent(mean: np.ndarray, std: np.ndarray) -> dict[str, Any]:
     }
 
 
-def fine_within_broad(judgments: pd.DataFrame, spec: ValueSpec) -> list[dict[str, Any]] | None:
+def fine_within_broad(judgments: pd.DataFrame | Judgments, spec: ValueSpec) -> list[dict[str, Any]] | None:
+    """FINE's distribution (``metrics.fine_within_broad``) per BROAD category, of the judgments with
+    both; None for another scheme than BROAD_FINE."""
     if spec.scheme != Scheme.BROAD_FINE:
         return None
-    both = (judgments["broad"].notna() & judgments["fine"].notna()).to_numpy()
-    if not both.any():
+    scores = _fine_by_broad(judgments_of(judgments, spec), spec.categories)
+    if scores is None:
         return []
-    broad, fine = judgments["broad"].to_numpy(), judgments["fine"].to_numpy(dtype=float)
-    if not both.all():  # the common case, every judgment with both, copies neither column (80 MB each at 10^7)
-        broad, fine = broad[both], fine[both]
-    table = m.fine_within_broad(broad, fine, spec.categories)
+    table = m.fine_distributions(map(_expanded, scores), spec.categories)  # one category's floats at a time
     return _records(table.reset_index())
+
+
+def _fine_by_broad(judgments: Judgments, categories: list[Any]) -> list[list[np.ndarray]] | None:
+    """Each BROAD category's FINE scores, of the judgments with both, in their order, as pieces
+    (``_compact``) a slice at a time; None when no judgment has both.
+
+    The quartiles, and the moments as pandas sums them, need every score of a category together
+    and in this order: the pieces are what they keep of a slice, a byte a judgment for FINE (80 MB
+    of floats at 10^7 judgments)."""
+    scores: list[list[np.ndarray]] = [[] for _ in categories]
+    seen = False
+    for chunk in judgments.chunks(["broad", "fine"]):
+        both = (chunk["broad"].notna() & chunk["fine"].notna()).to_numpy()
+        if not both.any():
+            continue
+        seen = True
+        broad, fine = chunk["broad"].to_numpy()[both], chunk["fine"].to_numpy(dtype=float)[both]
+        for pieces, found in zip(scores, m.fine_by_broad(broad, fine, categories), strict=True):
+            pieces.append(_compact(found))
+    _released()
+    return scores if seen else None
+
+
+def _compact(scores: np.ndarray) -> np.ndarray:
+    """``scores`` (floats) as bytes counting tenths when they are 0.0, 0.1, .. 25.5 (FINE is 0..10 in
+    tenths), else as they are: ``_expanded`` gives the same floats back (checked here), from an
+    eighth of the space."""
+    tenths = np.round(scores * 10)
+    if scores.size and not np.signbit(scores).any() and tenths.max() <= 255 and (tenths / 10 == scores).all():
+        return tenths.astype(np.uint8)
+    return scores
+
+
+def _expanded(pieces: list[np.ndarray]) -> np.ndarray:
+    """One category's scores as floats, from the pieces ``_compact`` made."""
+    return np.concatenate([p / 10 if p.dtype == np.uint8 else p for p in pieces]) if pieces else np.empty(0)
