@@ -24,8 +24,8 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 import pandas as pd
 
-from analysis.services.values import CHUNK_ROWS, ValueSpec, unit_chunks, with_values
-from grading.models.choices import Scheme
+from analysis.services import values
+from analysis.services.values import ValueSpec, unit_chunks, value_sources, with_values
 
 if TYPE_CHECKING:
     from analysis.services.shards import ShardPart
@@ -158,7 +158,8 @@ class StoredJudgments(Judgments):
         self._dtypes = _common_dtypes([_part_dtypes(p) for p in self.parts])
         self._units, self._counts = self._unit_counts()
         self._n = int(self._counts.sum())
-        self._bounds = _chunk_bounds(self._units, self._counts, rows or CHUNK_ROWS)
+        self._bounds = _chunk_bounds(self._units, self._counts, rows or values.CHUNK_ROWS)
+        _memory_release()  # the parts' unit columns, read to count (190 MB of C heap at 10^7)
 
     def __len__(self) -> int:
         return self._n
@@ -187,7 +188,7 @@ class StoredJudgments(Judgments):
         if not self._n:
             return
         stored = self._stored_columns(columns)
-        derive = columns is None or bool(set(columns) & set(VALUE_COLUMNS))
+        derive = frozenset(VALUE_COLUMNS if columns is None else set(columns) & set(VALUE_COLUMNS))
         readers = [_PartReader(part, stored, self.excluded) for part in self.parts]
         start = 0
         for last in self._bounds:  # the last unit of each slice
@@ -197,10 +198,10 @@ class StoredJudgments(Judgments):
             del pieces
             chunk.index = pd.RangeIndex(start, start + len(chunk))
             start += len(chunk)
-            yield with_values(chunk, self.spec, copy=False) if derive else chunk
+            yield with_values(chunk, self.spec, copy=False, only=derive) if derive else chunk
             del chunk  # not held while the next slice is read
         del readers
-        _arrow_release()
+        _memory_release()
 
     def frame(self, columns: Sequence[str] | None = None) -> pd.DataFrame:
         chunks = list(self.chunks(columns))
@@ -212,7 +213,7 @@ class StoredJudgments(Judgments):
     def _empty(self, columns: Sequence[str] | None) -> pd.DataFrame:
         frame = pd.DataFrame({name: pd.Series(dtype=dtype) for name, dtype in self._dtypes.items()})
         frame = with_values(frame, self.spec, copy=False)
-        return frame if columns is None else frame[list(columns)]
+        return frame if columns is None else frame[[c for c in columns if c in frame.columns]]
 
     def _stored_columns(self, columns: Sequence[str] | None) -> list[str]:
         """The parts' columns a slice with ``columns`` needs: the value columns are derived from the
@@ -221,12 +222,8 @@ class StoredJudgments(Judgments):
         if columns is None:
             return list(self._dtypes)
         wanted = {"unit", "grader", *columns}
-        if wanted & set(VALUE_COLUMNS):
-            wanted |= {c for c in (self.spec.cat_column, self.spec.num_column) if c}
-            if self.spec.num_column in ("label_position", "verdict_position"):
-                wanted.add(self.spec.cat_column)
-            if self.spec.scheme == Scheme.NUMERIC:
-                wanted.add("score")
+        for value in wanted & set(VALUE_COLUMNS):
+            wanted |= value_sources(self.spec, value)
         return [c for c in self._dtypes if c in wanted]
 
     def _merged(self, pieces: list[pd.DataFrame], columns: list[str]) -> pd.DataFrame:
@@ -242,26 +239,27 @@ class StoredJudgments(Judgments):
         )
 
     def _unit_counts(self) -> tuple[np.ndarray, np.ndarray]:
-        """Every unit judged (sorted) and its number of judgments, summed over the parts."""
-        ids, counts = [], []
+        """Every unit judged (sorted) and its number of judgments, summed over the parts one part at
+        a time (O(units): each part's units are most of the campaign's when graders see every unit)."""
+        units, counts = np.empty(0, dtype=np.int64), np.empty(0, dtype=np.int64)
         for part in self.parts:
-            units = part.column("unit")
+            column = part.column("unit")
             if self.excluded:
-                units = units[~np.isin(part.column("grader"), list(self.excluded))]
-            u, c = np.unique(units, return_counts=True)
-            ids.append(u)
-            counts.append(c)
-            del units
-        if not ids:
-            return np.empty(0, dtype=np.int64), np.empty(0, dtype=np.int64)
-        every = np.concatenate(ids)
-        if len(ids) == 1:
-            return every, np.concatenate(counts)
-        units, where = np.unique(every, return_inverse=True)
-        return units, np.bincount(where.ravel(), weights=np.concatenate(counts), minlength=units.size).astype(np.int64)
+                column = column[~np.isin(part.column("grader"), list(self.excluded))]
+            u, c = np.unique(column, return_counts=True)
+            del column
+            if not units.size:
+                units, counts = u, c.astype(np.int64)
+                continue
+            merged = np.union1d(units, u)
+            summed = np.zeros(merged.size, dtype=np.int64)
+            summed[np.searchsorted(merged, units)] += counts
+            summed[np.searchsorted(merged, u)] += c
+            units, counts = merged, summed
+        return units, counts
 
 
-def _chunk_bounds(units: np.ndarray, counts: np.ndarray, rows: int = CHUNK_ROWS) -> list[int]:
+def _chunk_bounds(units: np.ndarray, counts: np.ndarray, rows: int) -> list[int]:
     """The last unit of each slice that ``values.unit_chunks`` cuts from rows of these units (each
     unit's rows together, in unit order): a slice starts at the first row of the unit holding
     every ``rows``-th row."""
@@ -314,11 +312,12 @@ class _PartReader:
         return out.reset_index(drop=True)
 
 
-def _arrow_release() -> None:
-    """What Arrow's allocator kept of the slices' reading, back to the system (``shards``)."""
-    from analysis.services.shards import arrow_memory_release
+def _memory_release() -> None:
+    """What Arrow's allocator and the C heap kept of the reading, back to the system
+    (``shards.memory_release``): the next pass, or the next stage, starts from the run's own memory."""
+    from analysis.services.shards import memory_release
 
-    arrow_memory_release()
+    memory_release()
 
 
 def _parquet_batches(data: bytes, columns: list[str], size: int) -> Iterator[pd.DataFrame]:

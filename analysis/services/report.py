@@ -15,6 +15,7 @@ import pandas as pd
 from analysis import selectors
 from analysis.reports.serialize import jsonable
 from analysis.services import auto_exclusion
+from analysis.services.judgments import Judgments, StoredJudgments
 from analysis.services.sections.accounting import accounting
 from analysis.services.sections.agreement import agreement_report
 from analysis.services.sections.behaviour import Behaviour, graders, queries, stability
@@ -23,8 +24,8 @@ from analysis.services.sections.instrument import instrument_section
 from analysis.services.sections.model import model_truth
 from analysis.services.sections.ordering import orderings
 from analysis.services.sections.systems import systems_section
-from analysis.services.shards import ShardPart, arrow_memory_release, consolidated, parts_combine, shard_compute
-from analysis.services.values import ValueSpec, sorted_unit_codes, value_spec, with_values
+from analysis.services.shards import ShardPart, parts_behaviour, shard_compute
+from analysis.services.values import ValueSpec, value_spec
 from grading.models import Campaign
 from grading.models.choices import Scheme
 
@@ -43,14 +44,15 @@ class _NoProgress:
 
 @dataclass
 class CampaignData:
-    """A campaign's data as the sections read it. ``judgments`` carries the value columns ``cat`` and
-    ``num`` (``values.with_values``), derived once here for every section; ``behaviour`` is what
-    stability and engagement need of the event log (``sections.behaviour.Behaviour``)."""
+    """A campaign's data as the sections read it. ``judgments`` are read a slice of whole units at a
+    time (``analysis.services.judgments``), each slice with the value columns ``cat`` and ``num``;
+    ``behaviour`` is what stability and engagement need of the event log
+    (``sections.behaviour.Behaviour``)."""
 
     campaign_id: int
     scheme: str
     spec: ValueSpec
-    judgments: pd.DataFrame
+    judgments: Judgments
     behaviour: Behaviour
     orderings: pd.DataFrame
     pseudonyms: dict[int, str]
@@ -67,7 +69,7 @@ class CampaignData:
         out = {e["grader"] for e in excluded}
         return replace(
             self,
-            judgments=selectors.without_graders(self.judgments, out),
+            judgments=self.judgments.without(out),
             behaviour=self.behaviour.without(out),
             orderings=selectors.without_graders(self.orderings, out),
             excluded=excluded,
@@ -91,20 +93,14 @@ def campaign_data_load(
     out = {e["grader"] for e in excluded}
     if parts is None:
         parts = [shard_compute(campaign_id=campaign_id, span=(None, None), excluded=out, tolerance=tolerance)]
-    columns, behaviour = parts_combine(parts)
-    if out:
-        kept = ~columns["grader"].isin(out).to_numpy()
-        columns = {name: values[kept].reset_index(drop=True) for name, values in columns.items()}
-    # The value columns derived once for every section, then laid out with each dtype's columns
-    # together (shards.consolidated); what held the parts' rows goes back to the system.
-    judgments = consolidated(with_values(columns, spec, copy=False))
-    arrow_memory_release()
+    # The parts' judgments stay as they came (Parquet from the workers): each section reads them a
+    # slice of whole units at a time, so that no step holds every judgment (docs/analysis.md).
     return CampaignData(
         campaign_id=campaign_id,
         scheme=campaign.scheme,
         spec=spec,
-        judgments=judgments,
-        behaviour=behaviour.without(out),
+        judgments=StoredJudgments(parts, spec, excluded=out),
+        behaviour=parts_behaviour(parts).without(out),
         orderings=selectors.without_graders(selectors.orderings_frame(campaign_id=campaign_id), out),
         pseudonyms=selectors.grader_pseudonyms(campaign_id=campaign_id),
         query_labels=selectors.query_labels(campaign_id=campaign_id),
@@ -235,15 +231,16 @@ def report_compute(
             confidence=confidence,
         )
         progress.stage("instrument", 93)
-        result["instrument"] = instrument_section(campaign_id=campaign_id, scheme=data.scheme, judgments=data.judgments)
+        result["instrument"] = instrument_section(
+            campaign_id=campaign_id, scheme=data.scheme, judgments=data.judgments, spec=data.spec
+        )
     return jsonable(result), units
 
 
-def _judged(judgments: pd.DataFrame) -> selectors.Judged:
+def _judged(judgments: Judgments) -> selectors.Judged:
     """How many judgments the run read, by whom, of how many units (for the overview)."""
-    _, n_units = sorted_unit_codes(judgments["unit"].to_numpy())
-    graders = frozenset(int(g) for g in pd.unique(judgments["grader"].to_numpy()))
-    return selectors.Judged(judgments=len(judgments), graders=graders, units=n_units)
+    graders = frozenset(int(g) for g in judgments.graders())
+    return selectors.Judged(judgments=len(judgments), graders=graders, units=judgments.units()[0].size)
 
 
 def _with_model_columns(units: pd.DataFrame, model_units: pd.DataFrame) -> pd.DataFrame:

@@ -3,10 +3,10 @@
 A shard is a span of grader ids. It reads only those graders' judgments and events, and reduces the
 events, most of a campaign's rows, to what the report needs of them (``sections.behaviour``:
 stability counts and time on unit per grader); the events themselves never leave the shard. The
-combining step (``report.report_compute``) puts the shards' parts together into exactly the data
-one process reading the whole campaign would have had: the judgments concatenated and sorted as the
-loader sorts them, every per-grader figure from the one shard that holds the grader, campaign-wide
-figures summed from counts or taken from every opportunity's value.
+combining step (``report.report_compute``) reads the shards' parts as exactly the data one process
+reading the whole campaign would have had: the judgments merged by unit a slice at a time
+(``judgments.StoredJudgments``), every per-grader figure from the one shard that holds the grader,
+campaign-wide figures summed from counts or taken from every opportunity's value.
 
 Graders and not units: time on unit follows a grader from one event to their next, on whatever
 unit, so a grader's events must stay together; no figure needs a unit's judgments together before
@@ -48,7 +48,7 @@ class ShardPart:
     behaviour: Behaviour
     # The judgments as Parquet, when the part came as bytes and its frame was left unmade
     # (``part_loads(..., judgments=False)``; ``judgments`` then has the columns and no row):
-    # ``parts_combine`` reads them a column at a time.
+    # ``judgments.StoredJudgments`` reads them a slice at a time.
     stored: bytes | None = None
 
     @property
@@ -110,37 +110,14 @@ def _kept(frame: pd.DataFrame, columns: list[str]) -> pd.DataFrame:
     return frame
 
 
-def parts_combine(parts: list[ShardPart]) -> tuple[dict[str, pd.Series], Behaviour]:
-    """The judgments and the behaviour of all the parts' graders, as one shard of them all would
-    have found them. ``parts`` in the order of their spans; each gives its judgments and behaviour
-    up (its frames are left empty) once they are in the combined ones.
-
-    The judgments come as columns (name -> Series, in the frame's column order) for
-    ``consolidated`` to lay out, so that no step holds the rows three times over: the parts, the
-    parts stacked and the stack sorted, as ``pd.concat`` then ``sort_values`` did (2.75 GB at 10^7
-    judgments where the combined frame is 0.7)."""
+def parts_behaviour(parts: list[ShardPart]) -> Behaviour:
+    """The behaviour of all the parts' graders, as one shard of them all would have found it
+    (``parts`` in the order of their spans); each part gives its own up once it is in the whole."""
     behaviour = behaviour_combine([p.behaviour for p in parts])
     if len(parts) > 1:
         for part in parts:
             part.behaviour = _behaviour_emptied(part.behaviour)
-    sources = [p for p in parts if p.rows] or parts[:1]
-    names = list(sources[0].judgments.columns)
-    if len(sources) == 1 and sources[0].stored is None:
-        frame = sources[0].judgments
-        sources[0].judgments = _emptied(frame)  # the columns below hold the rows until laid out
-        return {c: frame[c] for c in names}, behaviour
-    # Each part is in (unit, grader) order and the parts come in the order of their graders, so a
-    # stable sort by unit alone puts the stacked rows in (unit, grader) order; the sort finds the
-    # parts' sorted runs and merges them.
-    order = np.argsort(_stacked([p.column("unit") for p in sources]), kind="stable") if len(sources) > 1 else None
-    columns = {}
-    for name in names:
-        stacked = _stacked([p.column(name) for p in sources])
-        columns[name] = pd.Series(stacked if order is None else stacked[order], name=name)
-        del stacked
-    for part in parts:  # the parts give their rows up to the combined frames: one copy, not two
-        part.judgments, part.stored = _emptied(part.judgments), None
-    return columns, behaviour
+    return behaviour
 
 
 def _emptied(frame: Any) -> Any:
@@ -159,14 +136,6 @@ def _behaviour_emptied(b: Behaviour) -> Behaviour:
     )
 
 
-def _stacked(arrays: list[np.ndarray]) -> np.ndarray:
-    """The parts' values of one column one after another: ``pd.concat`` tests every value of an
-    object column for being missing (1.7 s at 10^6 judgments, where this takes milliseconds). A
-    column that holds integers in one part and floats in another (a NULL query) becomes float, as
-    ``pd.concat`` makes it."""
-    return arrays[0] if len(arrays) == 1 else np.concatenate(arrays)
-
-
 def memory_release() -> None:
     """Give what Arrow's allocator and the C heap hold freed back to the system: between the tasks
     of a worker, so that a shard (or the combining step) after another starts from the worker's
@@ -178,38 +147,11 @@ def memory_release() -> None:
 
 def arrow_memory_release() -> None:
     """Give Arrow's freed memory back to the system. Its allocator keeps what it freed for Arrow's
-    next allocation, which in the combining step never comes: the parts' Parquet tables, once in
-    the combined frame, left 390 MB held for the rest of the step at 10^7 judgments, on top of
-    every stage's peak."""
+    next allocation, which may not come soon: the parts' Parquet tables once left 390 MB held for
+    the rest of the combining step at 10^7 judgments, on top of every stage's peak."""
     import pyarrow
 
     pyarrow.default_memory_pool().release_unused()
-
-
-def consolidated(columns: dict[str, pd.Series]) -> pd.DataFrame:
-    """One frame of equally long ``columns`` with each dtype's columns in one block, as ``.copy()``
-    lays a frame out (every section filters the judgments, and pandas would otherwise gather
-    scattered columns again for each filter), built a column at a time: each column is given up
-    (removed from ``columns``) once it is in its block, so the rows are never held twice over.
-
-    The columns come grouped by dtype, each group in the order given (integers, text and floats of
-    the judgments: unit, grader, query, broad, cat, fine, num)."""
-    groups: dict[Any, list[str]] = {}
-    for name, values in columns.items():
-        groups.setdefault(values.dtype, []).append(name)
-    n = len(next(iter(columns.values()))) if columns else 0
-    frames = []
-    for dtype, names in groups.items():
-        if not isinstance(dtype, np.dtype):  # an extension dtype (none in judgments) as it is
-            frames.append(pd.DataFrame({name: columns.pop(name).to_numpy() for name in names}))
-            continue
-        block = np.empty((len(names), n), dtype=dtype)
-        for i, name in enumerate(names):
-            block[i] = columns.pop(name).to_numpy()
-        frames.append(pd.DataFrame(block.T, columns=names, copy=False))
-    if not frames:
-        return pd.DataFrame()
-    return frames[0] if len(frames) == 1 else pd.concat(frames, axis=1, copy=False)
 
 
 # --- a part as bytes, to travel from a worker to the combining step through the database ----------
@@ -240,9 +182,9 @@ def part_dumps(part: ShardPart) -> bytes:
 
 
 def part_loads(data: bytes, *, judgments: bool = True) -> ShardPart:
-    """The part ``part_dumps`` gave; ``judgments=False`` leaves its judgments as Parquet (the
-    part's ``stored``) for ``parts_combine`` to read a column at a time: every part's frame at
-    once, with the combined one, was the combining step's peak (1.7 GB at 10^7 judgments)."""
+    """The part ``part_dumps`` gave; ``judgments=False`` leaves its judgments and opportunities as
+    Parquet (the part's ``stored``), for ``judgments.StoredJudgments`` to read a slice at a time:
+    the combining step never holds every judgment."""
     with zipfile.ZipFile(io.BytesIO(data)) as z:
         meta = json.loads(z.read("meta.json"))
         stored = z.read("judgments.parquet")

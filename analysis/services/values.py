@@ -102,24 +102,36 @@ def scheme_columns(frame: pd.DataFrame, scheme: str) -> pd.DataFrame:
     return frame.drop(columns=[c for c in JUDGMENT_COLUMNS if c not in used and c in frame.columns])
 
 
-def with_values(judgments: pd.DataFrame, spec: ValueSpec, *, copy: bool = True) -> pd.DataFrame:
+def with_values(
+    judgments: pd.DataFrame, spec: ValueSpec, *, copy: bool = True, only: frozenset[str] | None = None
+) -> pd.DataFrame:
     """The long frame with ``cat`` and ``num`` columns added (rows lacking them kept, as NaN/None).
 
     ``label_position`` / ``verdict_position`` columns are derived from the label's place in the scale.
     ``copy=False`` adds them to ``judgments`` itself (a frame no one else reads: at 10^7 judgments a
-    copy is most of a gigabyte).
+    copy is most of a gigabyte). ``only``: just these of the two (``value_sources`` names the
+    answer columns each needs).
     """
     frame = judgments.copy() if copy else judgments
-    if spec.cat_column is not None:
-        frame["cat"] = frame[spec.cat_column]
-        if spec.scheme == Scheme.NUMERIC:
-            frame["cat"] = frame["score"].round(10)
+    if spec.cat_column is not None and (only is None or "cat" in only):
+        frame["cat"] = frame["score"].round(10) if spec.scheme == Scheme.NUMERIC else frame[spec.cat_column]
+    if only is not None and "num" not in only:
+        return frame
     if spec.num_column in ("label_position", "verdict_position"):
         positions = {label: float(i) for i, label in enumerate(spec.categories)}
         frame["num"] = frame[spec.cat_column].map(positions).astype(float)
     elif spec.num_column is not None:
         frame["num"] = frame[spec.num_column].astype(float)
     return frame
+
+
+def value_sources(spec: ValueSpec, value: str) -> set[str]:
+    """The answer columns ``with_values`` derives the value column ``value`` ("cat" or "num") from."""
+    if value == "cat":
+        return {"score"} if spec.scheme == Scheme.NUMERIC and spec.cat_column else {spec.cat_column} - {None}
+    if spec.num_column in ("label_position", "verdict_position"):
+        return {spec.cat_column}
+    return {spec.num_column} - {None}
 
 
 def valued(frame: pd.DataFrame, spec: ValueSpec) -> pd.DataFrame:

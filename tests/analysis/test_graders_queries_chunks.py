@@ -11,7 +11,6 @@ the last bit when the grader's scores are in one slice."""
 
 from __future__ import annotations
 
-import functools
 import math
 import random
 from typing import Any
@@ -22,16 +21,13 @@ import pytest
 
 from analysis import metrics as m
 from analysis import selectors
-from analysis.services import judgments as judgments_module
 from analysis.services import values
 from analysis.services.judgments import FrameJudgments, StoredJudgments
 from analysis.services.sections.behaviour import Behaviour, behaviour_combine, graders, queries
 from analysis.services.shards import (
     ShardPart,
-    consolidated,
     part_dumps,
     part_loads,
-    parts_combine,
     shard_compute,
     shard_plan,
 )
@@ -118,9 +114,11 @@ def _stored(blobs: list[bytes], spec: ValueSpec, excluded: set[int] = EXCLUDED) 
 
 
 def _combined(blobs: list[bytes], spec: ValueSpec, excluded: set[int] = EXCLUDED) -> pd.DataFrame:
-    """What the combining step passes the sections today: the parts' judgments as one frame."""
-    columns, _ = parts_combine([part_loads(b, judgments=False) for b in blobs])
-    return selectors.without_graders(with_values(consolidated(columns), spec, copy=False), excluded)
+    """The parts' judgments as one frame, as one reading of every grader gives them: concatenated in
+    the order of the parts, then put in unit order by a stable sort (each unit's rows by grader)."""
+    whole = pd.concat([part_loads(b).judgments for b in blobs], ignore_index=True)
+    whole = whole.iloc[np.argsort(whole["unit"].to_numpy(), kind="stable")].reset_index(drop=True)
+    return selectors.without_graders(with_values(whole, spec, copy=False), excluded)
 
 
 def _units(frame: pd.DataFrame) -> pd.DataFrame:
@@ -131,8 +129,7 @@ def _units(frame: pd.DataFrame) -> pd.DataFrame:
 
 def _cut_small(monkeypatch: pytest.MonkeyPatch) -> None:
     """Slices of about ``ROWS`` judgments, in a frame (``values.unit_chunks``) and in the parts alike."""
-    monkeypatch.setattr(values, "CHUNK_ROWS", ROWS)
-    monkeypatch.setattr(judgments_module, "_chunk_bounds", functools.partial(judgments_module._chunk_bounds, rows=ROWS))
+    monkeypatch.setattr(values, "CHUNK_ROWS", ROWS)  # read when the slices are cut, by both
 
 
 def _compare(got: list[dict], expected: list[dict], *, rel: float = 0.0) -> None:

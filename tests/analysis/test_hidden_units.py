@@ -110,7 +110,9 @@ def test_gold_events_stay_out_of_the_graders_event_statistics(judged_campaign, o
 def test_the_overview_counts_from_a_runs_reading_what_the_database_counts(judged_campaign, organizer):
     """The overview starts from the judgments a run read (not gold, not skipped, not excluded) and
     adds gold units' judgments from the database: the same counts as the database's alone."""
+    from analysis.services.judgments import FrameJudgments
     from analysis.services.report import _judged
+    from analysis.services.values import value_spec
     from grading.services.exclusion import grader_exclude
 
     units = list(Unit.objects.filter(campaign=judged_campaign).order_by("pk"))
@@ -124,7 +126,10 @@ def test_the_overview_counts_from_a_runs_reading_what_the_database_counts(judged
     )
     excluded = selectors.excluded_grader_ids(campaign_id=judged_campaign.pk)
     read = selectors.without_graders(selectors.judgments_frame(campaign_id=judged_campaign.pk), excluded)
-    from_run = selectors.campaign_overview(campaign_id=judged_campaign.pk, excluded=excluded, judged=_judged(read))
+    read_as_run = FrameJudgments(read, value_spec(judged_campaign))
+    from_run = selectors.campaign_overview(
+        campaign_id=judged_campaign.pk, excluded=excluded, judged=_judged(read_as_run)
+    )
     from_database = selectors.campaign_overview(campaign_id=judged_campaign.pk, excluded=excluded)
     assert from_run == from_database
     assert from_run["units_judged"] == len(units) and from_run["active_graders"] == 2

@@ -83,9 +83,9 @@ def test_a_query_missing_in_one_part_makes_the_column_float_as_concatenating_wou
 
 def test_a_slice_reads_only_what_it_asks_for_and_derives_the_value_columns(campaign):
     judgments = StoredJudgments(_parts(campaign, 7), value_spec(campaign), rows=ROWS)
-    chunk = next(judgments.chunks(["num"]))
-    assert {"unit", "grader", "fine", "num"} <= set(chunk.columns) and "query" not in chunk.columns
-    assert chunk["num"].equals(chunk["fine"].astype(float))
+    chunk = next(judgments.chunks(["num", "cat"]))
+    assert {"unit", "grader", "fine", "num", "broad", "cat"} <= set(chunk.columns) and "query" not in chunk.columns
+    assert chunk["num"].equals(chunk["fine"].astype(float)) and chunk["cat"].equals(chunk["broad"])
 
 
 def test_no_judgment_gives_no_slice(campaign):
@@ -107,3 +107,11 @@ def test_slices_without_the_value_columns_read_no_answer(campaign):
     judgments = StoredJudgments(_parts(campaign, 7), value_spec(campaign), rows=ROWS)
     chunk = next(judgments.chunks(["unit", "query"]))
     assert set(chunk.columns) == {"unit", "grader", "query"}
+
+
+def test_a_slice_of_numbers_alone_reads_no_category(campaign):
+    judgments = StoredJudgments(_parts(campaign, 7), value_spec(campaign), rows=ROWS)
+    chunk = next(judgments.chunks(["num"]))
+    assert set(chunk.columns) == {"unit", "grader", "fine", "num"}
+    chunk = next(judgments.chunks(["cat"]))
+    assert set(chunk.columns) == {"unit", "grader", "broad", "cat"}

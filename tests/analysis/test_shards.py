@@ -10,8 +10,10 @@ from analysis.models import AnalysisRun, RunShard, RunStatus
 from analysis.reports.serialize import jsonable
 from analysis.services import execute, runs
 from analysis.services.execute import combine_execute, run_execute, shard_execute
+from analysis.services.judgments import StoredJudgments
 from analysis.services.report import report_compute
-from analysis.services.shards import consolidated, part_dumps, part_loads, parts_combine, shard_compute, shard_plan
+from analysis.services.shards import part_dumps, part_loads, parts_behaviour, shard_compute, shard_plan
+from analysis.services.values import value_spec, with_values
 from grading.models import Judgment
 from grading.services.exclusion import grader_exclude
 from tests.analysis.conftest import judge_broad_fine
@@ -57,29 +59,18 @@ def test_a_shards_part_travels_as_bytes_unchanged(campaign):
         pd.testing.assert_series_equal(back.behaviour.events, part.behaviour.events)
         assert back.behaviour.stability == part.behaviour.stability
     whole = shard_compute(campaign_id=campaign.pk, span=(None, None), excluded=set(), tolerance=0.5)
-    for frames in (True, False):  # judgments as frames, or left as Parquet to be read by column
+    spec = value_spec(campaign)
+    expected = with_values(whole.judgments, spec)
+    for frames in (True, False):  # judgments as frames, or left as Parquet to be read a slice at a time
         loaded = [part_loads(part_dumps(p), judgments=frames) for p in parts]
         assert [p.rows for p in loaded] == [len(p.judgments) for p in parts]
-        combined, _ = parts_combine(loaded)
-        pd.testing.assert_frame_equal(consolidated(combined), whole.judgments)
-        assert all(p.rows == 0 and p.behaviour.opportunities.empty for p in loaded)  # given up
-    one, _ = parts_combine([part_loads(part_dumps(whole), judgments=False)])
-    pd.testing.assert_frame_equal(consolidated(one), whole.judgments)
-
-
-def test_consolidated_lays_each_dtype_out_in_one_block_and_gives_the_columns_up():
-    columns = {
-        "unit": pd.Series([3, 1, 2]),
-        "broad": pd.Series(["NS", None, "VS"], dtype=object),
-        "grader": pd.Series([7, 7, 8]),
-        "fine": pd.Series([0.5, float("nan"), 10.0]),
-    }
-    expected = pd.DataFrame(columns)[["unit", "grader", "broad", "fine"]]
-    frame = consolidated(columns)
-    assert columns == {}
-    pd.testing.assert_frame_equal(frame, expected)
-    assert len(frame._mgr.blocks) == 3
-    assert consolidated({}).empty
+        read = StoredJudgments(loaded, spec).frame()[list(expected.columns)]
+        pd.testing.assert_frame_equal(read, expected)
+        behaviour = parts_behaviour(loaded)
+        pd.testing.assert_frame_equal(behaviour.opportunities.frame(), whole.behaviour.opportunities.frame())
+        assert all(p.behaviour.opportunities.empty for p in loaded)  # given up to the whole
+    one = StoredJudgments([part_loads(part_dumps(whole), judgments=False)], spec).frame()
+    pd.testing.assert_frame_equal(one[list(expected.columns)], expected)
 
 
 def test_the_plan_cuts_between_graders_and_leaves_no_grader_out(campaign):

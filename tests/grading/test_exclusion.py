@@ -66,7 +66,7 @@ def test_excluding_a_grader_gives_the_analysis_of_a_campaign_without_their_judgm
     assert excluded["agreement"] != before["agreement"]
     assert list(units["n"]) == list(expected_units["n"]) == [2] * 8
     data = campaign_data_load(campaign_id=campaign.pk)
-    assert graders[2].pk not in set(data.judgments["grader"]) | set(data.behaviour.events.index)
+    assert graders[2].pk not in set(data.judgments.graders().tolist()) | set(data.behaviour.events.index)
     assert graders[2].pk not in set(data.behaviour.opportunities.frame()["grader"])
     # The log keeps everything.
     assert Judgment.objects.filter(campaign=campaign, grader=graders[2]).count() == 8

@@ -57,6 +57,33 @@ class Opportunities:
     def without(self, graders: set[int]) -> Opportunities:
         return Opportunities(self.sources, self.excluded | frozenset(graders)) if graders else self
 
+    def column(self, name: str) -> pd.Series:
+        """One column of every opportunity (less the excluded graders'), read source by source into
+        one array: no frame of the sources together, no copy of it."""
+        if self.excluded:
+            return self.frame([name])[name]
+        sizes = [_rows(s) for s in self.sources]
+        out: np.ndarray | None = None
+        at = 0
+        for source, n in zip(self.sources, sizes, strict=True):
+            if n:
+                values = _read(source, [name])[name].to_numpy()
+                if out is None:
+                    out = np.empty(sum(sizes), dtype=values.dtype)
+                out[at : at + n] = values
+                at += n
+        return pd.Series(out, name=name) if out is not None else _empty_opportunities()[name]
+
+
+class _ByColumn:
+    """The opportunities as ``metrics.engagement_summary`` reads them, a column when it asks for one."""
+
+    def __init__(self, opportunities: Opportunities) -> None:
+        self.opportunities = opportunities
+
+    def __getitem__(self, name: str) -> pd.Series:
+        return self.opportunities.column(name)
+
 
 def _rows(source: pd.DataFrame | bytes) -> int:
     if isinstance(source, pd.DataFrame):
@@ -234,7 +261,7 @@ def engagement(behaviour: Behaviour) -> dict[str, Any]:
     if behaviour.opportunities.empty:
         return {"overall": None, "per_grader": []}
     return {
-        "overall": m.engagement_summary(behaviour.opportunities.frame(["seconds", "auditions"])),
+        "overall": m.engagement_summary(_ByColumn(behaviour.opportunities)),
         "per_grader": behaviour.by_grader.reset_index().to_dict("records"),
     }
 
