@@ -146,7 +146,7 @@ def _compare(got: list[dict], expected: list[dict], *, rel: float = 0.0) -> None
                 assert x == y and type(x) is type(y), (key, row, want)
 
 
-def _pandas_graders(frame: pd.DataFrame, spec: ValueSpec) -> list[dict]:
+def _pandas_graders(frame: pd.DataFrame, spec: ValueSpec, pseudonyms: dict[int, str] = PSEUDONYMS) -> list[dict]:
     """The graders section the plain pandas way: long frames and groupbys over every judgment."""
     table = frame.groupby("grader").agg(judgments=("unit", "size"))
     if spec.has_categories:
@@ -173,11 +173,13 @@ def _pandas_graders(frame: pd.DataFrame, spec: ValueSpec) -> list[dict]:
         dev = (num["value"] - (total - num["value"]) / (size - 1).where(size > 1)).abs()
         table = table.join(dev.groupby(num["grader"]).mean().rename("mean_abs_deviation"))
     table = table.reset_index()
-    table.insert(1, "pseudonym", table["grader"].map(lambda g: PSEUDONYMS.get(g, f"grader-{g}")))
+    table.insert(1, "pseudonym", table["grader"].map(lambda g: pseudonyms.get(g, f"grader-{g}")))
     return table.sort_values("pseudonym").to_dict("records")
 
 
-def _pandas_queries(frame: pd.DataFrame, spec: ValueSpec, units: pd.DataFrame) -> list[dict]:
+def _pandas_queries(
+    frame: pd.DataFrame, spec: ValueSpec, units: pd.DataFrame, labels: dict[int, str] = LABELS
+) -> list[dict]:
     """The queries section the plain pandas way."""
     frame = frame[frame["query"].notna()]
     table = frame.groupby("query").agg(units=("unit", "nunique"), judgments=("unit", "size"))
@@ -191,7 +193,7 @@ def _pandas_queries(frame: pd.DataFrame, spec: ValueSpec, units: pd.DataFrame) -
         table = table.join(tally)
     rated_units = units[units["n"] >= 2]
     table = table.join(rated_units.groupby("query")[["std", "entropy"]].mean().add_prefix("mean_")).reset_index()
-    table.insert(1, "label", table["query"].map(lambda q: LABELS.get(int(q), str(q))))
+    table.insert(1, "label", table["query"].map(lambda q: labels.get(int(q), str(q))))
     return table.to_dict("records")
 
 
