@@ -22,7 +22,8 @@ from analysis.selectors import GraderSpan
 from analysis.services import attempts
 from analysis.services.model_handover import grader_model_hand_over
 from analysis.services.report import DEFAULT_TOLERANCE, exclusions_before_reading, report_compute
-from analysis.services.shards import ShardPart, memory_release, part_dumps, part_loads, shard_compute, shard_plan
+from analysis.services.shards import ShardPart, part_dumps, part_loads, shard_compute, shard_plan
+from analysis.services.values import memory_release
 
 logger = logging.getLogger(__name__)
 STORE_BATCH = 5_000

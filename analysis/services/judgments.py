@@ -19,16 +19,27 @@ from __future__ import annotations
 import io
 from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any
+from typing import Any, Protocol
 
 import numpy as np
 import pandas as pd
 
 from analysis.services import values
-from analysis.services.values import ValueSpec, unit_chunks, value_sources, with_values
+from analysis.services.values import ValueSpec, memory_release, unit_chunks, value_sources, with_values
 
-if TYPE_CHECKING:
-    from analysis.services.shards import ShardPart
+
+class ShardPart(Protocol):
+    """What a shard's part gives (``shards.ShardPart``): its judgments as a frame, or only their
+    columns with the rows still Parquet (``stored``)."""
+
+    judgments: pd.DataFrame
+    stored: bytes | None
+
+    @property
+    def rows(self) -> int: ...
+
+    def column(self, name: str) -> np.ndarray: ...
+
 
 VALUE_COLUMNS = ("cat", "num")
 
@@ -159,7 +170,7 @@ class StoredJudgments(Judgments):
         self._units, self._counts = self._unit_counts()
         self._n = int(self._counts.sum())
         self._bounds = _chunk_bounds(self._units, self._counts, rows or values.CHUNK_ROWS)
-        _memory_release()  # the parts' unit columns, read to count (190 MB of C heap at 10^7)
+        memory_release()  # the parts' unit columns, read to count (190 MB of C heap at 10^7)
 
     def __len__(self) -> int:
         return self._n
@@ -201,7 +212,7 @@ class StoredJudgments(Judgments):
             yield with_values(chunk, self.spec, copy=False, only=derive) if derive else chunk
             del chunk  # not held while the next slice is read
         del readers
-        _memory_release()
+        memory_release()
 
     def frame(self, columns: Sequence[str] | None = None) -> pd.DataFrame:
         chunks = list(self.chunks(columns))
@@ -310,14 +321,6 @@ class _PartReader:
         if self.excluded and len(out):
             out = out[~out["grader"].isin(self.excluded).to_numpy()]
         return out.reset_index(drop=True)
-
-
-def _memory_release() -> None:
-    """What Arrow's allocator and the C heap kept of the reading, back to the system
-    (``shards.memory_release``): the next pass, or the next stage, starts from the run's own memory."""
-    from analysis.services.shards import memory_release
-
-    memory_release()
 
 
 def _parquet_batches(data: bytes, columns: list[str], size: int) -> Iterator[pd.DataFrame]:

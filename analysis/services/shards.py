@@ -34,7 +34,7 @@ from analysis.services.sections.behaviour import (
     behaviour_reduce,
     stability_reduce,
 )
-from analysis.services.values import heap_release, scheme_columns
+from analysis.services.values import scheme_columns
 from grading.models import Campaign
 
 
@@ -134,24 +134,6 @@ def _behaviour_emptied(b: Behaviour) -> Behaviour:
         events=_emptied(b.events),
         client_ts_replaced=0,
     )
-
-
-def memory_release() -> None:
-    """Give what Arrow's allocator and the C heap hold freed back to the system: between the tasks
-    of a worker, so that a shard (or the combining step) after another starts from the worker's
-    own memory, not from the last one's leftovers (a worker that read two shards of 2,000,000
-    judgments peaked at 1.04 GB where one shard alone peaks at 0.77 GB)."""
-    arrow_memory_release()
-    heap_release()
-
-
-def arrow_memory_release() -> None:
-    """Give Arrow's freed memory back to the system. Its allocator keeps what it freed for Arrow's
-    next allocation, which may not come soon: the parts' Parquet tables once left 390 MB held for
-    the rest of the combining step at 10^7 judgments, on top of every stage's peak."""
-    import pyarrow
-
-    pyarrow.default_memory_pool().release_unused()
 
 
 # --- a part as bytes, to travel from a worker to the combining step through the database ----------

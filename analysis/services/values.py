@@ -221,3 +221,21 @@ def heap_release() -> None:
 
 def finite(values: np.ndarray) -> np.ndarray:
     return values[np.isfinite(values)]
+
+
+def memory_release() -> None:
+    """Give what Arrow's allocator and the C heap hold freed back to the system: between the tasks
+    of a worker, so that a shard (or the combining step) after another starts from the worker's
+    own memory, not from the last one's leftovers (a worker that read two shards of 2,000,000
+    judgments peaked at 1.04 GB where one shard alone peaks at 0.77 GB)."""
+    arrow_memory_release()
+    heap_release()
+
+
+def arrow_memory_release() -> None:
+    """Give Arrow's freed memory back to the system. Its allocator keeps what it freed for Arrow's
+    next allocation, which may not come soon: the parts' Parquet tables once left 390 MB held for
+    the rest of the combining step at 10^7 judgments, on top of every stage's peak."""
+    import pyarrow
+
+    pyarrow.default_memory_pool().release_unused()

@@ -17,9 +17,9 @@ import pandas as pd
 
 from analysis import metrics as m
 from analysis.services.judgments import Judgments, judgments_of
-from analysis.services.shards import arrow_memory_release
 from analysis.services.values import (
     ValueSpec,
+    arrow_memory_release,
     categorical_long,
     heap_release,
     numeric_long,

@@ -16,8 +16,7 @@ import pandas as pd
 
 from analysis.metrics.dawid_skene import Coded, bias_noise, dawid_skene
 from analysis.services.judgments import Judgments, judgments_of
-from analysis.services.shards import arrow_memory_release
-from analysis.services.values import ValueSpec, heap_release, valued
+from analysis.services.values import ValueSpec, arrow_memory_release, heap_release, valued
 from grading.models.choices import Scheme
 
 MODEL_COLUMNS = ["model_label", "model_probability", "model_score", "model_se"]
