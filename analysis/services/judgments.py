@@ -11,7 +11,7 @@ slice by slice, come out the same whichever holds the judgments.
   reads each slice from them when it is asked for: the combining step never holds every judgment
   at once (0.56 GB at 10^7 judgments, with transients of a gigabyte on top).
 
-Reading everything at once (``column``, ``frame``) is there for what needs it, and says so.
+Reading everything at once (``frame``) is there for what needs it, and says so.
 """
 
 from __future__ import annotations
@@ -80,14 +80,6 @@ class Judgments:
             return np.empty(0, dtype=np.int64), np.empty(0, dtype=np.int64)
         return np.concatenate(ids), np.concatenate(counts)
 
-    def column(self, name: str) -> np.ndarray:
-        """One column of every judgment at once: as large as the campaign (80 MB at 10^7 judgments for
-        a number), for a figure that needs every value together."""
-        pieces = [chunk[name].to_numpy() for chunk in self.chunks([name])]
-        if not pieces:
-            return self.frame([name])[name].to_numpy()
-        return pieces[0] if len(pieces) == 1 else np.concatenate(pieces)
-
     def frame(self, columns: Sequence[str] | None = None) -> pd.DataFrame:
         """Every judgment at once, as one frame: only where the campaign is known to be small
         (a linked campaign's comparison, a ratings file)."""
@@ -132,9 +124,6 @@ class FrameJudgments(Judgments):
     def units(self) -> tuple[np.ndarray, np.ndarray]:
         ids, counts = np.unique(self.data["unit"].to_numpy(), return_counts=True)
         return ids, counts
-
-    def column(self, name: str) -> np.ndarray:
-        return self.data[name].to_numpy()
 
     def frame(self, columns: Sequence[str] | None = None) -> pd.DataFrame:
         return self.data if columns is None else self.data[list(columns)]
