@@ -110,13 +110,17 @@ def combine_execute(*, run_id: int, attempt: int) -> str:
     progress = attempts.Progress(run_id=run.pk, attempt=attempt)
 
     def body() -> str:
-        shards = list(RunShard.objects.filter(run_id=run.pk, attempt=attempt).order_by("index"))
-        missing = [s.index + 1 for s in shards if s.part is None]
+        shards = RunShard.objects.filter(run_id=run.pk, attempt=attempt).order_by("index")
+        seconds = list(shards.values_list("seconds", flat=True))
+        missing = [index + 1 for index in shards.filter(part__isnull=True).values_list("index", flat=True)]
         if missing:
-            raise RuntimeError(f"shard(s) {', '.join(map(str, missing))} of {len(shards)} left no part")
-        progress.timings["reading shards"] = round(sum(s.seconds or 0.0 for s in shards), 4)
+            raise RuntimeError(f"shard(s) {', '.join(map(str, missing))} of {len(seconds)} left no part")
+        progress.timings["reading shards"] = round(sum(s or 0.0 for s in seconds), 4)
         memory_release()  # what this worker's earlier tasks left held
-        parts = [part_loads(bytes(s.part), judgments=False) for s in shards]  # read a slice at a time
+        # One stored part at a time: ``part_loads`` keeps each zip's tables to be read a slice at a time
+        # later, so holding the fetched rows as well would hold every part twice.
+        stored = shards.values_list("part", flat=True).iterator(chunk_size=1)
+        parts = [part_loads(bytes(data), judgments=False) for data in stored]
         return _complete(run, progress, parts)
 
     return _attempt(run, progress, body, heartbeat=True, release=False)
