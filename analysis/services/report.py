@@ -188,6 +188,7 @@ def report_compute(
     result["model"], model_units = fitted or model_truth(data.judgments, data.spec, data.pseudonyms)
     if not model_units.empty and not units.empty:
         units = _with_model_columns(units, model_units)
+    del fitted, model_units  # their columns are the table's now (80 MB at 10^7 judgments, held to the end)
     result["accounting"] = accounting(campaign_id=campaign_id, model=result["model"])  # §5.6
     # Who was excluded (by an organizer, or automatically by a threshold), and why: their judgments
     # are out of everything above.
