@@ -264,6 +264,7 @@ SPECTACULAR_SETTINGS = {
     "SWAGGER_UI_FAVICON_HREF": "SIDECAR",
     "REDOC_DIST": "SIDECAR",
     "POSTPROCESSING_HOOKS": ["drf_spectacular.hooks.postprocess_schema_enums", "grading.api.schema.add_common_errors"],
+    "OAS_VERSION": "3.1.0",
 }
 
 # --- Cache: shared by all web processes (throttle and login counts) -------------------------

@@ -86,10 +86,28 @@ def _event_batches(result: dict[str, Any]) -> None:
     answer["schema"] = {"oneOf": [answer["schema"], {"$ref": "#/components/schemas/EventResult"}]}
 
 
+ANY_OR_NULL = [{}, {"type": "null"}]
+
+
+def _any_value_once(node: Any) -> None:
+    """OpenAPI 3.1 states a nullable field as ``oneOf: [its schema, {"type": "null"}]``; for a field
+    of any JSON value (``{}``) null matches both, which ``oneOf`` forbids, so such a field is left
+    as any value (null is one)."""
+    if isinstance(node, dict):
+        if node.get("oneOf") == ANY_OR_NULL:
+            del node["oneOf"]
+        for child in node.values():
+            _any_value_once(child)
+    elif isinstance(node, list):
+        for child in node:
+            _any_value_once(child)
+
+
 def add_common_errors(result: dict[str, Any], generator: Any, request: Any, public: bool) -> dict[str, Any]:
     """drf-spectacular postprocessing hook: adds the refusals an operation lacks, the bounds of ids,
     and keeps JSON bodies JSON."""
     result.setdefault("components", {}).setdefault("schemas", {})["JSONValue"] = JSON_VALUE
+    _any_value_once(result)
     _event_batches(result)
     for path_item in result.get("paths", {}).values():
         for operation in path_item.values():
