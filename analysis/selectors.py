@@ -595,8 +595,10 @@ def campaign_get(*, campaign_id: int) -> Campaign | None:
 
 
 def runs_recent(*, campaign_id: int, limit: int = 20) -> list[AnalysisRun]:
-    """The campaign's latest runs, newest first."""
-    return list(AnalysisRun.objects.filter(campaign_id=campaign_id).order_by("-created_at", "-id")[:limit])
+    """The campaign's latest runs, newest first, without their results (a run's result is megabytes of
+    JSON at 10^7 judgments; the list shows each run's state, not its figures)."""
+    runs = AnalysisRun.objects.filter(campaign_id=campaign_id).defer("result", "page_result")
+    return list(runs.order_by("-created_at", "-id")[:limit])
 
 
 def run_get(*, run_id: int) -> AnalysisRun | None:

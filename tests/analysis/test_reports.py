@@ -7,6 +7,8 @@ import io
 import re
 
 import pytest
+from django.db import connection
+from django.test.utils import CaptureQueriesContext
 
 from analysis.models import AnalysisRun, RunStatus, RunTrigger
 from analysis.services import runs
@@ -218,3 +220,22 @@ def test_an_ordering_campaign_report_has_consensus_and_ed(client, ordering_campa
     client.force_login(organizer)
     html = client.get(f"/reports/campaigns/{ordering_campaign.pk}/").content.decode()
     assert 'id="section-orderings"' in html and "Kendall&#x27;s W" in html and "FreSPA" in html
+
+
+def test_the_list_of_runs_reads_no_result_in_statements_it_does_not_grow(client, analysed, organizer):
+    """A run's result is megabytes of JSON at 10^7 judgments, and the list shows none of it: listing
+    the runs reads no result, in the same statements for one run as for three."""
+    client.force_login(organizer)
+    url = f"/api/campaigns/{analysed.pk}/analyses/"
+    client.get(url)  # the session and the user, read once
+    with CaptureQueriesContext(connection) as one:
+        assert len(client.get(url).json()) == 1
+    AnalysisRun.objects.bulk_create(
+        AnalysisRun(campaign=analysed, number=n, result={"schema": 1, "big": "x" * 1000}) for n in (90, 91)
+    )
+    with CaptureQueriesContext(connection) as three:
+        listed = client.get(url).json()
+    assert len(listed) == 3 and all("result" not in run for run in listed)
+    assert len(three) == len(one)
+    runs_read = [q["sql"] for q in three if 'FROM "analysis_analysisrun"' in q["sql"]]
+    assert runs_read and all('"result"' not in sql for sql in runs_read)
