@@ -149,13 +149,11 @@ def _whole(campaign, excluded: frozenset[int] = frozenset()) -> pd.DataFrame:
     return with_values(whole, values.value_spec(campaign))
 
 
-def _stored(parts: list, spec: ValueSpec, monkeypatch: pytest.MonkeyPatch, **kwargs: Any):
+def _stored(parts: list, spec: ValueSpec, **kwargs: Any):
     """The parts' judgments in slices of about ``ROWS`` rows."""
     from analysis.services import judgments
 
-    bounds = judgments._chunk_bounds
-    monkeypatch.setattr(judgments, "_chunk_bounds", lambda units, counts, rows=None: bounds(units, counts, ROWS))
-    stored = judgments.StoredJudgments(parts, spec, **kwargs)
+    stored = judgments.StoredJudgments(parts, spec, rows=ROWS, **kwargs)
     assert len(list(stored.chunks())) > 3
     return stored
 
@@ -170,38 +168,38 @@ def _assert_same_report(stored, whole: pd.DataFrame, spec: ValueSpec) -> None:
 @pytest.mark.django_db
 @pytest.mark.parametrize("per_shard", [1, 30])
 @pytest.mark.parametrize("scheme", list(SCHEMES))
-def test_the_shards_parts_give_the_sections_of_the_one_frame(scheme, per_shard, monkeypatch) -> None:
+def test_the_shards_parts_give_the_sections_of_the_one_frame(scheme, per_shard) -> None:
     campaign = _judged(scheme)
     spec = values.value_spec(campaign)
     whole = _whole(campaign)
     assert whole["query"].isna().any() and whole["cat" if spec.has_categories else "num"].isna().any()
-    _assert_same_report(_stored(_parts(campaign, per_shard), spec, monkeypatch), whole, spec)
+    _assert_same_report(_stored(_parts(campaign, per_shard), spec), whole, spec)
 
 
 @pytest.mark.django_db
 @pytest.mark.parametrize("scheme", ["ordered", "broad_fine"])
-def test_two_graders_give_cohens_kappas_through_the_parts_as_through_the_frame(scheme, monkeypatch) -> None:
+def test_two_graders_give_cohens_kappas_through_the_parts_as_through_the_frame(scheme) -> None:
     campaign = _judged(scheme, graders=2)
     spec = values.value_spec(campaign)
     whole = _whole(campaign)
-    stored = _stored(_parts(campaign, 1), spec, monkeypatch)
+    stored = _stored(_parts(campaign, 1), spec)
     _assert_same_report(stored, whole, spec)
     assert agreement_report(stored, spec, n_boot=0, confidence=0.9, seed=5)[0]["agreement"]["cohen"]["graders"] == 2
 
 
 @pytest.mark.django_db
 @pytest.mark.parametrize("scheme", ["broad_fine", "numeric_fine", "unordered"])
-def test_a_grader_excluded_before_or_after_the_shards_read_is_left_out_as_from_the_frame(scheme, monkeypatch) -> None:
+def test_a_grader_excluded_before_or_after_the_shards_read_is_left_out_as_from_the_frame(scheme) -> None:
     campaign = _judged(scheme)
     spec = values.value_spec(campaign)
     grader = int(_whole(campaign)["grader"].iloc[0])
     whole = _whole(campaign, excluded=frozenset({grader}))
-    _assert_same_report(_stored(_parts(campaign, 10, frozenset({grader})), spec, monkeypatch), whole, spec)
-    _assert_same_report(_stored(_parts(campaign, 10), spec, monkeypatch, excluded={grader}), whole, spec)
+    _assert_same_report(_stored(_parts(campaign, 10, frozenset({grader})), spec), whole, spec)
+    _assert_same_report(_stored(_parts(campaign, 10), spec, excluded={grader}), whole, spec)
 
 
 @pytest.mark.django_db
-def test_no_judgment_at_all_gives_the_empty_sections_of_the_empty_frame(monkeypatch) -> None:
+def test_no_judgment_at_all_gives_the_empty_sections_of_the_empty_frame() -> None:
     from analysis.services.judgments import StoredJudgments
     from tests.factories import make_campaign
 

@@ -15,7 +15,7 @@ import pytest
 from analysis import selectors
 from analysis.metrics import _ds_em
 from analysis.metrics.dawid_skene import _std, _total, bias_noise, dawid_skene
-from analysis.services import judgments, values
+from analysis.services import values
 from analysis.services.judgments import StoredJudgments
 from analysis.services.sections import model
 from analysis.services.sections.behaviour import Behaviour
@@ -142,9 +142,7 @@ def _same(got: tuple[dict, pd.DataFrame], expected: tuple[dict, pd.DataFrame]) -
 @pytest.fixture
 def small_slices(monkeypatch: pytest.MonkeyPatch) -> None:
     """Slices of a few dozen judgments, so that a campaign of hundreds comes in many."""
-    monkeypatch.setattr(values, "CHUNK_ROWS", 37)
-    bounds = judgments._chunk_bounds
-    monkeypatch.setattr(judgments, "_chunk_bounds", lambda units, counts, rows=None: bounds(units, counts, 37))
+    monkeypatch.setattr(values, "CHUNK_ROWS", 37)  # StoredJudgments cuts its slices by it too
     monkeypatch.setattr(model, "_BLOCK", 5)
 
 

@@ -14,7 +14,6 @@ import pytest
 from analysis import metrics as m
 from analysis import selectors
 from analysis.reports.serialize import jsonable
-from analysis.services import judgments as judgments_module
 from analysis.services import values
 from analysis.services.judgments import FrameJudgments, StoredJudgments
 from analysis.services.sections import instrument
@@ -122,11 +121,7 @@ def _stored(campaign: Campaign) -> StoredJudgments:
 @pytest.fixture
 def small_slices(monkeypatch: pytest.MonkeyPatch) -> None:
     """Slices of about ``SLICE_ROWS`` judgments, for the one frame and for the parts alike."""
-    bounds = judgments_module._chunk_bounds
-    monkeypatch.setattr(values, "CHUNK_ROWS", SLICE_ROWS)
-    monkeypatch.setattr(
-        judgments_module, "_chunk_bounds", lambda units, counts, rows=None: bounds(units, counts, SLICE_ROWS)
-    )
+    monkeypatch.setattr(values, "CHUNK_ROWS", SLICE_ROWS)  # StoredJudgments cuts its slices by it too
 
 
 def _systems(campaign: Campaign, judgments, units: pd.DataFrame) -> dict:
