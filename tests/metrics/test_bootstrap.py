@@ -116,3 +116,54 @@ def test_alpha_is_not_grouped_for_ratio_or_when_units_are_mostly_unlike():
     assert _groups(alike, "ratio")[0] is alike
     unlike = _Parts(noisy_wide(rng, n_units=60, n_graders=4, k=4))
     assert _groups(unlike, "interval")[0] is unlike
+
+
+def test_many_units_are_drawn_a_block_at_a_time_with_the_distribution_of_uniform_draws(monkeypatch):
+    """Beyond UNITS_AT_ONCE units, each replicate draws how many of its n draws fall in each block
+    of UNIT_BLOCK units, then draws within the blocks: every unit still counts as a draw of n uniform draws would
+    count it (mean 1, variance 1 - 1/n, rows summing to n), the shorter last block included."""
+    from analysis.metrics import bootstrap
+
+    monkeypatch.setattr(bootstrap, "UNIT_BLOCK", 64)
+    monkeypatch.setattr(bootstrap, "UNITS_AT_ONCE", 500)
+    n, n_boot = 1_000, 4_000  # 15 blocks of 64 units and one of 40
+    weights = np.vstack(list(resample_weights(np.random.default_rng(11), np.ones(n, dtype=int), n_boot)))
+    assert weights.shape == (n_boot, n) and (weights.sum(1) == n).all()
+    per_unit = weights.mean(0)
+    assert per_unit.mean() == pytest.approx(1.0, abs=1e-12)  # every row sums to n
+    assert np.abs(per_unit - 1).max() < 0.08  # 5 standard errors of a mean of 4,000 counts
+    assert per_unit[-40:].mean() == pytest.approx(1.0, abs=0.02) and per_unit[:64].mean() == pytest.approx(
+        1.0, abs=0.02
+    )
+    assert weights.var(0).mean() == pytest.approx(1 - 1 / n, abs=0.02)
+    pairs = np.corrcoef(weights[:, :128].T)[np.triu_indices(128, 1)]  # within a block and across two
+    assert pairs.mean() == pytest.approx(-1 / (n - 1), abs=0.005)
+    again = np.vstack(list(resample_weights(np.random.default_rng(11), np.ones(n, dtype=int), n_boot)))
+    assert (again == weights).all()  # seeded
+
+
+def test_many_units_in_groups_are_counted_per_group(monkeypatch):
+    """Grouped units (too many groups to draw the groups at once) are drawn as units a block at a
+    time and counted per group: each group's count is its units' draws."""
+    from analysis.metrics import bootstrap
+
+    monkeypatch.setattr(bootstrap, "UNIT_BLOCK", 64)
+    monkeypatch.setattr(bootstrap, "UNITS_AT_ONCE", 500)
+    rng = np.random.default_rng(12)
+    sizes = rng.integers(1, 4, size=400)  # 400 groups, about 800 units: too many groups to draw them at once
+    n = int(sizes.sum())
+    weights = np.vstack(list(resample_weights(np.random.default_rng(13), sizes, 3_000)))
+    assert weights.shape == (3_000, sizes.size) and (weights.sum(1) == n).all()
+    assert np.abs(weights.mean(0) - sizes).max() < 0.2  # mean count of a group: its units
+    assert np.corrcoef(weights.mean(0), sizes)[0, 1] > 0.99
+
+
+def test_up_to_units_at_once_the_draws_are_made_over_all_units_as_before():
+    """At or below UNITS_AT_ONCE units the draws are uniform draws over all units counted at once,
+    so the intervals of such campaigns are what they were."""
+    from analysis.metrics.bootstrap import UNITS_AT_ONCE
+
+    n = UNITS_AT_ONCE
+    got = next(resample_weights(np.random.default_rng(14), np.ones(n, dtype=int), 3))
+    draws = np.random.default_rng(14).integers(0, n, size=(got.shape[0], n)) + np.arange(got.shape[0])[:, None] * n
+    assert (got == np.bincount(draws.ravel(), minlength=got.size).reshape(got.shape)).all()
