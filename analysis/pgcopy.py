@@ -93,7 +93,7 @@ def copy_in_csv(table: str, columns: Sequence[str], blocks: Iterable[Any]) -> No
             copy.write(text.getbuffer())
             # The connection does not block on writes, and psycopg flushes only on macOS: whatever the
             # server has not taken yet stays in libpq's buffer, which grows to the whole table's CSV
-            # when the server is the slower side (0.4 GB for 2,000,000 per-unit rows). Wait until
+            # when the server is the slower side (0.3 GB for 2,000,000 per-unit rows). Wait until
             # the block is sent, so one block at most is held.
             while pgconn.flush():
                 select.select([], [pgconn.socket], [])

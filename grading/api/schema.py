@@ -105,7 +105,7 @@ def _any_value_once(node: Any) -> None:
 
 def add_common_errors(result: dict[str, Any], generator: Any, request: Any, public: bool) -> dict[str, Any]:
     """drf-spectacular postprocessing hook: adds the refusals an operation lacks, the bounds of ids,
-    and keeps JSON bodies JSON."""
+    keeps JSON bodies JSON, and leaves a nullable field of any value as any value."""
     result.setdefault("components", {}).setdefault("schemas", {})["JSONValue"] = JSON_VALUE
     _any_value_once(result)
     _event_batches(result)
