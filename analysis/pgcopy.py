@@ -60,8 +60,7 @@ def copy_out_into(sql: str, params: Sequence[Any], out: BinaryIO) -> None:
         with conn.lock:
             pgconn = conn.pgconn
             pgconn.send_query(f"COPY ({query}) TO STDOUT WITH (FORMAT csv)".encode(conn.info.encoding))
-            while pgconn.flush():  # the connection does not block on writes: wait until it is sent
-                select.select([], [pgconn.socket], [])
+            _sent(pgconn)
             started = pgconn.get_result()
             read, write = pgconn.get_copy_data, out.write
             if started is not None and started.status == psycopg.pq.ExecStatus.COPY_OUT:
@@ -91,12 +90,16 @@ def copy_in_csv(table: str, columns: Sequence[str], blocks: Iterable[Any]) -> No
             text = io.BytesIO()
             pa_csv.write_csv(block, text, write_options=options)
             copy.write(text.getbuffer())
-            # The connection does not block on writes, and psycopg flushes only on macOS: whatever the
-            # server has not taken yet stays in libpq's buffer, which grows to the whole table's CSV
-            # when the server is the slower side (0.3 GB for 2,000,000 per-unit rows). Wait until
-            # the block is sent, so one block at most is held.
-            while pgconn.flush():
-                select.select([], [pgconn.socket], [])
+            # psycopg flushes a COPY only on macOS: whatever the server has not taken yet stays in
+            # libpq's buffer, which grows to the whole table's CSV when the server is the slower side
+            # (0.3 GB for 2,000,000 per-unit rows). Once the block is sent, one block at most is held.
+            _sent(pgconn)
+
+
+def _sent(pgconn: Any) -> None:
+    """Wait until libpq has sent what it holds: the connection does not block on writes."""
+    while pgconn.flush():
+        select.select([], [pgconn.socket], [])
 
 
 def query_frame(
