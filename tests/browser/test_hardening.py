@@ -59,7 +59,7 @@ def test_grading_and_report_pages_work_under_the_policy(watched):
     all_saved(page)
     assert GradingEvent.objects.filter(unit=unit, type__in=["broad_set", "fine_set"]).count() == 2
     page.evaluate("document.querySelector('audio').play().catch(() => {})")
-    page.wait_for_function("document.querySelector('audio').currentTime > 0")  # the clip plays under the policy
+    page.wait_for_function("() => document.querySelector('audio').currentTime > 0")  # the clip plays under the policy
 
     run = AnalysisRun.objects.create(campaign=campaign, parameters=runs.parameters_clean({"n_boot": 50}), seed=1)
     run_execute(run_id=run.pk)
@@ -112,7 +112,7 @@ def test_password_guessing_on_the_login_page_meets_a_plain_message(browser, live
     page = context.new_page()
     for _ in range(3):  # by keyboard only: type, Tab, type, Enter
         page.goto("/accounts/login/")
-        page.wait_for_function("document.activeElement && document.activeElement.name === 'username'")  # autofocus
+        page.wait_for_function("() => document.activeElement && document.activeElement.name === 'username'")  # autofocus
         page.keyboard.type(user.username)
         page.keyboard.press("Tab")
         page.keyboard.type("a wrong guess")
