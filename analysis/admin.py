@@ -41,6 +41,7 @@ class AnalysisRunAdmin(admin.ModelAdmin):
         "finished_at",
         "shards_total",
         "shards_done",
+        "shards_reused",
     ]
     date_hierarchy = "created_at"
 

@@ -49,11 +49,16 @@ class AnalysisRunSerializer(serializers.ModelSerializer):
             "timings",
             "shards_total",
             "shards_done",
+            "shards_reused",
         ]
         read_only_fields = fields
         extra_kwargs = {
             "shards_total": {"help_text": "parts of the run split across workers: 0 until planned, 1 for one piece"},
             "shards_done": {"help_text": "how many of those parts have finished"},
+            "shards_reused": {
+                "help_text": "of the finished, how many were taken from the campaign's previous run unread, "
+                "their graders' data unchanged"
+            },
         }
 
 

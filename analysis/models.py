@@ -54,6 +54,9 @@ class AnalysisRun(models.Model):
     # how many have finished, while it works. 0 of 0 until the run is planned.
     shards_total = models.PositiveIntegerField(default=0)
     shards_done = models.PositiveIntegerField(default=0)
+    # Of the done, how many were not read but taken from an earlier run whose shard read the same
+    # data (``analysis.services.reuse``).
+    shards_reused = models.PositiveIntegerField(default=0)
 
     class Meta:
         ordering = ["-created_at", "-id"]
@@ -80,7 +83,11 @@ class RunShard(models.Model):
 
     ``part`` holds the shard's reduced data (``analysis.services.shards.ShardPart``: the graders'
     judgments and per-grader behaviour figures, never their raw events); the combining step reads
-    every shard's part. Rows of an earlier attempt are replaced when the run is planned again."""
+    every shard's part. Rows of an earlier attempt are replaced when the run is planned again.
+
+    ``fingerprint`` digests what the shard reads (``analysis.services.reuse``): a later run's shard
+    with the same fingerprint takes this part instead of reading again (``reused_from`` then names
+    the run it came from). Parts are kept for the campaign's latest succeeded run only."""
 
     run = models.ForeignKey(AnalysisRun, on_delete=models.CASCADE, related_name="shards")
     attempt = models.PositiveSmallIntegerField()
@@ -88,6 +95,8 @@ class RunShard(models.Model):
     graders = models.JSONField(default=list)
     judgments = models.PositiveIntegerField(default=0)
     part = models.BinaryField(null=True, blank=True)
+    fingerprint = models.CharField(max_length=64, blank=True, default="")
+    reused_from = models.ForeignKey(AnalysisRun, null=True, blank=True, on_delete=models.SET_NULL, related_name="+")
     seconds = models.FloatField(null=True, blank=True)
     finished_at = models.DateTimeField(null=True, blank=True)
 

@@ -18,9 +18,9 @@ import pandas as pd
 from django.conf import settings
 from django.contrib.auth.models import AbstractBaseUser
 from django.db import connection
-from django.db.models import Case, Count, Exists, FloatField, Max, Min, OuterRef, Q, QuerySet, Subquery, When
+from django.db.models import Case, Count, Exists, FloatField, Max, Min, OuterRef, Q, QuerySet, Subquery, Sum, When
 from django.db.models.fields.json import KT
-from django.db.models.functions import Cast
+from django.db.models.functions import Cast, Coalesce
 
 from analysis import pgcopy
 from analysis.models import AnalysisRun, RunStatus, SystemEvaluation, UnitResult
@@ -30,6 +30,7 @@ from grading.models import (
     CampaignRole,
     Candidate,
     CandidateProvenance,
+    GoldAnswer,
     GradingEvent,
     Judgment,
     Ordering,
@@ -850,3 +851,46 @@ def judgments_per_grader(*, campaign_id: int) -> list[tuple[int, int]]:
         .annotate(n=Count("pk"))
         .values_list("grader_id", "n")
     )
+
+
+def shard_inputs(*, campaign_id: int) -> tuple[list[Any], dict[int, list[Any]]]:
+    """What a shard's part is made from, summarised so that any change to it changes the summary
+    (analysis.services.reuse): the campaign's units and hidden gold (which units and queries the
+    judgments belong to, and which count), and per grader their judgments (any insert, delete or
+    value change moves the count, the highest id or the latest ``updated_at``), their events (never
+    changed nor deleted: the count says whether any came) and their hidden repeats (which of their
+    events count)."""
+    units = Unit.objects.filter(campaign_id=campaign_id).aggregate(
+        n=Count("pk"), last=Max("pk"), queries=Sum(Coalesce("query_id", 0))
+    )
+    gold = GoldAnswer.objects.filter(campaign_id=campaign_id).aggregate(
+        n=Count("pk"), units=Sum("unit_id"), changed=Max("updated_at")
+    )
+    campaign = [units["n"], units["last"], units["queries"], gold["n"], gold["units"], _stamp(gold["changed"])]
+    graders: dict[int, list[Any]] = {}
+    judgments = (
+        Judgment.objects.filter(campaign_id=campaign_id)
+        .order_by()
+        .values("grader_id")
+        .annotate(n=Count("pk"), last=Max("pk"), changed=Max("updated_at"))
+        .values_list("grader_id", "n", "last", "changed")
+    )
+    for grader, n, last, changed in judgments:
+        graders.setdefault(grader, []).extend(["judgments", n, last, _stamp(changed)])
+    events = GradingEvent.objects.filter(campaign_id=campaign_id).order_by().values("grader_id").annotate(n=Count("pk"))
+    for grader, n in events.values_list("grader_id", "n"):
+        graders.setdefault(grader, []).extend(["events", n])
+    repeats = (
+        Assignment.objects.filter(campaign_id=campaign_id, repeat=True)
+        .order_by()
+        .values("grader_id")
+        .annotate(n=Count("pk"), last=Max("pk"), since=Max("created_at"))
+        .values_list("grader_id", "n", "last", "since")
+    )
+    for grader, n, last, since in repeats:
+        graders.setdefault(grader, []).extend(["repeats", n, last, _stamp(since)])
+    return campaign, graders
+
+
+def _stamp(moment: Any) -> str | None:
+    return None if moment is None else moment.isoformat()

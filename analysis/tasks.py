@@ -51,12 +51,13 @@ def analysis_run(self: Any, run_id: int) -> str:
     return status
 
 
-def _fan_out(run_id: int, attempt: int, shards: int, *, queue: str | None) -> None:
-    """A run split across the workers: a chord of its shards, then the step that combines them, sent
-    to the queue the run's own task came from (the workers that take analyses)."""
+def _fan_out(run_id: int, attempt: int, shards: list[int], *, queue: str | None) -> None:
+    """A run split across the workers: a chord of the shards it has to read, then the step that
+    combines them with those taken from an earlier run, sent to the queue the run's own task came
+    from (the workers that take analyses)."""
     options = {"queue": queue} if queue else {}
     chord(
-        group(analysis_shard.si(run_id, attempt, index).set(**options) for index in range(shards)),
+        group(analysis_shard.si(run_id, attempt, index).set(**options) for index in shards),
         analysis_combine.si(run_id, attempt).set(**options),
     ).apply_async()
 

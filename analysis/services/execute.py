@@ -19,7 +19,7 @@ from django.utils import timezone
 from analysis import pgcopy, selectors
 from analysis.models import AnalysisRun, RunShard, RunStatus, UnitResult
 from analysis.selectors import GraderSpan
-from analysis.services import attempts
+from analysis.services import attempts, reuse
 from analysis.services.model_handover import grader_model_hand_over
 from analysis.services.report import DEFAULT_TOLERANCE, exclusions_before_reading, report_compute
 from analysis.services.shards import ShardPart, part_dumps, part_loads, shard_compute, shard_plan
@@ -56,24 +56,32 @@ def run_execute(*, run_id: int, task_id: str = "", worker_heartbeat: bool = True
     def body() -> str:
         progress.stage("planning shards", 1)
         exclusions_before_reading(campaign_id=run.campaign_id)
-        plan = _plan_store(run, shard_plan(campaign_id=run.campaign_id))
-        progress.stage("reading shards", 2)
-        if fan_out is not None and len(plan) > 1:
-            fan_out(run.pk, run.attempts, len(plan))
-            return SHARDED
         excluded = selectors.excluded_grader_ids(campaign_id=run.campaign_id)
+        spans = shard_plan(campaign_id=run.campaign_id)
+        plan = _plan_store(run, spans, _fingerprints(run, spans, excluded))
+        reused = reuse.parts_reuse(run=run, shards=plan) if len(plan) > 1 else set()
+        progress.stage("reading shards", 2)
+        unread = [shard.index for shard in plan if shard.pk not in reused]
+        if fan_out is not None and len(plan) > 1 and unread:
+            fan_out(run.pk, run.attempts, unread)
+            return SHARDED
         parts = []
         for shard in plan:
+            if shard.pk in reused:
+                parts.append(part_loads(reuse.part_read(shard), judgments=False))
+                continue
             started = time.perf_counter()
             part = _shard_part(run, shard, excluded)
-            judged = len(part.judgments)
+            judged, stored = len(part.judgments), None
             if len(plan) > 1:
                 # Held as a worker's part travels (Parquet), read a slice at a time when combined: the
                 # shards' frames together would be the whole campaign again (0.6 GB at 10^7 judgments).
-                part = part_loads(part_dumps(part), judgments=False)
+                # Stored too, for a later run to take while the shard's data stays the same.
+                stored = part_dumps(part)
+                part = part_loads(stored, judgments=False)
                 memory_release()
             parts.append(part)
-            _shard_done(run, shard, judgments=judged, seconds=time.perf_counter() - started)
+            _shard_done(run, shard, judgments=judged, seconds=time.perf_counter() - started, stored=stored)
         return _complete(run, progress, parts)
 
     return _attempt(run, progress, body, heartbeat=worker_heartbeat)
@@ -92,8 +100,10 @@ def shard_execute(*, run_id: int, attempt: int, index: int) -> str:
     def body() -> str:
         started = time.perf_counter()
         part = _shard_part(run, shard, selectors.excluded_grader_ids(campaign_id=run.campaign_id))
-        _shard_done(run, shard, judgments=len(part.judgments), seconds=time.perf_counter() - started, part=part)
+        judged, stored = len(part.judgments), part_dumps(part)
         del part
+        _shard_done(run, shard, judgments=judged, seconds=time.perf_counter() - started, stored=stored)
+        del stored
         memory_release()  # the worker's next task starts from its own memory
         return "done"
 
@@ -126,7 +136,7 @@ def combine_execute(*, run_id: int, attempt: int) -> str:
     return _attempt(run, progress, body, heartbeat=True, release=False)
 
 
-FanOut = Callable[[int, int, int], None]  # (run id, attempt, shards): send the shards' tasks
+FanOut = Callable[[int, int, list[int]], None]  # (run id, attempt, indexes of the shards to read): send their tasks
 SHARDED = "sharded"
 
 
@@ -169,7 +179,7 @@ def _complete(run: AnalysisRun, progress: attempts.Progress, parts: list[ShardPa
     progress.stage("storing results", 95)
     if not _store(run, result, units, progress):
         return "lost"
-    RunShard.objects.filter(run_id=run.pk).update(part=None)  # read; the rows stay as the run's record
+    reuse.parts_keep_latest(run=run)  # this run's parts stay, for the next run to take what has not changed
     grader_model_hand_over(campaign_id=run.campaign_id, model=result.get("model") or {})
     return RunStatus.SUCCEEDED
 
@@ -178,14 +188,26 @@ def _owned(run_id: int, attempt: int) -> AnalysisRun | None:
     return attempts.run_owned(run_id=run_id, attempt=attempt).first()
 
 
-def _plan_store(run: AnalysisRun, plan: list[GraderSpan]) -> list[RunShard]:
+def _fingerprints(run: AnalysisRun, plan: list[GraderSpan], excluded: set[int]) -> list[str]:
+    """The shards' fingerprints (``reuse.fingerprints``); none for a run of one shard, which keeps no
+    part to be taken."""
+    if len(plan) < 2:
+        return [""] * len(plan)
+    tolerance = float(run.parameters.get("fine_tolerance", DEFAULT_TOLERANCE))
+    return reuse.fingerprints(campaign_id=run.campaign_id, plan=plan, excluded=excluded, tolerance=tolerance)
+
+
+def _plan_store(run: AnalysisRun, plan: list[GraderSpan], fingerprints: list[str]) -> list[RunShard]:
     """The run's shards for this attempt, replacing any of an earlier attempt."""
     with transaction.atomic():
-        if not attempts.run_owned(run_id=run.pk, attempt=run.attempts).update(shards_total=len(plan), shards_done=0):
+        if not attempts.run_owned(run_id=run.pk, attempt=run.attempts).update(
+            shards_total=len(plan), shards_done=0, shards_reused=0
+        ):
             raise attempts.RunLost(f"run {run.pk} was taken away from attempt {run.attempts}")
         RunShard.objects.filter(run_id=run.pk).delete()
         return RunShard.objects.bulk_create(
-            RunShard(run_id=run.pk, attempt=run.attempts, index=i, graders=list(span)) for i, span in enumerate(plan)
+            RunShard(run_id=run.pk, attempt=run.attempts, index=i, graders=list(span), fingerprint=print_)
+            for i, (span, print_) in enumerate(zip(plan, fingerprints, strict=True))
         )
 
 
@@ -200,14 +222,15 @@ def _shard_part(run: AnalysisRun, shard: RunShard, excluded: set[int]) -> ShardP
 
 
 def _shard_done(
-    run: AnalysisRun, shard: RunShard, *, judgments: int, seconds: float, part: ShardPart | None = None
+    run: AnalysisRun, shard: RunShard, *, judgments: int, seconds: float, stored: bytes | None = None
 ) -> None:
-    """Count the shard done (once), keeping its part for the combining step when it has to travel."""
+    """Count the shard done (once), keeping its part (``part_dumps``) for the combining step and for
+    a later run to take (``reuse``)."""
     with transaction.atomic():
         done = RunShard.objects.filter(pk=shard.pk, attempt=run.attempts, finished_at__isnull=True).update(
             judgments=judgments,
             seconds=round(seconds, 4),
-            part=None if part is None else part_dumps(part),
+            part=stored,
             finished_at=timezone.now(),
         )
         if done and not attempts.run_owned(run_id=run.pk, attempt=run.attempts).update(

@@ -15,6 +15,8 @@
     shards.hidden = !(run.status === "running" && run.shards_total > 1);
     shards.querySelectorAll(".shards-done").forEach((el) => { el.textContent = run.shards_done; });
     shards.querySelectorAll(".shards-total").forEach((el) => { el.textContent = run.shards_total; });
+    shards.querySelectorAll(".shards-reused").forEach((el) => { el.textContent = run.shards_reused; });
+    document.getElementById("run-shards-reused").hidden = !run.shards_reused;
   }
 
   async function poll() {

@@ -158,7 +158,8 @@ def _shards_said(html: str) -> str:
     if html[start : html.index(">", start)].endswith("hidden"):
         return ""
     said = html[start : html.index("</span></span></p>", start)]
-    return " ".join(re.sub(r"<[^>]*>", "", said).split())
+    hidden = r'<span id="run-shards-reused" hidden>(?:[^<]|<span[^>]*>[^<]*</span>)*</span>'  # no reused shard
+    return " ".join(re.sub(r"<[^>]*>", "", re.sub(hidden, "", said)).split())
 
 
 def test_the_page_shows_the_shards_done_of_a_running_sharded_run(client, analysed, organizer, monkeypatch):
@@ -176,6 +177,12 @@ def test_the_page_shows_the_shards_done_of_a_running_sharded_run(client, analyse
     html = client.get(f"/reports/campaigns/{analysed.pk}/").content.decode()
     said = _shards_said(html)
     assert said == "· shards 3 of 8 done (the run is split into 8 parts computed by the workers in parallel)"
+    AnalysisRun.objects.filter(pk=run.pk).update(shards_reused=2)  # taken from the run before, unread
+    html = client.get(f"/reports/campaigns/{analysed.pk}/").content.decode()
+    assert _shards_said(html) == (
+        "· shards 3 of 8 done (the run is split into 8 parts computed by the workers in parallel; 2 of them taken"
+        " from the analysis before without reading again, since their graders' judgments and events have not changed)"
+    )
 
 
 @pytest.mark.parametrize(

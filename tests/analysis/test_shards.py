@@ -106,7 +106,7 @@ def test_an_embedded_run_reads_its_shards_one_after_another_and_counts_them(camp
     assert run.result == one.result
     shards = RunShard.objects.filter(run=run).order_by("index")
     assert sum(s.judgments for s in shards) == Judgment.objects.filter(campaign=campaign, skipped=False).count()
-    assert all(s.finished_at and s.part is None for s in shards)  # parts are dropped once combined
+    assert all(s.finished_at and s.part is not None for s in shards)  # kept for the next run to take
     assert {"planning shards", "reading shards", "loading judgments", "total"} <= set(run.timings)
 
 
@@ -117,7 +117,7 @@ def _handed_out(campaign, settings):
     sent = []
     assert run_execute(run_id=run.pk, fan_out=lambda *args: sent.append(args)) == "sharded"
     run.refresh_from_db()
-    assert sent == [(run.pk, run.attempts, run.shards_total)] and run.stage == "reading shards"
+    assert sent == [(run.pk, run.attempts, list(range(run.shards_total)))] and run.stage == "reading shards"
     return run
 
 
@@ -132,7 +132,7 @@ def test_shards_then_the_combining_step_store_what_one_process_computes(campaign
     run.refresh_from_db()
     expected, _ = report_compute(campaign_id=campaign.pk, parameters=run.parameters, seed=9)
     assert run.result == jsonable(expected)
-    assert not RunShard.objects.filter(run=run, part__isnull=False).exists()
+    assert not RunShard.objects.filter(run=run, part__isnull=True).exists()  # kept for the next run to take
 
 
 def test_a_shard_of_an_attempt_that_lost_the_run_does_nothing(campaign, settings):

@@ -23,13 +23,14 @@ from django.conf import settings
 from django.db import connection
 from django.utils import timezone
 
-from analysis.models import AnalysisRun, RunStatus, UnitResult
+from analysis.models import AnalysisRun, RunShard, RunStatus, UnitResult
 from analysis.reports.serialize import jsonable
 from analysis.services import runs
 from analysis.services.report import report_compute
+from grading.models import Judgment
 from tests import services
 from tests.analysis.conftest import judge_broad_fine
-from tests.factories import make_campaign
+from tests.factories import make_campaign, record
 
 ROOT = Path(__file__).resolve().parents[2]
 pytestmark = [pytest.mark.redis, pytest.mark.both_backends]
@@ -230,3 +231,24 @@ def test_two_real_workers_share_a_sharded_run_and_store_what_one_reading_compute
     stored = {r.unit_id: (r.n, r.mean, r.std, r.entropy, r.n_vs) for r in UnitResult.objects.filter(run=done)}
     assert stored == {int(u.unit): (u.n, u.mean, u.std, u.entropy, u.n_vs) for u in units.itertuples()}
     assert {"reading shards", "loading judgments", "storing results"} <= set(done.timings)
+
+    # One grader changes a judgment: the next run reads that grader's shard only and takes the others.
+    judgment = Judgment.objects.filter(campaign=campaign).order_by("grader_id", "unit_id").first()
+    record(
+        judgment.grader,
+        campaign,
+        "broad_set",
+        {"value": "NS" if judgment.broad != "NS" else "VS"},
+        unit=judgment.unit,
+        client_ts=timezone.now() - timedelta(minutes=1),
+        seq=99,
+    )
+    again = AnalysisRun.objects.create(campaign=campaign, parameters=params, seed=run.seed)
+    sender(again.pk)
+    done, _ = _poll(again.pk, lambda r: r.is_finished, timeout=90)
+    assert done.status == RunStatus.SUCCEEDED, done.error
+    assert done.shards_total == 3 and done.shards_done == 3 and done.shards_reused == 2
+    read = RunShard.objects.get(run=done, reused_from__isnull=True)
+    assert read.graders[0] is None  # the first grader's shard
+    expected, _ = report_compute(campaign_id=campaign.pk, parameters=params, seed=run.seed)
+    assert done.result == jsonable(expected)

@@ -1,0 +1,134 @@
+"""Shards a run takes from the campaign's last run instead of reading them (docs/analysis.md,
+"Reusing shards").
+
+A shard's part is a function of what it reads: its graders' judgments, events and hidden repeats,
+the campaign's units and hidden gold, who of its graders is excluded, the FINE tolerance, the
+scheme, and the code that computes it. The shard's fingerprint digests all of them
+(``selectors.shard_inputs`` summarises the rows so that any insert, delete or change moves the
+summary). A shard whose fingerprint equals that of a shard of the campaign's latest succeeded run
+takes that shard's stored part, copied inside the database, and is counted done without reading.
+
+Only the reading is saved: the combining step computes every figure from all the parts, as it does
+for a run that read them all. A grader's new work changes the fingerprint of the shard that holds
+the grader, so what a run saves depends on how many shards hold graders who did nothing since.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+from functools import cache
+from pathlib import Path
+
+from django.db.models import Exists, Subquery
+from django.utils import timezone
+
+from analysis import selectors
+from analysis.models import AnalysisRun, RunShard, RunStatus
+from analysis.selectors import GraderSpan
+from analysis.services import attempts
+from grading.models import Campaign
+
+ANALYSIS = Path(__file__).resolve().parents[1]
+# The code that makes a part from the data: a part stored by other code is read again.
+PART_CODE = (
+    "services/shards.py",
+    "services/sections/behaviour.py",
+    "services/values.py",
+    "selectors.py",
+    "pgcopy.py",
+)
+
+
+def fingerprints(*, campaign_id: int, plan: list[GraderSpan], excluded: set[int], tolerance: float) -> list[str]:
+    """One fingerprint per shard of ``plan``: equal for two shards exactly when they would read the
+    same graders' same data the same way."""
+    campaign, graders = selectors.shard_inputs(campaign_id=campaign_id)
+    scheme = Campaign.objects.values_list("scheme", flat=True).get(pk=campaign_id)
+    shared = {"code": _code_digest(), "scheme": scheme, "tolerance": float(tolerance), "campaign": campaign}
+    out = []
+    for span in plan:
+        inside = sorted(g for g in graders if _within(g, span))
+        data = {
+            **shared,
+            "graders": [[g, *graders[g]] for g in inside],
+            "excluded": sorted(excluded.intersection(inside)),
+        }
+        out.append(hashlib.sha256(json.dumps(data, sort_keys=True, default=str).encode()).hexdigest())
+    return out
+
+
+def _within(grader: int, span: GraderSpan) -> bool:
+    low, high = span
+    return (low is None or grader >= low) and (high is None or grader < high)
+
+
+@cache
+def _code_digest() -> str:
+    digest = hashlib.sha256()
+    for name in PART_CODE:
+        digest.update((ANALYSIS / name).read_bytes())
+    return digest.hexdigest()
+
+
+def parts_reuse(*, run: AnalysisRun, shards: list[RunShard]) -> set[int]:
+    """Give each of ``shards`` (planned, with their fingerprints) whose fingerprint a shard of the
+    campaign's latest succeeded run has, that shard's part, and count it done. Returns the ids of
+    the shards given a part.
+
+    The part is copied by one UPDATE that takes it only if it is still there: a run finishing at
+    the same moment may drop it (``parts_keep_latest``), and the shard is then read."""
+    wanted = {s.fingerprint for s in shards if s.fingerprint}
+    sources: dict[str, RunShard] = {}
+    found = (
+        RunShard.objects.filter(
+            run__campaign_id=run.campaign_id,
+            run__status=RunStatus.SUCCEEDED,
+            fingerprint__in=wanted,
+            part__isnull=False,
+        )
+        .exclude(run_id=run.pk)
+        .order_by("run_id", "index")
+        .only("pk", "run_id", "fingerprint", "judgments")
+    )
+    for source in found:
+        sources[source.fingerprint] = source  # the latest run's, when several have it
+    taken: set[int] = set()
+    for shard in shards:
+        source = sources.get(shard.fingerprint)
+        if source is None:
+            continue
+        stored = RunShard.objects.filter(pk=source.pk, part__isnull=False)
+        if (
+            RunShard.objects.filter(pk=shard.pk, attempt=run.attempts, finished_at__isnull=True)
+            .filter(Exists(stored))
+            .update(
+                part=Subquery(stored.values("part")[:1]),
+                judgments=source.judgments,
+                reused_from_id=source.run_id,
+                seconds=0.0,
+                finished_at=timezone.now(),
+            )
+        ):
+            taken.add(shard.pk)
+    if taken and not attempts.run_owned(run_id=run.pk, attempt=run.attempts).update(
+        shards_done=len(taken), shards_reused=len(taken), heartbeat_at=timezone.now()
+    ):
+        raise attempts.RunLost(f"run {run.pk} was taken away from attempt {run.attempts}")
+    return taken
+
+
+def part_read(shard: RunShard) -> bytes:
+    """The stored part of ``shard``."""
+    return bytes(RunShard.objects.values_list("part", flat=True).get(pk=shard.pk))
+
+
+def parts_keep_latest(*, run: AnalysisRun) -> None:
+    """Once ``run`` has succeeded, drop the parts of the campaign's other finished runs: only the
+    latest succeeded run's parts are kept for the next run to take. Runs still at work keep theirs."""
+    (
+        RunShard.objects.filter(run__campaign_id=run.campaign_id, part__isnull=False)
+        .filter(run__status__in=[RunStatus.SUCCEEDED, RunStatus.FAILED])
+        .exclude(run_id=run.pk)
+        .update(part=None)
+    )

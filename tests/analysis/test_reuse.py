@@ -1,0 +1,163 @@
+"""A run takes the shards whose data has not changed from the campaign's last run instead of reading
+them again, and reports exactly what reading them all gives (docs/analysis.md, "Reusing shards")."""
+
+from __future__ import annotations
+
+from datetime import UTC, datetime, timedelta
+
+import pytest
+
+from analysis.models import AnalysisRun, RunShard, RunStatus
+from analysis.reports.serialize import jsonable
+from analysis.services import reuse, runs
+from analysis.services.execute import combine_execute, run_execute, shard_execute
+from analysis.services.report import report_compute
+from analysis.services.shards import shard_plan
+from grading.models import Assignment, Judgment, Unit
+from grading.services.gold import gold_set
+from tests.analysis.conftest import judge_broad_fine
+from tests.factories import make_campaign, make_user, record
+
+pytestmark = [pytest.mark.django_db, pytest.mark.both_backends]
+PARAMS = {"n_boot": 200, "confidence": 0.95, "fine_tolerance": 0.5}
+
+
+@pytest.fixture
+def campaign(settings):
+    settings.ANALYSIS_SHARD_JUDGMENTS = 10  # a shard per grader
+    campaign = make_campaign(n_queries=4, n_candidates=5, graders=6, overlap=4)
+    judge_broad_fine(campaign, seed=11)
+    return campaign
+
+
+def _run(campaign, **kwargs) -> AnalysisRun:
+    run = AnalysisRun.objects.create(campaign=campaign, parameters=runs.parameters_clean(PARAMS), seed=9)
+    assert run_execute(run_id=run.pk, **kwargs) in (RunStatus.SUCCEEDED, "sharded")
+    run.refresh_from_db()
+    return run
+
+
+def _graders(campaign) -> list[int]:
+    return sorted(set(Judgment.objects.filter(campaign=campaign).values_list("grader_id", flat=True)))
+
+
+def _change(campaign, grader_id: int) -> None:
+    """The grader changes one of their judgments, as the grading page records it."""
+    judgment = Judgment.objects.filter(campaign=campaign, grader_id=grader_id).order_by("unit_id").first()
+    new = "NS" if judgment.broad != "NS" else "VS"
+    moment = datetime.now(UTC) - timedelta(minutes=1)
+    record(judgment.grader, campaign, "broad_set", {"value": new}, unit=judgment.unit, client_ts=moment, seq=99)
+
+
+def _shard_of(run: AnalysisRun, grader_id: int) -> RunShard:
+    for shard in RunShard.objects.filter(run=run):
+        low, high = shard.graders
+        if (low is None or grader_id >= low) and (high is None or grader_id < high):
+            return shard
+    raise AssertionError(f"no shard of run {run.pk} holds grader {grader_id}")
+
+
+def test_a_run_takes_the_unchanged_shards_of_the_last_and_reports_what_reading_all_gives(campaign):
+    first = _run(campaign)
+    assert first.shards_total == len(_graders(campaign)) and first.shards_reused == 0
+    changed = _graders(campaign)[2]
+    _change(campaign, changed)
+
+    second = _run(campaign)
+    assert second.shards_reused == second.shards_total - 1 and second.shards_done == second.shards_total
+    read = _shard_of(second, changed)
+    assert read.reused_from_id is None and read.seconds > 0
+    taken = RunShard.objects.filter(run=second).exclude(pk=read.pk)
+    assert {s.reused_from_id for s in taken} == {first.pk} and {s.seconds for s in taken} == {0.0}
+    assert not RunShard.objects.filter(run=first, part__isnull=False).exists()  # only the latest run's are kept
+
+    RunShard.objects.update(part=None)  # nothing to take: every shard is read
+    third = _run(campaign)
+    assert third.shards_reused == 0
+    assert second.result == third.result  # every figure, to the last bit
+    assert list(second.unit_results.order_by("unit_id").values()) != []
+    rows = ["unit_id", "n", "mean", "std", "entropy", "model_label", "model_probability"]
+    assert list(second.unit_results.order_by("unit_id").values_list(*rows)) == list(
+        third.unit_results.order_by("unit_id").values_list(*rows)
+    )
+
+
+def test_a_run_with_nothing_changed_takes_every_shard_and_reads_none(campaign):
+    first = _run(campaign)
+    sent = []
+    second = _run(campaign, fan_out=lambda *args: sent.append(args))
+    assert sent == []  # nothing to hand to the workers: combined where the run was taken
+    assert second.status == RunStatus.SUCCEEDED and second.shards_reused == second.shards_total
+    assert second.result == first.result
+
+
+def test_workers_are_handed_only_the_shards_that_changed(campaign):
+    first = _run(campaign)
+    changed = _graders(campaign)[-1]
+    _change(campaign, changed)
+    sent = []
+    run = _run(campaign, fan_out=lambda *args: sent.append(args))
+    index = _shard_of(run, changed).index
+    assert sent == [(run.pk, run.attempts, [index])]
+    assert run.status == RunStatus.RUNNING and run.shards_done == run.shards_total - 1
+    assert shard_execute(run_id=run.pk, attempt=run.attempts, index=index) == "done"
+    assert combine_execute(run_id=run.pk, attempt=run.attempts) == RunStatus.SUCCEEDED
+    run.refresh_from_db()
+    expected, _ = report_compute(campaign_id=campaign.pk, parameters=run.parameters, seed=9)
+    assert run.result == jsonable(expected) and run.result != first.result
+
+
+def _prints(campaign, *, excluded=frozenset(), tolerance=0.5) -> list[str]:
+    plan = shard_plan(campaign_id=campaign.pk)
+    return reuse.fingerprints(campaign_id=campaign.pk, plan=plan, excluded=set(excluded), tolerance=tolerance)
+
+
+def _changed(before: list[str], after: list[str]) -> list[int]:
+    assert len(before) == len(after)
+    return [i for i, (a, b) in enumerate(zip(before, after, strict=True)) if a != b]
+
+
+def test_what_changes_a_graders_data_changes_only_their_shards_fingerprint(campaign):
+    graders = _graders(campaign)
+    before = _prints(campaign)
+    assert len(set(before)) == len(before) == len(graders)
+    assert _prints(campaign) == before  # the same data, the same fingerprints
+
+    _change(campaign, graders[1])  # a new event and a changed judgment
+    assert _changed(before, after := _prints(campaign)) == [1]
+
+    record(Judgment.objects.filter(grader_id=graders[3]).first().grader, campaign, "page_focus", {"visible": False})
+    assert _changed(after, after2 := _prints(campaign)) == [3]  # an event, even one that is no value
+
+    Judgment.objects.filter(grader_id=graders[4]).update(comment="changed behind the event log's back")
+    assert _changed(after2, _prints(campaign)) == []  # ``update`` leaves updated_at; the service does not
+    judgment = Judgment.objects.filter(grader_id=graders[4]).first()
+    judgment.fine = 3.0
+    judgment.save()
+    assert _changed(after2, after3 := _prints(campaign)) == [4]
+
+    assignment = Assignment.objects.filter(grader_id=graders[0]).first()
+    Assignment.objects.create(campaign=campaign, grader_id=graders[0], unit=assignment.unit, repeat=True)
+    assert _changed(after3, after4 := _prints(campaign)) == [0]  # a hidden repeat: which events count
+
+    assert _changed(after4, _prints(campaign, excluded={graders[5]})) == [5]
+
+
+def test_what_every_shard_reads_changes_every_fingerprint(campaign):
+    before = _prints(campaign)
+    everything = list(range(len(before)))
+    assert _changed(before, _prints(campaign, tolerance=1.0)) == everything
+    unit = Unit.objects.filter(campaign=campaign).first()
+    Unit.objects.create(
+        campaign=campaign, external_id="added", query=unit.query, candidate=unit.candidate, position=unit.position + 1
+    )
+    assert _changed(before, _prints(campaign)) == everything  # a unit: which judgments count
+
+
+def test_hidden_gold_changes_every_fingerprint(campaign):
+    before = _prints(campaign)
+    unit = Unit.objects.filter(campaign=campaign).order_by("pk").first()
+    organizer = make_user()
+    campaign.roles.create(user=organizer, role="organizer")
+    gold_set(organizer=organizer, campaign=campaign, unit_external_id=unit.external_id, value="VS")
+    assert _changed(before, _prints(campaign)) == list(range(len(before)))
