@@ -28,6 +28,9 @@ seconds of both runs (the sharded one's from its creation to its end), its shard
 the one-process run and of each worker (the largest; and the workers' largest alone,
 peak_rss_mb_sharded), and whether the two runs' results and
 per-unit rows are the same to 1e-9 (analysis.reports.compare; the differences go to stderr).
+Then a grader joins and judges 1% more (one judgment in NEW_SHARE of the campaign's, with two
+events each), the workers run the analysis again, and the bench takes the new grader's rows away
+(docs/analysis.md, "Reusing shards"): seconds_after_new_work and shards_reused are that run's.
 Aims: analysis < 60 s and < 2 GB; report ≤ 30 ms at 10^6 judgments and ≤ 60 ms at 10^7; export
 ≥ 100,000 rows/s; streamed JSON at least as many rows/s as streamed CSV. With --workers at 10^7
 judgments on this 2-core machine: sharded on 2 workers ≤ 150 s, ≤ 1 GB in any process, identical.
@@ -234,8 +237,8 @@ class _Block:
 def _block(campaign_id, graders, u0, lo, level, fine, now) -> _Block:
     """Units lo.. of the campaign as rows to COPY: a judgment per (unit, grader), and its two events
     (broad_set, then fine_set 3 s later; the grader j of unit i starts at i·5 + j s after `start`)."""
-    n = level.shape[0]
-    unit = np.repeat(np.arange(u0 + lo + 1, u0 + lo + n + 1), N_GRADERS)
+    n, k = level.shape[0], len(graders)
+    unit = np.repeat(np.arange(u0 + lo + 1, u0 + lo + n + 1), k)
     grader = np.tile(np.asarray(graders), n)
     broad = np.asarray(BROADS, dtype=object)[level.ravel()]
     fine_text = pd.Series(fine.ravel()).map("{:.1f}".format).to_numpy()
@@ -254,7 +257,7 @@ def _block(campaign_id, graders, u0, lo, level, fine, now) -> _Block:
             "updated_at": now.isoformat(),
         }
     )
-    offset = (np.arange(lo, lo + n)[:, None] * 5 + np.arange(N_GRADERS)[None, :]).ravel()
+    offset = (np.arange(lo, lo + n)[:, None] * 5 + np.arange(k)[None, :]).ravel()
     start = np.datetime64((now - timedelta(days=30)).replace(tzinfo=None), "us")
 
     def at(seconds: np.ndarray) -> np.ndarray:  # UTC timestamps as text, formatted by NumPy in C
@@ -264,7 +267,7 @@ def _block(campaign_id, graders, u0, lo, level, fine, now) -> _Block:
         "broad_set": ('{"value": "' + broad + '"}', at(offset), 1),
         "fine_set": ('{"value": ' + fine_text + "}", at(offset + 3), 2),
     }
-    ids = np.frombuffer(binascii.hexlify(uuid.uuid4().bytes + os.urandom(16 * (2 * n * N_GRADERS - 1))), "S32")
+    ids = np.frombuffer(binascii.hexlify(uuid.uuid4().bytes + os.urandom(16 * (2 * n * k - 1))), "S32")
     events = pd.concat(
         [
             pd.DataFrame(
@@ -286,6 +289,59 @@ def _block(campaign_id, graders, u0, lo, level, fine, now) -> _Block:
         ]
     )
     return _Block(judgments, events)
+
+
+NEW_SHARE = 100  # the run after new work: one judgment in so many is new, by a grader who joins
+
+
+def step_add(campaign_id: int) -> dict:
+    """A new grader judges the first units, one judgment in NEW_SHARE of the campaign's, with their
+    two events each: the new work that the run after it takes the other shards' parts for."""
+    from django.contrib.auth import get_user_model
+    from django.db import connection, transaction
+
+    from grading.models import Campaign, Judgment, Unit
+    from grading.models.choices import Role
+    from grading.services.campaigns import role_grant
+
+    n = Judgment.objects.filter(campaign_id=campaign_id).count() // NEW_SHARE
+    u0 = Unit.objects.filter(campaign_id=campaign_id).order_by("pk").values_list("pk", flat=True).first() - 1
+    rng = np.random.default_rng(2)
+    level = rng.integers(0, 3, (n, 1))
+    fine = np.clip(np.round(1.5 + 3.5 * level + rng.uniform(-1.5, 1.5, level.shape), 1), 0, 10)
+    with transaction.atomic():
+        grader = get_user_model().objects.create_user(username=f"{NEW_GRADER}{uuid.uuid4().hex[:6]}", password=None)
+        role_grant(campaign=Campaign.objects.get(pk=campaign_id), user=grader, role=Role.GRADER)
+        block = _block(campaign_id, [grader.pk], u0, 0, level, fine, datetime.now(UTC))
+        cur = connection.cursor().cursor
+        _copy_csv(cur, "grading_judgment", JUDGMENT_COLUMNS, block.judgments)
+        _copy_csv(cur, "grading_gradingevent", EVENT_COLUMNS, block.events)
+    return {"grader": grader.pk, "judgments": n}
+
+
+def step_remove(campaign_id: int) -> dict:
+    """Take away what ``step_add`` added, so that the campaign is the bench's again. Events are
+    append-only (a trigger refuses DELETE): the bench's own connection sets triggers aside for it."""
+    from django.contrib.auth import get_user_model
+    from django.db import connection, transaction
+
+    graders = list(get_user_model().objects.filter(username__startswith=NEW_GRADER).values_list("pk", flat=True))
+    with transaction.atomic(), connection.cursor() as cur:
+        cur.execute("SET LOCAL session_replication_role = replica")
+        for table in ("grading_gradingevent", "grading_judgment", "grading_assignment", "grading_campaignrole"):
+            cur.execute(
+                f"DELETE FROM {table} WHERE campaign_id = %s AND {_user_column(table)} = ANY(%s)",
+                [campaign_id, graders],
+            )
+    get_user_model().objects.filter(pk__in=graders).delete()
+    return {"removed": graders}
+
+
+def _user_column(table: str) -> str:
+    return "user_id" if table == "grading_campaignrole" else "grader_id"
+
+
+NEW_GRADER = "bench-new-"
 
 
 def _copy_csv(cur, table: str, columns: list[str], frame: pd.DataFrame) -> None:
@@ -386,6 +442,7 @@ def step_sharded(campaign_id: int) -> dict:
         "seconds": round((run.finished_at - run.created_at).total_seconds(), 2),
         "shards": run.shards_total,
         "shards_done": run.shards_done,
+        "shards_reused": run.shards_reused,
         "stages": run.timings,
         "error": run.error,
     }
@@ -602,9 +659,20 @@ def compare(campaign_id: int, n_units: int, args: argparse.Namespace) -> dict:
         sharded = _step(
             "sharded", campaign_id, n_units, env=env, extra=["--broker-url", args.broker_url], workers=workers
         )
+        differences = _differences(one["run"], _succeeded(sharded)["run"])
+        print(f"sharded on {args.workers} workers: {sharded}", file=sys.stderr)
+        added = _step("add", campaign_id, n_units)
+        try:
+            again = _succeeded(
+                _step(
+                    "sharded", campaign_id, n_units, env=env, extra=["--broker-url", args.broker_url], workers=workers
+                )
+            )
+        finally:
+            _step("remove", campaign_id, n_units)
+        print(f"after {added['judgments']:,} new judgments by a new grader: {again}", file=sys.stderr)
         worker_rss = [_peak_rss_mb(w.pid) for w in workers]
-    print(f"sharded on {args.workers} workers: {sharded}; their peak RSS (MB): {worker_rss}", file=sys.stderr)
-    differences = _differences(one["run"], _succeeded(sharded)["run"])
+    print(f"the workers' peak RSS (MB): {worker_rss}", file=sys.stderr)
     return {
         "judgments": n_units * N_GRADERS,
         "workers": args.workers,
@@ -614,6 +682,8 @@ def compare(campaign_id: int, n_units: int, args: argparse.Namespace) -> dict:
         "peak_rss_mb_per_process": max([one["max_rss_mb"], *worker_rss]),
         "peak_rss_mb_sharded": max(worker_rss),  # the workers' alone: what the sharded run needs
         "identical": not differences,
+        "seconds_after_new_work": again["seconds"],  # NEW_SHARE: 1% more judgments, by a grader who joins
+        "shards_reused": again["shards_reused"],
     }
 
 
@@ -709,7 +779,9 @@ def _peak_rss_mb(pid: int) -> float:
 
 def _arguments() -> argparse.Namespace:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--step", choices=[*STEPS, "has_run", "build", "sharded"], help=argparse.SUPPRESS)
+    parser.add_argument(
+        "--step", choices=[*STEPS, "has_run", "build", "sharded", "add", "remove"], help=argparse.SUPPRESS
+    )
     parser.add_argument("--campaign", type=int, help=argparse.SUPPRESS)
     parser.add_argument("--judgments", type=int, help="judgments to build, a multiple of 5 (default 1,000,000)")
     parser.add_argument("--units", type=int, help="units of 5 judgments each (default 200,000)")
@@ -769,6 +841,9 @@ def main() -> None:
         return
     if args.step == "sharded":
         print(json.dumps(step_sharded(args.campaign)))
+        return
+    if args.step in ("add", "remove"):
+        print(json.dumps((step_add if args.step == "add" else step_remove)(args.campaign)))
         return
     if args.step:
         print(json.dumps(STEPS[args.step](args.campaign)))
