@@ -63,6 +63,10 @@ def run_execute(*, run_id: int, task_id: str = "", worker_heartbeat: bool = True
         progress.stage("reading shards", 2)
         unread = [shard.index for shard in plan if shard.pk not in reused]
         if fan_out is not None and len(plan) > 1 and unread:
+            planned = progress.finish()  # kept for the combining step, which records the run's timings
+            attempts.run_owned(run_id=run.pk, attempt=run.attempts).update(
+                timings={k: v for k, v in planned.items() if k != "total"}
+            )
             fan_out(run.pk, run.attempts, unread)
             return SHARDED
         parts = []
@@ -125,6 +129,7 @@ def combine_execute(*, run_id: int, attempt: int) -> str:
         missing = [index + 1 for index in shards.filter(part__isnull=True).values_list("index", flat=True)]
         if missing:
             raise RuntimeError(f"shard(s) {', '.join(map(str, missing))} of {len(seconds)} left no part")
+        progress.timings.update(run.timings or {})  # the planning, as the run's own task recorded it
         progress.timings["reading shards"] = round(sum(s or 0.0 for s in seconds), 4)
         memory_release()  # what this worker's earlier tasks left held
         # One stored part at a time: ``part_loads`` keeps each zip's tables to be read a slice at a time

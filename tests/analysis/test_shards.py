@@ -132,6 +132,7 @@ def test_shards_then_the_combining_step_store_what_one_process_computes(campaign
     run.refresh_from_db()
     expected, _ = report_compute(campaign_id=campaign.pk, parameters=run.parameters, seed=9)
     assert run.result == jsonable(expected)
+    assert {"planning shards", "reading shards", "agreement", "total"} <= set(run.timings)  # both tasks' stages
     assert not RunShard.objects.filter(run=run, part__isnull=True).exists()  # kept for the next run to take
 
 

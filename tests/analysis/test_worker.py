@@ -230,7 +230,7 @@ def test_two_real_workers_share_a_sharded_run_and_store_what_one_reading_compute
     assert done.result == jsonable(expected)
     stored = {r.unit_id: (r.n, r.mean, r.std, r.entropy, r.n_vs) for r in UnitResult.objects.filter(run=done)}
     assert stored == {int(u.unit): (u.n, u.mean, u.std, u.entropy, u.n_vs) for u in units.itertuples()}
-    assert {"reading shards", "loading judgments", "storing results"} <= set(done.timings)
+    assert {"planning shards", "reading shards", "loading judgments", "storing results"} <= set(done.timings)
 
     # One grader changes a judgment: the next run reads that grader's shard only and takes the others.
     judgment = Judgment.objects.filter(campaign=campaign).order_by("grader_id", "unit_id").first()
