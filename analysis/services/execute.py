@@ -273,6 +273,9 @@ def _store(run: AnalysisRun, result: dict[str, Any], units: pd.DataFrame, progre
             finished_at=timezone.now(),
             heartbeat_at=timezone.now(),
         )
+    # The COMMIT checks the foreign keys of every per-unit row (deferred: about 10 s for 2,000,000
+    # rows), so the stage and the run end only now: a second write, outside the result's transaction.
+    AnalysisRun.objects.filter(pk=run.pk).update(timings=progress.finish(), finished_at=timezone.now())
     _statistics_refresh()
     return True
 
