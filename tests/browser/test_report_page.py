@@ -158,7 +158,7 @@ def test_a_run_split_across_workers_shows_its_shards_done_as_they_finish(browser
     page.wait_for_function("() => document.getElementById('run-shards').innerText.includes('shards 5 of 8 done')")
     assert page.locator("#run-shards").inner_text() == (
         "· shards 5 of 8 done (the run is split into 8 parts computed by the workers in parallel; 4 of them taken"
-        " from the analysis before without reading again, since their graders' judgments and events have not changed)"
+        " from the analysis before instead of being read again, since their graders' judgments and events have not changed)"
     )
     assert _axe_serious(page) == []
     ARTIFACTS.mkdir(exist_ok=True)
@@ -184,9 +184,9 @@ def test_a_run_split_across_workers_shows_its_shards_done_as_they_finish(browser
     shards.focus()  # its explanation shows on keyboard focus, as on hover
     assert page.locator("#tip-run-shards").is_visible()
     assert page.locator("#tip-run-shards").inner_text() == (
-        "The run was split into 8 parts computed by the workers in parallel; 4 of them were taken from the analysis"
-        " before, without reading again, since their graders' judgments and events had not changed (every figure is"
-        " still computed from all the parts)."
+        "The run was split into 8 parts computed by the workers in parallel. 4 of them were taken from the analysis"
+        " before instead of being read again, since their graders' judgments and events had not changed; every figure"
+        " is still computed from all the parts."
     )
     no_sideways_scroll(page)
     assert _axe_serious(page) == []
