@@ -72,9 +72,10 @@ def _code_digest() -> str:
 
 
 def parts_reuse(*, run: AnalysisRun, shards: list[RunShard]) -> set[int]:
-    """Give each of ``shards`` (planned, with their fingerprints) whose fingerprint a shard of the
-    campaign's latest succeeded run has, that shard's part, and count it done. Returns the ids of
-    the shards given a part.
+    """Give each of ``shards`` (planned, with their fingerprints) whose fingerprint a shard of a
+    succeeded run of the campaign has, that shard's part (of the latest such run: only the latest
+    keeps its parts, ``parts_keep_latest``), and count it done. Returns the ids of the shards given
+    a part.
 
     The part is copied by one UPDATE that takes it only if it is still there: a run finishing at
     the same moment may drop it (``parts_keep_latest``), and the shard is then read."""
