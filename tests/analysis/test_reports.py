@@ -181,7 +181,8 @@ def test_the_page_shows_the_shards_done_of_a_running_sharded_run(client, analyse
     html = client.get(f"/reports/campaigns/{analysed.pk}/").content.decode()
     assert _shards_said(html) == (
         "· shards 3 of 8 done (the run is split into 8 parts computed by the workers in parallel; 2 of them taken"
-        " from the analysis before instead of being read again, since their graders' judgments and events have not changed)"
+        " from the analysis before instead of being read again, since their graders' judgments and events"
+        " have not changed)"
     )
 
 

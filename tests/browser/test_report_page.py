@@ -158,7 +158,8 @@ def test_a_run_split_across_workers_shows_its_shards_done_as_they_finish(browser
     page.wait_for_function("() => document.getElementById('run-shards').innerText.includes('shards 5 of 8 done')")
     assert page.locator("#run-shards").inner_text() == (
         "· shards 5 of 8 done (the run is split into 8 parts computed by the workers in parallel; 4 of them taken"
-        " from the analysis before instead of being read again, since their graders' judgments and events have not changed)"
+        " from the analysis before instead of being read again, since their graders' judgments and events"
+        " have not changed)"
     )
     assert _axe_serious(page) == []
     ARTIFACTS.mkdir(exist_ok=True)
