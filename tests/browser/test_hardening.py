@@ -112,8 +112,8 @@ def test_password_guessing_on_the_login_page_meets_a_plain_message(browser, live
     page = context.new_page()
     for _ in range(3):  # by keyboard only: type, Tab, type, Enter
         page.goto("/accounts/login/")
-        autofocused = "() => document.activeElement && document.activeElement.name === 'username'"
-        page.wait_for_function(autofocused)
+        # the username field has the focus as the page loads (autofocus)
+        page.wait_for_function("() => document.activeElement && document.activeElement.name === 'username'")
         page.keyboard.type(user.username)
         page.keyboard.press("Tab")
         page.keyboard.type("a wrong guess")
