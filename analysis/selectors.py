@@ -73,6 +73,12 @@ def _of_graders(qs: QuerySet, span: GraderSpan | None) -> QuerySet:
     return qs
 
 
+def in_span(grader: int, span: GraderSpan) -> bool:
+    """Whether ``span`` holds the grader, as ``_of_graders`` reads it."""
+    low, high = span
+    return (low is None or grader >= low) and (high is None or grader < high)
+
+
 def judgments_frame(*, campaign_id: int, graders: GraderSpan | None = None) -> pd.DataFrame:
     """One row per (unit, grader) judgment that is not skipped, sorted by unit then grader; of the
     graders in ``graders`` only, when given. Judgments of hidden gold units are left out (see
@@ -868,28 +874,25 @@ def shard_inputs(*, campaign_id: int) -> tuple[list[Any], dict[int, list[Any]]]:
     )
     campaign = [units["n"], units["last"], units["queries"], gold["n"], gold["units"], _stamp(gold["changed"])]
     graders: dict[int, list[Any]] = {}
-    judgments = (
-        Judgment.objects.filter(campaign_id=campaign_id)
-        .order_by()
-        .values("grader_id")
-        .annotate(n=Count("pk"), last=Max("pk"), changed=Max("updated_at"))
-        .values_list("grader_id", "n", "last", "changed")
-    )
-    for grader, n, last, changed in judgments:
-        graders.setdefault(grader, []).extend(["judgments", n, last, _stamp(changed)])
+    for grader, *summary in _per_grader(Judgment.objects.filter(campaign_id=campaign_id), "updated_at"):
+        graders.setdefault(grader, []).extend(["judgments", *summary])
     events = GradingEvent.objects.filter(campaign_id=campaign_id).order_by().values("grader_id").annotate(n=Count("pk"))
     for grader, n in events.values_list("grader_id", "n"):
         graders.setdefault(grader, []).extend(["events", n])
-    repeats = (
-        Assignment.objects.filter(campaign_id=campaign_id, repeat=True)
-        .order_by()
-        .values("grader_id")
-        .annotate(n=Count("pk"), last=Max("pk"), since=Max("created_at"))
-        .values_list("grader_id", "n", "last", "since")
-    )
-    for grader, n, last, since in repeats:
-        graders.setdefault(grader, []).extend(["repeats", n, last, _stamp(since)])
+    for grader, *summary in _per_grader(Assignment.objects.filter(campaign_id=campaign_id, repeat=True), "created_at"):
+        graders.setdefault(grader, []).extend(["repeats", *summary])
     return campaign, graders
+
+
+def _per_grader(qs: QuerySet, moment: str) -> Iterator[tuple[int, int, int, str | None]]:
+    """Per grader of ``qs``'s rows: (grader, how many, the highest id, the latest ``moment``)."""
+    rows = (
+        qs.order_by()
+        .values("grader_id")
+        .annotate(n=Count("pk"), last=Max("pk"), latest=Max(moment))
+        .values_list("grader_id", "n", "last", "latest")
+    )
+    return ((grader, n, last, _stamp(latest)) for grader, n, last, latest in rows)
 
 
 def _stamp(moment: Any) -> str | None:

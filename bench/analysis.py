@@ -292,6 +292,7 @@ def _block(campaign_id, graders, u0, lo, level, fine, now) -> _Block:
 
 
 NEW_SHARE = 100  # the run after new work: one judgment in so many is new, by a grader who joins
+NEW_GRADER = "bench-new-"  # the joining grader's username begins so: what step_remove takes away
 
 
 def step_add(campaign_id: int) -> dict:
@@ -339,9 +340,6 @@ def step_remove(campaign_id: int) -> dict:
 
 def _user_column(table: str) -> str:
     return "user_id" if table == "grading_campaignrole" else "grader_id"
-
-
-NEW_GRADER = "bench-new-"
 
 
 def _copy_csv(cur, table: str, columns: list[str], frame: pd.DataFrame) -> None:

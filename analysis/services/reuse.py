@@ -48,7 +48,7 @@ def fingerprints(*, campaign_id: int, plan: list[GraderSpan], excluded: set[int]
     shared = {"code": _code_digest(), "scheme": scheme, "tolerance": float(tolerance), "campaign": campaign}
     out = []
     for span in plan:
-        inside = sorted(g for g in graders if _within(g, span))
+        inside = sorted(g for g in graders if selectors.in_span(g, span))
         data = {
             **shared,
             "graders": [[g, *graders[g]] for g in inside],
@@ -56,11 +56,6 @@ def fingerprints(*, campaign_id: int, plan: list[GraderSpan], excluded: set[int]
         }
         out.append(hashlib.sha256(json.dumps(data, sort_keys=True, default=str).encode()).hexdigest())
     return out
-
-
-def _within(grader: int, span: GraderSpan) -> bool:
-    low, high = span
-    return (low is None or grader >= low) and (high is None or grader < high)
 
 
 @cache

@@ -9,6 +9,7 @@ import pytest
 
 from analysis.models import AnalysisRun, RunShard, RunStatus
 from analysis.reports.serialize import jsonable
+from analysis.selectors import in_span
 from analysis.services import reuse, runs
 from analysis.services.execute import combine_execute, run_execute, shard_execute
 from analysis.services.report import report_compute
@@ -51,8 +52,7 @@ def _change(campaign, grader_id: int) -> None:
 
 def _shard_of(run: AnalysisRun, grader_id: int) -> RunShard:
     for shard in RunShard.objects.filter(run=run):
-        low, high = shard.graders
-        if (low is None or grader_id >= low) and (high is None or grader_id < high):
+        if in_span(grader_id, tuple(shard.graders)):
             return shard
     raise AssertionError(f"no shard of run {run.pk} holds grader {grader_id}")
 
