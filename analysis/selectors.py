@@ -584,15 +584,6 @@ def unit_results(*, run_id: int) -> QuerySet[UnitResult]:
     return UnitResult.objects.filter(run_id=run_id).order_by("unit_id")
 
 
-def unit_results_extremes(*, run_id: int, measure: str = "std", limit: int = 10) -> dict[str, list[dict[str, Any]]]:
-    """The most and least confusable units of a run by ``measure`` (units with ≥ 2 judgments)."""
-    base = UnitResult.objects.filter(run_id=run_id, n__gte=2, **{f"{measure}__isnull": False})
-    fields = ["unit_id", "unit__external_id", "query_id", "n", "mean", "dif", "std", "entropy", "n_ns", "n_ss", "n_vs"]
-    most = list(base.order_by(f"-{measure}", "unit_id").values(*fields)[:limit])
-    least = list(base.order_by(measure, "unit_id").values(*fields)[:limit])
-    return {"most": most, "least": least}
-
-
 # --- permissions ----------------------------------------------------------------------------------
 
 

@@ -176,9 +176,9 @@ def _confusability_tables(result: dict[str, Any], run: AnalysisRun) -> dict[str,
             [summary],
         )
     }
-    extremes = selectors.unit_results_extremes(run_id=run.pk)
+    extremes = _extremes(conf)
     columns = [
-        ("unit__external_id", "Unit"),
+        ("unit__external_id", "Unit"),  # the key the table's CSV has always had
         ("n", "n"),
         ("mean", "Mean"),
         ("dif", "Range"),
@@ -186,8 +186,10 @@ def _confusability_tables(result: dict[str, Any], run: AnalysisRun) -> dict[str,
         ("entropy", "Entropy"),
     ]
     rows = extremes["most"] + extremes["least"]
+    labels = selectors.unit_labels(unit_ids=[row["unit"] for row in rows])
     for row in rows:
-        row["url"] = reverse("analysis:unit", args=[run.campaign_id, row["unit_id"]])
+        row["unit__external_id"] = labels.get(row["unit"], {}).get("external_id", row["unit"])
+        row["url"] = reverse("analysis:unit", args=[run.campaign_id, row["unit"]])
     if rows and rows[0].get("n_ns") is not None:  # BROAD/FINE: the consensus BROAD beside the FINE statistics
         columns += [("majority_broad", "Consensus BROAD"), ("n_ns", "NS"), ("n_ss", "SS"), ("n_vs", "VS")]
         for row, label in zip(
@@ -204,6 +206,13 @@ def _confusability_tables(result: dict[str, Any], run: AnalysisRun) -> dict[str,
         "Least confusable units (by std)", columns, extremes["least"], link="unit__external_id", explain=explain
     )
     return tables
+
+
+def _extremes(confusability: dict[str, Any]) -> dict[str, list[dict[str, Any]]]:
+    """The most and least confusable units the run chose (``sections.agreement.extremes``), as rows
+    of their own for the tables to add to."""
+    chosen = confusability.get("extremes") or {}
+    return {side: [dict(row) for row in chosen.get(side) or []] for side in ("most", "least")}
 
 
 def report_tables(run: AnalysisRun, *, show_names: bool, names: dict[int, str] | None = None) -> dict[str, Table]:

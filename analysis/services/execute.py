@@ -12,7 +12,7 @@ from typing import Any
 
 import numpy as np
 import pandas as pd
-from django.db import InterfaceError, OperationalError, connection, transaction
+from django.db import InterfaceError, OperationalError, transaction
 from django.db.models import F
 from django.utils import timezone
 
@@ -276,18 +276,7 @@ def _store(run: AnalysisRun, result: dict[str, Any], units: pd.DataFrame, progre
     # The COMMIT checks the foreign keys of every per-unit row (deferred: about 10 s for 2,000,000
     # rows), so the stage and the run end only now: a second write, outside the result's transaction.
     AnalysisRun.objects.filter(pk=run.pk).update(timings=progress.finish(), finished_at=timezone.now())
-    _statistics_refresh()
     return True
-
-
-def _statistics_refresh() -> None:
-    """PostgreSQL: refresh the planner's statistics of the per-unit results once the run's rows are
-    in. Without it, until autovacuum comes by, the planner believes a run has one unit row and reads
-    the report's most/least confusable units by sorting every row of the run (a second at 10^6
-    judgments) instead of taking ten from the (run, measure) index (under a millisecond)."""
-    if pgcopy.available():
-        with connection.cursor() as cursor:
-            cursor.execute(f"ANALYZE {UnitResult._meta.db_table}")
 
 
 def _num(value: Any) -> float | None:

@@ -122,17 +122,6 @@ def test_copy_keeps_null_apart_from_the_empty_string(judged_campaign, monkeypatc
     pd.testing.assert_frame_equal(copied, orm, check_exact=True)
 
 
-def test_a_stored_run_refreshes_the_planners_statistics_of_unit_results_on_postgresql(judged_campaign):
-    """Right after a run the planner must know how many unit rows a run has, or the report's most and
-    least confusable units are read by sorting the whole run (a second at 10^6 judgments)."""
-    from django.test.utils import CaptureQueriesContext
-
-    with CaptureQueriesContext(connection) as queries:
-        _run(judged_campaign, seed=11)
-    analyzed = [q["sql"] for q in queries.captured_queries if q["sql"].startswith("ANALYZE ")]
-    assert analyzed == (["ANALYZE analysis_unitresult"] if connection.vendor == "postgresql" else [])
-
-
 @pytest.mark.postgres
 def test_a_copy_that_fails_raises_the_databases_error_and_leaves_the_connection_usable(db):
     import psycopg

@@ -73,3 +73,30 @@ def test_the_organizer_reads_the_summary_and_the_systems_of_the_demo(browser, li
     assert width <= 400, f"the page scrolls sideways at 390 px ({width} px wide)"
     page.screenshot(path=str(ARTIFACTS / "report-systems-390.png"), full_page=True)
     assert errors == []
+
+
+def test_the_organizer_follows_the_most_confusable_unit_to_its_page_by_keyboard(browser, live_server, demo):  # noqa: F811
+    """The tables of the most and least confusable units come from the run's result (the units it
+    chose, docs/design.md §5.3), named by their ids and linked to their pages."""
+    campaign, organizer = demo
+    run = AnalysisRun.objects.filter(campaign=campaign, status="succeeded").order_by("-finished_at", "-id").first()
+    most = run.result["confusability"]["extremes"]["most"]
+    page, errors = _page_as(browser, live_server, organizer)
+    for width in (1280, 390):
+        page.set_viewport_size({"width": width, "height": 844})
+        page.goto(f"{live_server.url}/")
+        page.locator("ul.campaigns > li", has_text=campaign.name).get_by_role("link", name="Report").click()
+        table = page.locator("#table-most_confusable")
+        rows = table.locator("tbody tr")
+        assert rows.count() == len(most) == 10
+        first = campaign.units.get(pk=most[0]["unit"])
+        link = rows.first.get_by_role("link", name=first.external_id)
+        assert rows.first.locator("td").nth(4).inner_text() == f"{most[0]['std']:.4g}"  # Unit, n, Mean, Range, Std
+        link.focus()
+        page.keyboard.press("Enter")
+        page.wait_for_url(f"**/units/{first.pk}/")
+        assert page.get_by_role("heading", level=1).inner_text() == f"Unit {first.external_id}"
+        assert f"{most[0]['std']:.3f}" in page.locator("table").first.inner_text()
+        width_now = page.evaluate("document.documentElement.scrollWidth")
+        assert width_now <= width + 10, f"the unit page scrolls sideways at {width} px ({width_now} px wide)"
+    assert errors == []

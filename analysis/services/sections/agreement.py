@@ -30,6 +30,10 @@ from grading.models.choices import Scheme
 HIST_BINS = 20
 CRESCENT_MAX_POINTS = 2500
 CRESCENT_GRID = (40, 25)
+# The report's tables of the most and of the least confusable units: how many of each.
+EXTREMES = 10
+# What the report shows of each of them (``extremes``), as the per-unit table names it.
+EXTREME_COLUMNS = ["unit", "n", "mean", "dif", "std", "entropy", "n_ns", "n_ss", "n_vs"]
 # The columns of a long frame (``values.categorical_long``, ``numeric_long``) less its value.
 LONG = ["unit", "grader", "query"]
 
@@ -373,7 +377,43 @@ def confusability(units: pd.DataFrame) -> dict[str, Any]:
             "band_67": [float(low), float(high)],
         }
     out["crescent"] = _crescent(rated["mean"].to_numpy(dtype=float), std)
+    out["extremes"] = extremes(units)
     return out
+
+
+def extremes(units: pd.DataFrame, limit: int = EXTREMES) -> dict[str, Any]:
+    """The ``limit`` most and least confusable units by std, of the units judged twice or more:
+    ``most`` by std from the highest, ``least`` from the lowest, ties by the unit's id (or name)
+    both ways; each with the per-unit table's ``EXTREME_COLUMNS`` it has (a NaN as None).
+
+    Chosen here, when the run is computed, so that the stored per-unit rows need no index on std
+    for the report to find them (docs/analysis.md, "Storing a run's results")."""
+    keep = (units["n"] >= 2).to_numpy() & units["std"].notna().to_numpy()
+    std = units["std"].to_numpy(dtype=float)[keep]
+    rows = np.flatnonzero(keep)
+    unit_rank = pd.factorize(units["unit"].to_numpy()[keep], sort=True)[0]  # ids or names: their order
+    columns = [c for c in EXTREME_COLUMNS if c in units.columns]
+
+    def first(key: np.ndarray) -> list[dict[str, Any]]:
+        if key.size > limit:  # those that can be among the first `limit` (every tie of the last one)
+            bound = np.partition(key, limit - 1)[limit - 1]
+            candidates = np.flatnonzero(key <= bound)
+        else:
+            candidates = np.arange(key.size)
+        order = candidates[np.lexsort((unit_rank[candidates], key[candidates]))][:limit]
+        picked = units.iloc[rows[order]][columns]
+        return [{c: _plain(v) for c, v in zip(columns, values, strict=True)} for values in picked.itertuples(False)]
+
+    return {"measure": "std", "most": first(-std), "least": first(std)}
+
+
+def _plain(value: Any) -> Any:
+    """A value of the per-unit table for the JSON result: numpy's scalars as Python's, NaN as None."""
+    if isinstance(value, np.generic):
+        value = value.item()
+    if isinstance(value, float) and np.isnan(value):
+        return None
+    return value
 
 
 def _crescent(mean: np.ndarray, std: np.ndarray) -> dict[str, Any]:
