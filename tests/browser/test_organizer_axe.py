@@ -1,7 +1,7 @@
 """The organizer's pages pass axe-core at 1280 and 390 px: no serious or critical violation on the
 home page, the campaign page (with a join link), progress, members, activity, gold units,
-adjudication, New campaign, the Organizers page and the report (whose wide tables scroll in regions
-the keyboard can reach). The script comes from the installed package; nothing is downloaded."""
+adjudication, New campaign, the Organizers page, the report and a unit's page (whose wide tables
+scroll in regions the keyboard can reach). The script comes from the installed package; nothing is downloaded."""
 
 from __future__ import annotations
 
@@ -37,6 +37,7 @@ def test_every_organizer_page_has_no_serious_axe_violation(browser, live_server,
             f"/organize/campaigns/{campaign.pk}/gold/",
             f"/campaigns/{campaign.pk}/adjudicate/",
             f"/reports/campaigns/{campaign.pk}/",
+            f"/reports/campaigns/{campaign.pk}/units/{campaign.units.order_by('pk').first().pk}/",
             "/organize/new/",
         ],
         admin: ["/organize/organizers/"],
