@@ -119,7 +119,14 @@ class UnitResult(models.Model):
     # run picks the units the report shows by std (``sections.agreement.extremes``), and every index
     # costs each of a run's rows an insert (at 10^7 judgments, the two on std and entropy cost 7 s of
     # a run's 45 s of storing).
-    run = models.ForeignKey(AnalysisRun, on_delete=models.CASCADE, related_name="unit_results", db_index=False)
+    # Nor a foreign-key constraint: checking it took a lock on the run once for each of a run's rows,
+    # 16 s of the 52 s of storing 2,000,000 of them. The rows are written only by the run's store
+    # (``execute._store``), which holds the run's row locked until they are committed, and a trigger
+    # deletes a deleted run's rows in the database, whoever deletes it and even mid-store (migration
+    # analysis/0012; docs/analysis.md, "Storing a run's results").
+    run = models.ForeignKey(
+        AnalysisRun, on_delete=models.CASCADE, related_name="unit_results", db_index=False, db_constraint=False
+    )
     unit = models.ForeignKey("grading.Unit", on_delete=models.CASCADE, related_name="+")
     query_id = models.BigIntegerField(null=True, blank=True)
     n = models.PositiveIntegerField()

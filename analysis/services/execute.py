@@ -253,6 +253,8 @@ def _release_quietly(run: AnalysisRun, error: str) -> None:
 
 def _store(run: AnalysisRun, result: dict[str, Any], units: pd.DataFrame, progress: attempts.Progress) -> bool:
     with transaction.atomic():
+        # The run's row stays locked until the rows are committed: it is what keeps their run_id
+        # valid, as no foreign-key constraint does (migration analysis/0012).
         if not attempts.run_owned(run_id=run.pk, attempt=run.attempts).select_for_update().exists():
             return False
         UnitResult.objects.filter(run_id=run.pk).delete()
@@ -273,7 +275,7 @@ def _store(run: AnalysisRun, result: dict[str, Any], units: pd.DataFrame, progre
             finished_at=timezone.now(),
             heartbeat_at=timezone.now(),
         )
-    # The COMMIT checks the foreign keys of every per-unit row (deferred: about 10 s for 2,000,000
+    # The COMMIT checks the unit's foreign key of every per-unit row (deferred: seconds for 2,000,000
     # rows), so the stage and the run end only now: a second write, outside the result's transaction.
     AnalysisRun.objects.filter(pk=run.pk).update(timings=progress.finish(), finished_at=timezone.now())
     return True
