@@ -16,6 +16,7 @@ import numpy as np
 import pandas as pd
 
 from analysis import metrics as m
+from analysis.reports.serialize import jsonable
 from analysis.services.judgments import Judgments, judgments_of
 from analysis.services.values import (
     ValueSpec,
@@ -384,7 +385,7 @@ def confusability(units: pd.DataFrame) -> dict[str, Any]:
 def extremes(units: pd.DataFrame, limit: int = EXTREMES) -> dict[str, Any]:
     """The ``limit`` most and least confusable units by std, of the units judged twice or more:
     ``most`` by std from the highest, ``least`` from the lowest, ties by the unit's id (or name)
-    both ways; each with the per-unit table's ``EXTREME_COLUMNS`` it has (a NaN as None).
+    both ways; each with the per-unit table's ``EXTREME_COLUMNS`` it has, as plain JSON (a NaN as None).
 
     Chosen here, when the run is computed, so that the stored per-unit rows need no index on std
     for the report to find them (docs/analysis.md, "Storing a run's results")."""
@@ -401,19 +402,9 @@ def extremes(units: pd.DataFrame, limit: int = EXTREMES) -> dict[str, Any]:
         else:
             candidates = np.arange(key.size)
         order = candidates[np.lexsort((unit_rank[candidates], key[candidates]))][:limit]
-        picked = units.iloc[rows[order]][columns]
-        return [{c: _plain(v) for c, v in zip(columns, values, strict=True)} for values in picked.itertuples(False)]
+        return jsonable(_records(units.iloc[rows[order]][columns]))
 
     return {"measure": "std", "most": first(-std), "least": first(std)}
-
-
-def _plain(value: Any) -> Any:
-    """A value of the per-unit table for the JSON result: numpy's scalars as Python's, NaN as None."""
-    if isinstance(value, np.generic):
-        value = value.item()
-    if isinstance(value, float) and np.isnan(value):
-        return None
-    return value
 
 
 def _crescent(mean: np.ndarray, std: np.ndarray) -> dict[str, Any]:
