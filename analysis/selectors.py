@@ -98,7 +98,16 @@ def judgments_frame(*, campaign_id: int, graders: GraderSpan | None = None) -> p
         frame[column] = frame[column].astype(object).where(frame[column].notna(), None)
     # A fixed row order (sorting here is cheaper than ORDER BY in the database): sums, and so the
     # last bits of every mean and std, do not depend on the order the database happened to return.
-    return frame.sort_values(["unit", "grader"], kind="stable", ignore_index=True)
+    return _sorted_by_unit_grader(frame)
+
+
+def _sorted_by_unit_grader(frame: pd.DataFrame) -> pd.DataFrame:
+    """``frame.sort_values(["unit", "grader"], kind="stable", ignore_index=True)``, with the frame and
+    one column held at most: each column is taken in order and its unsorted self let go. (pandas'
+    sort held 2.5 times the frame: at 2,000,000 judgments, 306 MiB above a frame of 122 MiB.)"""
+    order = np.lexsort((frame["grader"].to_numpy(), frame["unit"].to_numpy()))  # stable, as sort_values
+    columns = {column: frame.pop(column).to_numpy()[order] for column in list(frame.columns)}
+    return pd.DataFrame(columns, copy=False)  # copy=False: each column its own block, not copied again
 
 
 # Events of a grader on a unit once it was given back to them as a hidden repeat: from then on the
