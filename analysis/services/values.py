@@ -11,6 +11,8 @@ from __future__ import annotations
 
 import ctypes
 import ctypes.util
+from collections.abc import Iterator
+from contextlib import contextmanager
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -212,11 +214,47 @@ def heap_release() -> None:
     and glibc keeps such scattered free memory for later: 200 MB after the agreement stage at 10^7
     judgments, under every later stage's peak.
     """
+    libc = _glibc()
+    if libc is not None:
+        libc.malloc_trim(0)
+
+
+MAPPED_BYTES = 1 << 20  # inside ``large_allocations_mapped``, an allocation this large or larger is mapped on its own
+HEAP_BYTES = 32 << 20  # and after it: glibc's own largest threshold on 64 bits
+_M_MMAP_THRESHOLD = -3  # glibc's mallopt parameter
+
+
+@contextmanager
+def large_allocations_mapped() -> Iterator[None]:
+    """Inside, every allocation of ``MAPPED_BYTES`` or more gets a mapping of its own, given back to
+    the system as soon as it is freed (glibc's ``mallopt``; elsewhere, nothing). For reading a shard.
+
+    glibc starts with such a threshold of 128 KiB but raises it, up to 32 MiB, to the size of each
+    mapped block that is freed, so a shard's columns of a few MB (4,000,000 rows of 8 bytes are
+    32 MB) soon come from the heap, where what they free stays held among what outlives them and
+    adds to every later peak: 100 MiB more at the peak of reading one of the bench's shards of
+    4,000,000 events (docs/analysis.md, "Scaling"). Only for the reading: the combining step frees
+    and allocates arrays of that size thousands of times (the bootstrap), and mapping each anew
+    made it a third slower. glibc cannot be given its moving threshold back, so on leaving it is
+    fixed at the largest it would have reached."""
+    libc = _glibc()
+    if libc is not None:
+        libc.mallopt(_M_MMAP_THRESHOLD, MAPPED_BYTES)
     try:
-        trim = ctypes.CDLL(ctypes.util.find_library("c") or "libc.so.6").malloc_trim
+        yield
+    finally:
+        if libc is not None:
+            libc.mallopt(_M_MMAP_THRESHOLD, HEAP_BYTES)
+
+
+def _glibc() -> Any:
+    """The C library when it is glibc (``malloc_trim`` and ``mallopt`` are its own), else None."""
+    try:
+        libc = ctypes.CDLL(ctypes.util.find_library("c") or "libc.so.6")
+        libc.malloc_trim, libc.mallopt  # noqa: B018 -- both present, or not glibc
     except (OSError, AttributeError):
-        return
-    trim(0)
+        return None
+    return libc
 
 
 def finite(values: np.ndarray) -> np.ndarray:
