@@ -220,7 +220,7 @@ def heap_release() -> None:
 
 
 MAPPED_BYTES = 1 << 20  # inside ``large_allocations_mapped``, an allocation this large or larger is mapped on its own
-HEAP_BYTES = 32 << 20  # and after it: glibc's own largest threshold on 64 bits
+MAPPED_BYTES_AFTER = 8 << 20  # and after it
 _M_MMAP_THRESHOLD = -3  # glibc's mallopt parameter
 
 
@@ -234,9 +234,11 @@ def large_allocations_mapped() -> Iterator[None]:
     32 MB) soon come from the heap, where what they free stays held among what outlives them and
     adds to every later peak: 100 MiB more at the peak of reading one of the bench's shards of
     4,000,000 events (docs/analysis.md, "Scaling"). Only for the reading: the combining step frees
-    and allocates arrays of that size thousands of times (the bootstrap), and mapping each anew
-    made it a third slower. glibc cannot be given its moving threshold back, so on leaving it is
-    fixed at the largest it would have reached."""
+    and allocates a slice's temporaries (4 MB a column at 500,000 rows) thousands of times, and
+    mapping each anew cost it a fifth more CPU. glibc cannot be given its moving threshold back, so
+    on leaving it is fixed at ``MAPPED_BYTES_AFTER``: the slices' temporaries come from the heap,
+    to be used again, and the combining step's whole-campaign columns (16 MB at 2,000,000 units)
+    are mapped and given back (50 MiB lower than glibc's own at the step's peak, the same CPU)."""
     libc = _glibc()
     if libc is not None:
         libc.mallopt(_M_MMAP_THRESHOLD, MAPPED_BYTES)
@@ -244,7 +246,7 @@ def large_allocations_mapped() -> Iterator[None]:
         yield
     finally:
         if libc is not None:
-            libc.mallopt(_M_MMAP_THRESHOLD, HEAP_BYTES)
+            libc.mallopt(_M_MMAP_THRESHOLD, MAPPED_BYTES_AFTER)
 
 
 def _glibc() -> Any:

@@ -77,9 +77,15 @@ def test_inside_a_large_array_has_its_own_mapping_even_after_a_larger_one_was_fr
         assert _mapped_bytes(libc) - before >= 2 << 20
         del array
         assert _mapped_bytes(libc) == before  # given back at once
-    # After it, arrays that size come from the heap again, to be used again without a new mapping.
+    # After it, arrays that size come from the heap again, to be used again without a new mapping,
+    # and one of 16 MiB is mapped on its own even after a larger one was freed.
     array = np.ones(2 << 20, dtype=np.uint8)
     assert _mapped_bytes(libc) == before
+    del array
+    large = np.ones(32 << 20, dtype=np.uint8)
+    del large
+    array = np.ones(16 << 20, dtype=np.uint8)
+    assert _mapped_bytes(libc) - before >= 16 << 20
     del array
 
 
