@@ -3,7 +3,9 @@ at a time, and a shard's large arrays given back to the system once freed."""
 
 from __future__ import annotations
 
-import ctypes
+import json
+import subprocess
+import sys
 from collections.abc import Iterator
 from contextlib import contextmanager
 
@@ -12,7 +14,7 @@ import pandas as pd
 import pytest
 
 from analysis import selectors
-from analysis.services import shards, values
+from analysis.services import shards
 from grading.models import Judgment
 from tests.analysis.conftest import judge_broad_fine
 from tests.factories import make_campaign
@@ -50,43 +52,61 @@ def test_no_judgment_sorts_to_the_same_empty_frame() -> None:
     pd.testing.assert_frame_equal(selectors._sorted_by_unit_grader(frame.copy()), expected, check_exact=True)
 
 
-class _Mallinfo2(ctypes.Structure):
-    _fields_ = [
-        (name, ctypes.c_size_t)
-        for name in ("arena", "ordblks", "smblks", "hblks", "hblkhd", "usmblks", "fsmblks", "uordblks", "fordblks")
-    ] + [("keepcost", ctypes.c_size_t)]
+# Run in a process of its own: glibc serves a large allocation from a free chunk of its heap when it
+# has one, whatever the threshold, and a process that ran other tests has them.
+_MAPPINGS = """
+import ctypes, json
+import django
+import numpy as np
+
+django.setup()
+from analysis.services import values
 
 
-def _mapped_bytes(libc: ctypes.CDLL) -> int:
-    """What glibc holds in blocks mapped on their own (``mallinfo2().hblkhd``)."""
-    libc.mallinfo2.restype = _Mallinfo2
+class Mallinfo2(ctypes.Structure):
+    names = "arena ordblks smblks hblks hblkhd usmblks fsmblks uordblks fordblks keepcost"
+    _fields_ = [(name, ctypes.c_size_t) for name in names.split()]
+
+
+libc = values._glibc()
+if libc is None or not hasattr(libc, "mallinfo2"):
+    print(json.dumps(None))
+    raise SystemExit
+libc.mallinfo2.restype = Mallinfo2
+
+
+def mapped():  # what glibc holds in blocks mapped on their own
     return libc.mallinfo2().hblkhd
 
 
-def test_inside_a_large_array_has_its_own_mapping_even_after_a_larger_one_was_freed_and_after_not() -> None:
-    libc = values._glibc()
-    if libc is None or not hasattr(libc, "mallinfo2"):
-        pytest.skip("glibc (2.33 or later) only: elsewhere it does nothing")
-    with values.large_allocations_mapped():
-        # Without a fixed threshold, freeing a 16 MiB mapped block raises glibc's threshold to 16 MiB,
-        # and the 2 MiB array below would come from the heap.
-        large = np.ones(16 << 20, dtype=np.uint8)
-        del large
-        before = _mapped_bytes(libc)
-        array = np.ones(2 << 20, dtype=np.uint8)
-        assert _mapped_bytes(libc) - before >= 2 << 20
-        del array
-        assert _mapped_bytes(libc) == before  # given back at once
-    # After it, arrays that size come from the heap again, to be used again without a new mapping,
-    # and one of 16 MiB is mapped on its own even after a larger one was freed.
-    array = np.ones(2 << 20, dtype=np.uint8)
-    assert _mapped_bytes(libc) == before
-    del array
-    large = np.ones(32 << 20, dtype=np.uint8)
+def grows(size, freed_before):
+    # Freeing a larger mapped block first would raise glibc's own threshold above ``size``.
+    large = np.ones(freed_before, dtype=np.uint8)
     del large
-    array = np.ones(16 << 20, dtype=np.uint8)
-    assert _mapped_bytes(libc) - before >= 16 << 20
+    before = mapped()
+    array = np.ones(size, dtype=np.uint8)
+    grown = mapped() - before
     del array
+    return [grown, mapped() - before]
+
+
+with values.large_allocations_mapped():
+    inside = grows(2 << 20, 16 << 20)
+after = {"small": grows(2 << 20, 16 << 20), "large": grows(16 << 20, 32 << 20)}
+print(json.dumps({"inside": inside, **after}))
+"""
+
+
+def test_inside_a_large_array_has_its_own_mapping_even_after_a_larger_one_was_freed_and_after_not() -> None:
+    done = subprocess.run([sys.executable, "-c", _MAPPINGS], capture_output=True, text=True, check=True, timeout=120)
+    grown = json.loads(done.stdout.splitlines()[-1])
+    if grown is None:
+        pytest.skip("glibc (2.33 or later) only: elsewhere it does nothing")
+    assert grown["inside"][0] >= 2 << 20 and grown["inside"][1] == 0  # mapped, and given back at once
+    # After it, arrays of a few MB come from the heap, to be used again without a new mapping, and
+    # one of 16 MiB is mapped on its own even after a larger one was freed.
+    assert grown["small"][0] == 0
+    assert grown["large"][0] >= 16 << 20 and grown["large"][1] == 0
 
 
 @pytest.mark.django_db
