@@ -43,11 +43,16 @@ beat: $(STAMP)
 
 # The whole suite. With DATABASE_URL set to PostgreSQL the suite runs there, and the tests marked
 # both_backends run a second time on the embedded SQLite database. The 15 slowest tests are listed.
+# The tests are spread over TEST_WORKERS processes (pytest-xdist; one per core by default), a test
+# file's tests in one process; each process has its own test database and each worker test its own
+# Celery queue. TEST_WORKERS=0 runs them in this process.
+TEST_WORKERS ?= auto
+XDIST = -n $(TEST_WORKERS) --dist loadfile
 test: $(STAMP)
-	$(BIN)/python -m pytest --durations=15 $(PYTEST_ARGS)
+	$(BIN)/python -m pytest $(XDIST) --durations=15 $(PYTEST_ARGS)
 	@if [ -n "$$DATABASE_URL" ]; then \
 		echo "--- again on the embedded SQLite database: tests marked both_backends"; \
-		env -u DATABASE_URL $(BIN)/python -m pytest -m "both_backends and not postgres" $(PYTEST_ARGS); \
+		env -u DATABASE_URL $(BIN)/python -m pytest $(XDIST) -m "both_backends and not postgres" $(PYTEST_ARGS); \
 	fi
 
 test-fast: $(STAMP)
