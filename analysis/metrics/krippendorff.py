@@ -25,7 +25,7 @@ from numpy.typing import ArrayLike
 from scipy import sparse
 
 from ._checks import Undefined, as_wide, choice
-from .bootstrap import Estimate, _estimate, bootstrap_replicates
+from .bootstrap import Estimate, _estimate, bootstrap_replicates, bootstrap_sums
 from .shapes import distinct_rows
 
 Level = Literal["nominal", "ordinal", "interval", "ratio"]
@@ -162,10 +162,15 @@ def _interval_replicate(parts: _Parts) -> Callable[[np.ndarray], np.ndarray]:
     moments = parts.moments
 
     def interval(weights: np.ndarray) -> np.ndarray:
-        d, n, s1, s2 = (weights @ moments).T
-        return _alpha(d, 2 * (n * s2 - s1**2), n)
+        return _interval_of_sums(weights @ moments)
 
     return interval
+
+
+def _interval_of_sums(sums: np.ndarray) -> np.ndarray:
+    """Interval alpha of (b, 4) sums over units of the moments (d_u, m_u, S1_u, S2_u)."""
+    d, n, s1, s2 = sums.T
+    return _alpha(d, 2 * (n * s2 - s1**2), n)
 
 
 def _replicate(parts: _Parts, level: str) -> Callable[[np.ndarray], np.ndarray]:
@@ -242,7 +247,10 @@ def krippendorff_alpha_ci(
     if np.isnan(value):
         return _estimate(value, np.array([np.nan]), confidence)
     groups, sizes = _groups(parts, level)
-    replicates = bootstrap_replicates(sizes, _replicate(groups, level), rng=rng, n_boot=n_boot)
+    if level == "interval":  # a function of sums over units: drawn and summed a block at a time
+        replicates = bootstrap_sums(sizes, groups.moments, _interval_of_sums, rng=rng, n_boot=n_boot)
+    else:
+        replicates = bootstrap_replicates(sizes, _replicate(groups, level), rng=rng, n_boot=n_boot)
     return _estimate(value, replicates, confidence)
 
 

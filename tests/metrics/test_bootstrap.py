@@ -167,3 +167,56 @@ def test_up_to_units_at_once_the_draws_are_made_over_all_units_as_before():
     got = next(resample_weights(np.random.default_rng(14), np.ones(n, dtype=int), 3))
     draws = np.random.default_rng(14).integers(0, n, size=(got.shape[0], n)) + np.arange(got.shape[0])[:, None] * n
     assert (got == np.bincount(draws.ravel(), minlength=got.size).reshape(got.shape)).all()
+
+
+@pytest.mark.parametrize("units_at_once", [500, 5_000], ids=["drawn a block at a time", "drawn at once"])
+def test_sums_over_the_units_are_the_sums_of_the_same_draws(monkeypatch, units_at_once):
+    """``bootstrap_sums`` gives the statistic of ``weights @ rows`` for the weights
+    ``resample_weights`` draws from the same generator: beyond UNITS_AT_ONCE units, summed a block
+    at a time as the block's counts are drawn (equal up to the order of the additions), and at or
+    below it, exactly the same arithmetic."""
+    from analysis.metrics import bootstrap
+
+    monkeypatch.setattr(bootstrap, "UNIT_BLOCK", 64)
+    monkeypatch.setattr(bootstrap, "UNITS_AT_ONCE", units_at_once)
+    n, n_boot = 1_000, 300  # 15 blocks of 64 units and one of 40
+    rows = np.random.default_rng(20).normal(size=(n, 3))
+    sizes = np.ones(n, dtype=int)
+    seen = []
+
+    def statistic(sums: np.ndarray) -> np.ndarray:
+        seen.append(sums)
+        return sums[:, 0] / sums[:, 2]
+
+    got = bootstrap.bootstrap_sums(sizes, rows, statistic, rng=np.random.default_rng(21), n_boot=n_boot)
+    weights = np.vstack(list(resample_weights(np.random.default_rng(21), sizes, n_boot)))
+    sums = weights @ rows
+    assert got.shape == (n_boot,) and np.vstack(seen).shape == (n_boot, 3)
+    if units_at_once < n:
+        np.testing.assert_allclose(np.vstack(seen), sums, rtol=1e-12, atol=1e-12)
+        np.testing.assert_allclose(got, sums[:, 0] / sums[:, 2], rtol=1e-10)
+    else:
+        assert (np.vstack(seen) == sums).all() and (got == sums[:, 0] / sums[:, 2]).all()
+    # Grouped units (fewer groups than units) are drawn as before and then multiplied.
+    grouped = bootstrap.bootstrap_sums(np.full(250, 4), rows[:250], statistic, rng=np.random.default_rng(22), n_boot=50)
+    grouped_weights = np.vstack(list(resample_weights(np.random.default_rng(22), np.full(250, 4), 50)))
+    product = grouped_weights @ rows[:250]
+    assert (grouped == product[:, 0] / product[:, 2]).all()
+
+
+def test_alpha_and_kappa_over_many_units_keep_their_intervals_when_summed_a_block_at_a_time(monkeypatch):
+    """Interval alpha's replicates, drawn over more than UNITS_AT_ONCE units, are those of the
+    replicate function applied to the same weights; Fleiss' kappa's groups are drawn as before."""
+    from analysis.metrics import bootstrap
+    from analysis.metrics.krippendorff import _groups
+
+    monkeypatch.setattr(bootstrap, "UNIT_BLOCK", 64)
+    monkeypatch.setattr(bootstrap, "UNITS_AT_ONCE", 500)
+    wide = np.random.default_rng(23).normal(size=(900, 4))  # continuous scores: one group a unit
+    got = krippendorff_alpha_ci(wide, "interval", rng=np.random.default_rng(24), n_boot=200)
+    groups, sizes = _groups(_Parts(wide), "interval")
+    assert sizes.size == 900
+    weights = np.vstack(list(resample_weights(np.random.default_rng(24), sizes, 200)))
+    replicates = _replicate(groups, "interval")(weights)
+    low, high = np.quantile(replicates, [0.025, 0.975])
+    assert got.ci_low == pytest.approx(low, rel=1e-10) and got.ci_high == pytest.approx(high, rel=1e-10)
