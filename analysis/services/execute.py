@@ -12,18 +12,19 @@ from typing import Any
 
 import numpy as np
 import pandas as pd
-from django.db import InterfaceError, OperationalError, transaction
-from django.db.models import F
+from django.db import InterfaceError, OperationalError, connection, transaction
+from django.db.models import Exists, F, OuterRef
 from django.utils import timezone
 
 from analysis import pgcopy, selectors
-from analysis.models import AnalysisRun, RunShard, RunStatus, UnitResult
+from analysis.models import UNIT_ROWS_LOCK_NAMESPACE, AnalysisRun, RunShard, RunStatus, UnitResult
 from analysis.selectors import GraderSpan
 from analysis.services import attempts, reuse
 from analysis.services.model_handover import grader_model_hand_over
 from analysis.services.report import DEFAULT_TOLERANCE, exclusions_before_reading, report_compute
 from analysis.services.shards import ShardPart, part_dumps, part_loads, shard_compute, shard_plan
 from analysis.services.values import memory_release
+from grading.models import Unit
 
 logger = logging.getLogger(__name__)
 STORE_BATCH = 5_000
@@ -258,11 +259,15 @@ def _store(run: AnalysisRun, result: dict[str, Any], units: pd.DataFrame, progre
         if not attempts.run_owned(run_id=run.pk, attempt=run.attempts).select_for_update().exists():
             return False
         UnitResult.objects.filter(run_id=run.pk).delete()
+        if connection.vendor == "postgresql":
+            _units_hold(run.campaign_id)
         if pgcopy.available():
             _copy_unit_rows(run.pk, units)
         else:
             for start in range(0, len(units), STORE_BATCH):
                 UnitResult.objects.bulk_create(_unit_rows(run.pk, units.iloc[start : start + STORE_BATCH]))
+        # Units deleted since the run read their judgments: their rows go (no constraint refuses them).
+        UnitResult.objects.filter(run_id=run.pk).exclude(Exists(Unit.objects.filter(pk=OuterRef("unit_id")))).delete()
         timings = progress.finish()
         AnalysisRun.objects.filter(pk=run.pk).update(
             status=RunStatus.SUCCEEDED,
@@ -279,6 +284,17 @@ def _store(run: AnalysisRun, result: dict[str, Any], units: pd.DataFrame, progre
     # rows), so the stage and the run end only now: a second write, outside the result's transaction.
     AnalysisRun.objects.filter(pk=run.pk).update(timings=progress.finish(), finished_at=timezone.now())
     return True
+
+
+def _units_hold(campaign_id: int) -> None:
+    """PostgreSQL: hold the campaign's per-unit rows lock (``UNIT_ROWS_LOCK_NAMESPACE``) shared until
+    the COMMIT. A unit's deletion takes it exclusively before it deletes the unit's rows (migration
+    analysis/0013), so it waits for rows this store has not committed yet, and this store waits for
+    a deletion under way, whose unit the check after the rows are written then finds gone."""
+    with connection.cursor() as cursor:
+        cursor.execute(
+            "SELECT pg_advisory_xact_lock_shared(%s, %s)", [UNIT_ROWS_LOCK_NAMESPACE, campaign_id % (2**31 - 1)]
+        )
 
 
 def _num(value: Any) -> float | None:

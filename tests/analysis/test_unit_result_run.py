@@ -1,6 +1,6 @@
-"""A run's per-unit rows name their run without a foreign-key constraint; they go with the run
-whoever deletes it, even while the run is storing them (migration analysis/0012; docs/analysis.md,
-"Storing a run's results")."""
+"""A run's per-unit rows name their run and their unit without a foreign-key constraint; they go
+with the run or the unit whoever deletes it, even while the run is storing them (migrations
+analysis/0012 and 0013; docs/analysis.md, "Storing a run's results")."""
 
 from __future__ import annotations
 
@@ -10,9 +10,10 @@ import pytest
 from django.db import connection
 from django.test.utils import CaptureQueriesContext
 
-from analysis.models import AnalysisRun, RunStatus, UnitResult
-from analysis.services import runs
+from analysis.models import UNIT_ROWS_LOCK_NAMESPACE, AnalysisRun, RunStatus, UnitResult
+from analysis.services import execute, runs
 from analysis.services.execute import run_execute
+from grading.models import Judgment, Unit
 from tests.analysis.conftest import judge_broad_fine
 from tests.factories import make_campaign
 
@@ -112,3 +113,106 @@ def _waits_for_a_lock(observer, pids: list[int], seconds: float = 20.0) -> None:
                 return
         time.sleep(0.02)
     raise AssertionError("the delete did not come to wait for the run's lock")
+
+
+def _unit_without_events(campaign) -> Unit:
+    """A unit judged by two graders through no event (as the analysis reads it, judgments alone):
+    unlike a unit with events, which the events protect, it can be deleted."""
+    first = Unit.objects.filter(campaign=campaign).order_by("pk").first()
+    unit = Unit.objects.create(campaign=campaign, external_id="unlogged", query=first.query, candidate=first.candidate)
+    graders = Judgment.objects.filter(campaign=campaign).values_list("grader", flat=True).distinct()[:2]
+    for grader_id, (broad, fine) in zip(graders, [("VS", 8.5), ("SS", 5.0)], strict=True):
+        Judgment.objects.create(campaign=campaign, grader_id=grader_id, unit=unit, broad=broad, fine=fine)
+    return unit
+
+
+@pytest.mark.both_backends
+@pytest.mark.django_db
+def test_a_unit_deleted_after_the_run_read_it_has_no_row(campaign, monkeypatch):
+    """No constraint refuses a row of a unit that is gone: the store drops such rows itself."""
+    unit = _unit_without_events(campaign)
+    computed = execute.report_compute
+
+    def compute_then_delete(**kwargs):
+        out = computed(**kwargs)
+        assert unit.pk in set(out[1]["unit"])  # the run read it
+        Judgment.objects.filter(unit=unit).delete()
+        Unit.objects.filter(pk=unit.pk).delete()
+        return out
+
+    monkeypatch.setattr(execute, "report_compute", compute_then_delete)
+    run = _run(campaign)
+    assert not UnitResult.objects.filter(unit_id=unit.pk).exists()
+    assert UnitResult.objects.filter(run=run).count() == 6
+
+
+@pytest.mark.postgres
+def test_a_unit_deleted_in_sql_takes_its_rows_with_it(campaign):
+    unit = _unit_without_events(campaign)
+    run = _run(campaign)
+    assert UnitResult.objects.filter(run=run, unit=unit).exists()
+    Judgment.objects.filter(unit=unit).delete()
+    with connection.cursor() as cursor:
+        cursor.execute("DELETE FROM grading_unit WHERE id = %s", [unit.pk])
+    assert not UnitResult.objects.filter(unit_id=unit.pk).exists()
+    assert UnitResult.objects.filter(run=run).count() == 6
+
+
+@pytest.mark.postgres
+@pytest.mark.django_db(transaction=True)
+def test_a_unit_deleted_while_a_run_stores_its_rows_waits_and_then_takes_them(campaign):
+    """The store holds its campaign's lock shared (``execute._units_hold``'s statement) until it
+    commits; the unit's delete waits for it in the trigger and then deletes the committed row."""
+    import psycopg
+
+    unit = _unit_without_events(campaign)
+    run = _run(campaign)
+    Judgment.objects.filter(unit=unit).delete()
+    # The next run stores: rows of its own, so that the delete waits for no row the store has locked.
+    storing = AnalysisRun.objects.create(campaign=campaign, parameters=runs.parameters_clean(PARAMS), seed=1)
+    dsn = " ".join(f"{k}={v}" for k, v in connection.get_connection_params().items() if k in _DSN_KEYS)
+    store = psycopg.connect(dsn)
+    deleter, deleted = [], threading.Event()
+
+    def delete() -> None:
+        with psycopg.connect(dsn, autocommit=True) as other:
+            deleter.append(other.info.backend_pid)
+            with other.transaction():
+                other.execute("DELETE FROM analysis_unitresult WHERE unit_id = %s", [unit.pk])  # Django's cascade
+                other.execute("DELETE FROM grading_unit WHERE id = %s", [unit.pk])  # waits in the trigger
+        deleted.set()
+
+    with store.transaction():  # as execute._store: the lock, the rows written, then the commit
+        store.execute(
+            "SELECT pg_advisory_xact_lock_shared(%s, %s)", [UNIT_ROWS_LOCK_NAMESPACE, campaign.pk % (2**31 - 1)]
+        )
+        store.execute(
+            "INSERT INTO analysis_unitresult (run_id, unit_id, n) SELECT %s, id, 2 FROM grading_unit "
+            "WHERE campaign_id = %s",
+            [storing.pk, campaign.pk],
+        )
+        worker = threading.Thread(target=delete)
+        worker.start()
+        _waits_for_a_lock(store, deleter)
+        assert not deleted.is_set()
+    worker.join(30)
+    store.close()
+    assert deleted.is_set()
+    assert not Unit.objects.filter(pk=unit.pk).exists()
+    assert not UnitResult.objects.filter(unit_id=unit.pk).exists()
+    assert UnitResult.objects.filter(run=run).count() == 6 == UnitResult.objects.filter(run=storing).count()
+
+
+@pytest.mark.postgres
+def test_the_store_takes_the_lock_that_the_trigger_waits_for(campaign):
+    with CaptureQueriesContext(connection) as queries:
+        _run(campaign)
+    held = [q["sql"] for q in queries.captured_queries if "pg_advisory_xact_lock_shared" in q["sql"]]
+    assert held == [f"SELECT pg_advisory_xact_lock_shared({UNIT_ROWS_LOCK_NAMESPACE}, {campaign.pk % (2**31 - 1)})"]
+    with connection.cursor() as cursor:
+        cursor.execute("SELECT prosrc FROM pg_proc WHERE proname = 'analysis_unit_unit_results_delete'")
+        assert f"pg_advisory_xact_lock({UNIT_ROWS_LOCK_NAMESPACE}," in cursor.fetchone()[0]
+        cursor.execute(
+            "SELECT count(*) FROM pg_constraint WHERE conrelid = 'analysis_unitresult'::regclass AND contype = 'f'"
+        )
+        assert cursor.fetchone()[0] == 0
