@@ -63,42 +63,55 @@ def test_a_run_deleted_in_sql_takes_its_rows_with_it(campaign):
 def test_a_delete_while_the_run_stores_its_rows_waits_and_then_takes_them(campaign):
     """Django's cascade deletes the rows first, before the store has committed them, then waits for
     the run's lock: the trigger deletes what the store committed meanwhile."""
-    import psycopg
-
     run = _run(campaign)
-    dsn = " ".join(f"{k}={v}" for k, v in connection.get_connection_params().items() if k in _DSN_KEYS)
-    store = psycopg.connect(dsn)
-    deleter, deleted = [], threading.Event()
-
-    def delete() -> None:
-        with psycopg.connect(dsn, autocommit=True) as other:
-            deleter.append(other.info.backend_pid)
-            with other.transaction():
-                other.execute("DELETE FROM analysis_unitresult WHERE run_id = %s", [run.pk])
-                other.execute("DELETE FROM analysis_runshard WHERE run_id = %s", [run.pk])
-                other.execute("DELETE FROM analysis_analysisrun WHERE id = %s", [run.pk])  # waits for the lock
-        deleted.set()
-
-    with store.transaction():  # as execute._store: the run locked, its rows written, then the commit
-        store.execute("SELECT 1 FROM analysis_analysisrun WHERE id = %s FOR UPDATE", [run.pk])
-        store.execute("DELETE FROM analysis_unitresult WHERE run_id = %s", [run.pk])
-        store.execute(
-            "INSERT INTO analysis_unitresult (run_id, unit_id, n) SELECT %s, id, 2 FROM grading_unit "
-            "WHERE campaign_id = %s",
-            [run.pk, campaign.pk],
-        )
-        worker = threading.Thread(target=delete)
-        worker.start()
-        _waits_for_a_lock(store, deleter)  # so it has deleted the rows it could see: none yet
-        assert not deleted.is_set()
-    worker.join(30)
-    store.close()
-    assert deleted.is_set()
+    _race(
+        store=[  # as execute._store: the run locked, its rows written, then the commit
+            ("SELECT 1 FROM analysis_analysisrun WHERE id = %s FOR UPDATE", [run.pk]),
+            ("DELETE FROM analysis_unitresult WHERE run_id = %s", [run.pk]),
+            (_ROWS_OF_EVERY_UNIT, [run.pk, campaign.pk]),
+        ],
+        delete=[
+            ("DELETE FROM analysis_unitresult WHERE run_id = %s", [run.pk]),  # sees none yet
+            ("DELETE FROM analysis_runshard WHERE run_id = %s", [run.pk]),
+            ("DELETE FROM analysis_analysisrun WHERE id = %s", [run.pk]),  # waits for the lock
+        ],
+    )
     assert not AnalysisRun.objects.filter(pk=run.pk).exists()
     assert not UnitResult.objects.filter(run_id=run.pk).exists()
 
 
 _DSN_KEYS = {"host", "port", "dbname", "user", "password"}
+_ROWS_OF_EVERY_UNIT = (
+    "INSERT INTO analysis_unitresult (run_id, unit_id, n) SELECT %s, id, 2 FROM grading_unit WHERE campaign_id = %s"
+)
+
+
+def _race(*, store: list[tuple[str, list]], delete: list[tuple[str, list]]) -> None:
+    """``store``'s statements in a transaction of one connection; while it is open, ``delete``'s in a
+    transaction of another, which must come to wait for a lock and end only after the store commits."""
+    import psycopg
+
+    dsn = " ".join(f"{k}={v}" for k, v in connection.get_connection_params().items() if k in _DSN_KEYS)
+    deleter, deleted = [], threading.Event()
+
+    def deleting() -> None:
+        with psycopg.connect(dsn, autocommit=True) as other:
+            deleter.append(other.info.backend_pid)
+            with other.transaction():
+                for sql, params in delete:
+                    other.execute(sql, params)
+        deleted.set()
+
+    with psycopg.connect(dsn) as storing:
+        with storing.transaction():
+            for sql, params in store:
+                storing.execute(sql, params)
+            worker = threading.Thread(target=deleting)
+            worker.start()
+            _waits_for_a_lock(storing, deleter)
+            assert not deleted.is_set()
+        worker.join(30)
+    assert deleted.is_set()
 
 
 def _waits_for_a_lock(observer, pids: list[int], seconds: float = 20.0) -> None:
@@ -112,7 +125,7 @@ def _waits_for_a_lock(observer, pids: list[int], seconds: float = 20.0) -> None:
             if row and row[0] == "Lock":
                 return
         time.sleep(0.02)
-    raise AssertionError("the delete did not come to wait for the run's lock")
+    raise AssertionError("the delete did not come to wait for the store's lock")
 
 
 def _unit_without_events(campaign) -> Unit:
@@ -163,41 +176,21 @@ def test_a_unit_deleted_in_sql_takes_its_rows_with_it(campaign):
 def test_a_unit_deleted_while_a_run_stores_its_rows_waits_and_then_takes_them(campaign):
     """The store holds its campaign's lock shared (``execute._units_hold``'s statement) until it
     commits; the unit's delete waits for it in the trigger and then deletes the committed row."""
-    import psycopg
-
     unit = _unit_without_events(campaign)
     run = _run(campaign)
     Judgment.objects.filter(unit=unit).delete()
     # The next run stores: rows of its own, so that the delete waits for no row the store has locked.
     storing = AnalysisRun.objects.create(campaign=campaign, parameters=runs.parameters_clean(PARAMS), seed=1)
-    dsn = " ".join(f"{k}={v}" for k, v in connection.get_connection_params().items() if k in _DSN_KEYS)
-    store = psycopg.connect(dsn)
-    deleter, deleted = [], threading.Event()
-
-    def delete() -> None:
-        with psycopg.connect(dsn, autocommit=True) as other:
-            deleter.append(other.info.backend_pid)
-            with other.transaction():
-                other.execute("DELETE FROM analysis_unitresult WHERE unit_id = %s", [unit.pk])  # Django's cascade
-                other.execute("DELETE FROM grading_unit WHERE id = %s", [unit.pk])  # waits in the trigger
-        deleted.set()
-
-    with store.transaction():  # as execute._store: the lock, the rows written, then the commit
-        store.execute(
-            "SELECT pg_advisory_xact_lock_shared(%s, %s)", [UNIT_ROWS_LOCK_NAMESPACE, campaign.pk % (2**31 - 1)]
-        )
-        store.execute(
-            "INSERT INTO analysis_unitresult (run_id, unit_id, n) SELECT %s, id, 2 FROM grading_unit "
-            "WHERE campaign_id = %s",
-            [storing.pk, campaign.pk],
-        )
-        worker = threading.Thread(target=delete)
-        worker.start()
-        _waits_for_a_lock(store, deleter)
-        assert not deleted.is_set()
-    worker.join(30)
-    store.close()
-    assert deleted.is_set()
+    _race(
+        store=[  # as execute._store: the campaign's lock, the rows written, then the commit
+            ("SELECT pg_advisory_xact_lock_shared(%s, %s)", [UNIT_ROWS_LOCK_NAMESPACE, campaign.pk % (2**31 - 1)]),
+            (_ROWS_OF_EVERY_UNIT, [storing.pk, campaign.pk]),
+        ],
+        delete=[
+            ("DELETE FROM analysis_unitresult WHERE unit_id = %s", [unit.pk]),  # Django's cascade
+            ("DELETE FROM grading_unit WHERE id = %s", [unit.pk]),  # waits in the trigger
+        ],
+    )
     assert not Unit.objects.filter(pk=unit.pk).exists()
     assert not UnitResult.objects.filter(unit_id=unit.pk).exists()
     assert UnitResult.objects.filter(run=run).count() == 6 == UnitResult.objects.filter(run=storing).count()
