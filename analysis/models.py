@@ -112,6 +112,11 @@ class RunShard(models.Model):
 UNIT_ROWS_LOCK_NAMESPACE = 1431917653
 
 
+def unit_rows_lock(campaign_id: int) -> tuple[int, int]:
+    """The two keys of ``pg_advisory_xact_lock*`` for the per-unit rows of ``campaign_id``."""
+    return UNIT_ROWS_LOCK_NAMESPACE, campaign_id % (2**31 - 1)
+
+
 class UnitResult(models.Model):
     """One unit's aggregates and confusability as computed by one analysis run.
 
@@ -133,9 +138,10 @@ class UnitResult(models.Model):
         AnalysisRun, on_delete=models.CASCADE, related_name="unit_results", db_index=False, db_constraint=False
     )
     # Nor on the unit: checking it locked each unit's row at the COMMIT, 9 of the 22 s of storing
-    # 2,000,000 rows. The store holds a shared lock of the campaign (``UNIT_ROWS_LOCK_NAMESPACE``) and drops the
-    # rows of units gone since the run read them; deleting a unit takes that lock exclusively and
-    # deletes the unit's rows in the database (migration analysis/0013). The index stays, for that.
+    # 2,000,000 rows. The store holds a lock of the campaign shared (``unit_rows_lock``) and drops
+    # the rows of units gone since the run read them; deleting a unit takes that lock exclusively
+    # and deletes the unit's rows in the database (migration analysis/0013). The index stays, for
+    # that delete.
     unit = models.ForeignKey("grading.Unit", on_delete=models.CASCADE, related_name="+", db_constraint=False)
     query_id = models.BigIntegerField(null=True, blank=True)
     n = models.PositiveIntegerField()

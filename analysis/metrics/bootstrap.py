@@ -81,17 +81,24 @@ def resample_weights(rng: np.random.Generator, sizes: np.ndarray, n_boot: int) -
         yield np.bincount(draws.ravel(), minlength=size * groups).reshape(size, groups).astype(float)
 
 
-def _unit_counts_blocked(rng: np.random.Generator, n: int) -> np.ndarray:
-    """How many times each of ``n`` units is drawn in ``n`` draws with replacement, drawn a block of
-    ``UNIT_BLOCK`` consecutive units at a time: the number of draws in each block is multinomial
-    with the blocks' shares of the units, and given it the draws within a block are uniform, which
-    is the distribution of ``n`` uniform draws over all the units."""
+def _blocks_drawn(rng: np.random.Generator, n: int) -> Iterator[tuple[int, np.ndarray]]:
+    """One replicate's draws of ``n`` units with replacement, a block of ``UNIT_BLOCK`` consecutive
+    units at a time: each block's first unit and how many times each of its units is drawn. The
+    number of draws in each block is multinomial with the blocks' shares of the units, and given
+    it the draws within a block are uniform, which is the distribution of ``n`` uniform draws over
+    all the units."""
     starts = np.arange(0, n, UNIT_BLOCK)
     lengths = np.minimum(UNIT_BLOCK, n - starts)
     in_block = rng.multinomial(n, lengths / n)
-    counts = np.empty(n, dtype=np.int64)
     for begin, length, drawn in zip(starts.tolist(), lengths.tolist(), in_block.tolist(), strict=True):
-        counts[begin : begin + length] = np.bincount(rng.integers(0, length, size=drawn), minlength=length)
+        yield begin, np.bincount(rng.integers(0, length, size=drawn), minlength=length)
+
+
+def _unit_counts_blocked(rng: np.random.Generator, n: int) -> np.ndarray:
+    """How many times each of ``n`` units is drawn in one replicate (``_blocks_drawn``)."""
+    counts = np.empty(n, dtype=np.int64)
+    for begin, drawn in _blocks_drawn(rng, n):
+        counts[begin : begin + drawn.size] = drawn
     return counts
 
 
@@ -143,14 +150,9 @@ def bootstrap_sums(
 def _unit_sums_blocked(rng: np.random.Generator, rows: np.ndarray) -> np.ndarray:
     """``_unit_counts_blocked(rng, n) @ rows`` for the ``n`` rows of ``rows``, from the same draws:
     each block's counts multiplied into the block's rows once drawn."""
-    n = rows.shape[0]
-    starts = np.arange(0, n, UNIT_BLOCK)
-    lengths = np.minimum(UNIT_BLOCK, n - starts)
-    in_block = rng.multinomial(n, lengths / n)
     out = np.zeros(rows.shape[1])
-    for begin, length, drawn in zip(starts.tolist(), lengths.tolist(), in_block.tolist(), strict=True):
-        counts = np.bincount(rng.integers(0, length, size=drawn), minlength=length)
-        out += counts @ rows[begin : begin + length]
+    for begin, drawn in _blocks_drawn(rng, rows.shape[0]):
+        out += drawn @ rows[begin : begin + drawn.size]
     return out
 
 

@@ -17,7 +17,7 @@ from django.db.models import Exists, F, OuterRef
 from django.utils import timezone
 
 from analysis import pgcopy, selectors
-from analysis.models import UNIT_ROWS_LOCK_NAMESPACE, AnalysisRun, RunShard, RunStatus, UnitResult
+from analysis.models import AnalysisRun, RunShard, RunStatus, UnitResult, unit_rows_lock
 from analysis.selectors import GraderSpan
 from analysis.services import attempts, reuse
 from analysis.services.model_handover import grader_model_hand_over
@@ -287,14 +287,12 @@ def _store(run: AnalysisRun, result: dict[str, Any], units: pd.DataFrame, progre
 
 
 def _units_hold(campaign_id: int) -> None:
-    """PostgreSQL: hold the campaign's per-unit rows lock (``UNIT_ROWS_LOCK_NAMESPACE``) shared until
+    """PostgreSQL: hold the campaign's per-unit rows lock (``models.unit_rows_lock``) shared until
     the COMMIT. A unit's deletion takes it exclusively before it deletes the unit's rows (migration
     analysis/0013), so it waits for rows this store has not committed yet, and this store waits for
     a deletion under way, whose unit the check after the rows are written then finds gone."""
     with connection.cursor() as cursor:
-        cursor.execute(
-            "SELECT pg_advisory_xact_lock_shared(%s, %s)", [UNIT_ROWS_LOCK_NAMESPACE, campaign_id % (2**31 - 1)]
-        )
+        cursor.execute("SELECT pg_advisory_xact_lock_shared(%s, %s)", unit_rows_lock(campaign_id))
 
 
 def _num(value: Any) -> float | None:

@@ -10,7 +10,7 @@ import pytest
 from django.db import connection
 from django.test.utils import CaptureQueriesContext
 
-from analysis.models import UNIT_ROWS_LOCK_NAMESPACE, AnalysisRun, RunStatus, UnitResult
+from analysis.models import UNIT_ROWS_LOCK_NAMESPACE, AnalysisRun, RunStatus, UnitResult, unit_rows_lock
 from analysis.services import execute, runs
 from analysis.services.execute import run_execute
 from grading.models import Judgment, Unit
@@ -183,7 +183,7 @@ def test_a_unit_deleted_while_a_run_stores_its_rows_waits_and_then_takes_them(ca
     storing = AnalysisRun.objects.create(campaign=campaign, parameters=runs.parameters_clean(PARAMS), seed=1)
     _race(
         store=[  # as execute._store: the campaign's lock, the rows written, then the commit
-            ("SELECT pg_advisory_xact_lock_shared(%s, %s)", [UNIT_ROWS_LOCK_NAMESPACE, campaign.pk % (2**31 - 1)]),
+            ("SELECT pg_advisory_xact_lock_shared(%s, %s)", list(unit_rows_lock(campaign.pk))),
             (_ROWS_OF_EVERY_UNIT, [storing.pk, campaign.pk]),
         ],
         delete=[
@@ -201,7 +201,8 @@ def test_the_store_takes_the_lock_that_the_trigger_waits_for(campaign):
     with CaptureQueriesContext(connection) as queries:
         _run(campaign)
     held = [q["sql"] for q in queries.captured_queries if "pg_advisory_xact_lock_shared" in q["sql"]]
-    assert held == [f"SELECT pg_advisory_xact_lock_shared({UNIT_ROWS_LOCK_NAMESPACE}, {campaign.pk % (2**31 - 1)})"]
+    assert unit_rows_lock(campaign.pk) == (UNIT_ROWS_LOCK_NAMESPACE, campaign.pk)  # ids below 2^31 - 1
+    assert held == [f"SELECT pg_advisory_xact_lock_shared({UNIT_ROWS_LOCK_NAMESPACE}, {campaign.pk})"]
     with connection.cursor() as cursor:
         cursor.execute("SELECT prosrc FROM pg_proc WHERE proname = 'analysis_unit_unit_results_delete'")
         assert f"pg_advisory_xact_lock({UNIT_ROWS_LOCK_NAMESPACE}," in cursor.fetchone()[0]

@@ -204,9 +204,9 @@ def test_sums_over_the_units_are_the_sums_of_the_same_draws(monkeypatch, units_a
     assert (grouped == product[:, 0] / product[:, 2]).all()
 
 
-def test_alpha_and_kappa_over_many_units_keep_their_intervals_when_summed_a_block_at_a_time(monkeypatch):
+def test_interval_alpha_over_many_units_keeps_its_interval_when_summed_a_block_at_a_time(monkeypatch):
     """Interval alpha's replicates, drawn over more than UNITS_AT_ONCE units, are those of the
-    replicate function applied to the same weights; Fleiss' kappa's groups are drawn as before."""
+    replicate function applied to the same weights."""
     from analysis.metrics import bootstrap
     from analysis.metrics.krippendorff import _groups
 
