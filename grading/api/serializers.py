@@ -3,9 +3,11 @@ only check that a request has the right shape (types, ids, timestamps)."""
 
 from __future__ import annotations
 
+import re
 import uuid
 from typing import Any
 
+from django.core.exceptions import ValidationError as DjangoValidationError
 from django.core.validators import RegexValidator
 from django.utils.dateparse import parse_datetime
 from drf_spectacular.utils import extend_schema_field
@@ -25,6 +27,15 @@ MAX_BATCH = 500
 # into the schema as patterns.
 NO_NUL = RegexValidator(r"^[^\x00]*$", message="must not hold a NUL character.")
 NOT_BLANK = RegexValidator(r"^[^\x00]*[^\s\x00][^\x00]*$", message="must hold more than white space.")
+
+
+class WholeTextValidator(RegexValidator):
+    """A RegexValidator held to the whole text: in Python `$` also matches before a final newline,
+    so that `^code$` would take "code\\n", which the schema's pattern (ECMA's `$`) refuses."""
+
+    def __call__(self, value: Any) -> None:
+        if not isinstance(value, str) or self.regex.fullmatch(value) is None:
+            raise DjangoValidationError(self.message, code=self.code, params={"value": value})
 
 
 def text_field(*, blank: bool = False, **kwargs: Any) -> serializers.CharField:
@@ -92,6 +103,40 @@ class AwareDateTimeField(serializers.DateTimeField):
                     f"must carry a time zone offset or Z (e.g. 2026-11-25T10:00:00Z), got {value!r}."
                 )
         return super().to_internal_value(value)
+
+
+# An amount of money, as the service takes it (0 to join_links.MAX_RATE = 100000, two decimals at
+# most). [0-9], not \d: Python's \d takes every Unicode digit, and so does Decimal.
+MONEY = r"^(?:[0-9]{1,5}(?:\.[0-9]{1,2})?|100000(?:\.00?)?)$"
+
+
+@extend_schema_field(
+    {
+        "type": "string",
+        "pattern": MONEY,
+        "description": 'An amount from 0 to 100000 with at most two decimals, as a string: "12.50".',
+    }
+)
+class MoneyField(serializers.DecimalField):
+    """An amount as a decimal string, or null: the schema's pattern is exactly what it takes.
+    (DRF's own DecimalField also takes JSON numbers, white space, a sign and "" for null, and its
+    schema pattern lets through strings it refuses, such as "-.".)"""
+
+    def __init__(self, **kwargs: Any) -> None:
+        super().__init__(max_digits=8, decimal_places=2, **kwargs)
+
+    def validate_empty_values(self, data: Any) -> tuple[bool, Any]:
+        # DecimalField reads "" and white space as null; here they are refused like any other
+        # string the pattern refuses (null is null).
+        return serializers.Field.validate_empty_values(self, data)
+
+    def to_internal_value(self, data: Any) -> Any:
+        if not isinstance(data, str) or not re.fullmatch(MONEY, data):
+            raise serializers.ValidationError(
+                f'must be an amount from 0 to 100000 with at most two decimals, as a string such as "12.50"; '
+                f"got {data!r}."
+            )
+        return super().to_internal_value(data)
 
 
 def id_field(**kwargs: Any) -> serializers.IntegerField:
@@ -319,7 +364,13 @@ class MemberOut(serializers.Serializer):
 
 
 class JoinLinkIn(serializers.Serializer):
-    completion_code = serializers.CharField(max_length=64)
+    # Codes and currencies are taken as written (no white space trimmed), so that the schema's
+    # patterns say exactly which ones the service takes.
+    completion_code = serializers.CharField(
+        max_length=64,
+        trim_whitespace=False,
+        validators=[WholeTextValidator(r"^[A-Za-z0-9_-]{1,64}$", message="must be 1 to 64 letters, digits, _ or -.")],
+    )
     max_participants = serializers.IntegerField(min_value=1, max_value=100000)
     units_per_participant = serializers.IntegerField(min_value=1, required=False, allow_null=True)
     expires_at = serializers.DateTimeField(required=False, allow_null=True)
@@ -337,13 +388,15 @@ class JoinLinkIn(serializers.Serializer):
         max_length=500,
         help_text="The platform's return address; {code} becomes the completion code.",
     )
-    pay_per_unit = serializers.DecimalField(
-        max_digits=8, decimal_places=2, min_value=0, required=False, allow_null=True
+    pay_per_unit = MoneyField(required=False, allow_null=True)
+    pay_per_hour = MoneyField(required=False, allow_null=True)
+    currency = serializers.CharField(
+        required=False,
+        allow_blank=True,
+        max_length=3,
+        trim_whitespace=False,
+        validators=[WholeTextValidator(r"^([A-Za-z]{3})?$", message="must be a three-letter code such as GBP or USD.")],
     )
-    pay_per_hour = serializers.DecimalField(
-        max_digits=8, decimal_places=2, min_value=0, required=False, allow_null=True
-    )
-    currency = serializers.CharField(required=False, allow_blank=True, max_length=3)
 
 
 class JoinLinkPatch(serializers.Serializer):

@@ -2,8 +2,10 @@
 no server errors, and no response that contradicts the schema (status code, content type, body).
 
 Bounded for CI (FUZZ_EXAMPLES examples per operation and role, derandomized, i.e. a fixed seed);
-`make fuzz` runs the same with many more. The tally of examples and failures goes to
-test-artifacts/schemathesis-tally.json."""
+`make fuzz` runs the same with many more. The same requests meet the same rows in every run: the
+database's id sequences start again from 1 for each operation, so which generated ids name the
+campaign and its objects does not depend on the tests that ran before in the same process. The
+tally of examples and failures goes to test-artifacts/schemathesis-tally.json."""
 
 from __future__ import annotations
 
@@ -60,13 +62,15 @@ CHECKS = [
     object_level_authorization,
 ]
 
-pytestmark = [pytest.mark.postgres, pytest.mark.django_db]
+# Committed requests and sequences reset per test: without the reset, the campaign's id was whatever
+# the earlier tests of the process left, and a generated id named it in some runs and not in others.
+pytestmark = [pytest.mark.postgres, pytest.mark.django_db(transaction=True, reset_sequences=True)]
 
 
 @pytest.fixture
-def api_schema(db):
-    """The schema served by the app, and the app to send requests to (in this process, inside the
-    test's transaction: like Django's test client, requests must not close the connection)."""
+def api_schema(transactional_db):
+    """The schema served by the app, and the app to send requests to (in this process: like Django's
+    test client, requests must not close the test's connection)."""
     from django.core import signals
     from django.db import close_old_connections
 
@@ -168,6 +172,20 @@ def _client_ts_outside_window(case, response) -> bool:
     return body.get("field") == "client_ts" and "outside the accepted window" in body.get("detail", "")
 
 
+JOIN_LINK_WRITES = {"POST /api/campaigns/{id}/join-links/", "PATCH /api/campaigns/{id}/join-links/{link_id}/"}
+
+
+def _join_link_content_refused(case, response) -> bool:
+    """Whether a join link's qualification names gold units of the campaign, its return_url is an
+    http(s) address and its expires_at lies ahead is no part of the schema: such a link is refused
+    with 400 naming that field and nothing is made (tests/grading/test_join_links.py and
+    test_qualification.py hold it to that). Its code, currency and rates are in the schema, exactly."""
+    if case.operation.label not in JOIN_LINK_WRITES or response.status_code != 400:
+        return False
+    field = response.json().get("field", "")
+    return field in ("return_url", "expires_at") or field.split(".")[0] == "qualification"
+
+
 @schema.parametrize()
 @settings(max_examples=EXAMPLES, derandomize=True, deadline=None, suppress_health_check=list(HealthCheck))
 def test_the_api_answers_every_generated_request_as_its_schema_says(case, tokens):
@@ -182,6 +200,7 @@ def test_the_api_answers_every_generated_request_as_its_schema_says(case, tokens
             _credentials_refused(case, response)
             or _upload_content_refused(case, response)
             or _client_ts_outside_window(case, response)
+            or _join_link_content_refused(case, response)
         ):
             skip.add(positive_data_acceptance)
             TALLY["refused_by_content"] += 1  # counted, so that a growing share shows

@@ -5,6 +5,7 @@ A full, paused or expired link says so and creates nothing; ids are bounded; vis
 
 from __future__ import annotations
 
+import re
 from datetime import timedelta
 
 import pytest
@@ -498,6 +499,49 @@ def test_pay_is_the_links_rate_per_unit_rated_plus_per_hour_of_active_time(clien
     assert (row["pay"], row["currency"]) == ("2.20", "GBP")  # 2 × 0.50 + 12.00 × 0.1 h
     csv_text = client.get(f"/reports/campaigns/{campaign.pk}/download/participants.csv").content.decode()
     assert csv_text.splitlines()[1].endswith(",2.20,GBP")
+
+
+@pytest.mark.parametrize(
+    ("field", "value", "taken"),
+    [
+        ("pay_per_unit", "0.50", True),
+        ("pay_per_unit", "100000.00", True),
+        ("pay_per_unit", "12", True),
+        ("pay_per_unit", "-.", False),  # DRF's own pattern for a decimal took this, and then refused it
+        ("pay_per_unit", "", False),
+        ("pay_per_unit", ".5", False),
+        ("pay_per_unit", "5.", False),
+        ("pay_per_unit", "100000.01", False),
+        ("pay_per_unit", " 1.00", False),
+        ("pay_per_unit", "\u0663", False),  # an Arabic-Indic 3: a digit to Python's \\d and to Decimal
+        ("pay_per_unit", 12.5, False),  # a number, not a string
+        ("pay_per_hour", "-1", False),
+        ("currency", "gbp", True),
+        ("currency", "", True),
+        ("currency", " GB", False),
+        ("currency", "\u00a3", False),
+        ("completion_code", "C-1_x", True),
+        ("completion_code", "C1\n", False),  # Python's `$` matches before a final newline; the schema's does not
+        ("completion_code", " C1", False),
+        ("completion_code", "C*1", False),
+    ],
+)
+def test_a_code_a_currency_and_a_rate_are_taken_exactly_when_the_schema_pattern_says(
+    client, campaign, organizer, field, value, taken
+):
+    """The schema's pattern is what the server takes: a client (or a fuzzer) that builds a value by
+    the schema is never refused, and one the schema refuses is refused naming the field."""
+    client.force_login(organizer)
+    schema = client.get("/api/schema/?format=json").json()["components"]["schemas"]["JoinLinkIn"]["properties"]
+    pattern = schema[field]["pattern"]
+    assert (isinstance(value, str) and re.search(pattern, value) is not None and "\n" not in value) == taken
+    body = {"completion_code": "X", "max_participants": 2, field: value}
+    response = client.post(f"/api/campaigns/{campaign.pk}/join-links/", body, content_type="application/json")
+    if taken:
+        assert response.status_code == 201, response.content
+    else:
+        assert response.status_code == 400 and response.json()["field"] == field, response.content
+    assert JoinLink.objects.count() == int(taken)
 
 
 def test_a_negative_rate_or_a_bad_currency_is_refused_naming_the_field(client, campaign, organizer):
