@@ -9,7 +9,9 @@ two steps, which give the same distribution: how many of the ``n`` draws fall in
 ``UNIT_BLOCK`` consecutive units (multinomial with the blocks' shares), then that many uniform
 draws within each block, counted there (the counts of one block fit in the processor's cache; over
 2,000,000 units, counting the draws across all of them at once waited on memory for most of its
-time).
+time). There each replicate draws from a generator of its own, seeded by one number drawn from the
+run's generator and the replicate's index (``replicate_generators``), so that the replicates can be
+drawn on every core at once and still be the same whichever core draws which.
 
 Reference: Efron, B. & Tibshirani, R. (1993). An Introduction to the Bootstrap, ch. 13 (percentile
 intervals).
@@ -17,7 +19,9 @@ intervals).
 
 from __future__ import annotations
 
+import os
 from collections.abc import Callable, Iterator, Sequence
+from concurrent.futures import ThreadPoolExecutor
 from typing import Any, NamedTuple
 
 import numpy as np
@@ -58,19 +62,21 @@ def resample_weights(rng: np.random.Generator, sizes: np.ndarray, n_boot: int) -
     ``sizes[g]`` units share the per-unit quantities of group ``g`` (all ones when units are not
     grouped). Drawing ``n = sizes.sum()`` units with replacement gives group counts that are
     multinomial with shares ``sizes / n``: few groups are drawn that way directly, many by drawing
-    units. Yields ``(b, n_groups)`` float arrays whose rows sum to ``n``.
+    units (beyond ``UNITS_AT_ONCE`` units, each replicate from its own generator,
+    ``replicate_generators``). Yields ``(b, n_groups)`` float arrays whose rows sum to ``n``.
     """
     n, groups = int(sizes.sum()), sizes.size
     block = max(1, MAX_CELLS // max(n, 1))
+    replicates = replicate_generators(rng, n_boot) if n > UNITS_AT_ONCE and groups * 8 > n else []
     for start in range(0, n_boot, block):
         size = min(block, n_boot - start)
         if groups * 8 <= n:
             yield rng.multinomial(n, sizes / n, size=size).astype(float)
             continue
-        if n > UNITS_AT_ONCE:
+        if replicates:
             out = np.empty((size, groups))
-            for row in out:
-                row[:] = _group_counts(_unit_counts_blocked(rng, n), sizes)
+            for row, own in zip(out, replicates[start : start + size], strict=True):
+                row[:] = _group_counts(_unit_counts_blocked(own, n), sizes)
             yield out
             continue
         draws = rng.integers(0, n, size=(size, n))
@@ -79,6 +85,21 @@ def resample_weights(rng: np.random.Generator, sizes: np.ndarray, n_boot: int) -
         if size > 1:  # each row's draws counted in a block of its own (a block of one needs no shift)
             draws += np.arange(size)[:, None] * groups
         yield np.bincount(draws.ravel(), minlength=size * groups).reshape(size, groups).astype(float)
+
+
+def replicate_generators(rng: np.random.Generator, n_boot: int) -> list[np.random.Generator]:
+    """One generator per replicate, for draws over more than ``UNITS_AT_ONCE`` units: replicate
+    ``b``'s is seeded by ``(s, b)``, where ``s`` is the one number drawn from ``rng`` (so ``rng``'s
+    later draws do not depend on ``n_boot``). Its draws are then the same whichever thread makes
+    them, and in whatever order the replicates are drawn."""
+    first = int(rng.integers(0, 2**63))
+    return [np.random.default_rng([first, b]) for b in range(n_boot)]
+
+
+def _threads(tasks: int) -> int:
+    """Threads to draw ``tasks`` replicates on: one per core this process may run on."""
+    cores = len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else os.cpu_count() or 1
+    return max(1, min(cores, tasks))
 
 
 def _blocks_drawn(rng: np.random.Generator, n: int) -> Iterator[tuple[int, np.ndarray]]:
@@ -133,26 +154,32 @@ def bootstrap_sums(
     """``bootstrap_replicates`` of a statistic of sums over the units: ``statistic`` maps the
     resamples' sums ``(b, k)`` of the groups' rows ``per_group`` ``(n_groups, k)`` to ``(b,)``.
 
-    The draws are ``resample_weights``' own, from the same generator in the same order. Beyond
+    The draws are ``resample_weights``' own, from the same generators in the same order. Beyond
     ``UNITS_AT_ONCE`` units, one a group, each block's counts are multiplied into its rows as soon as
     they are drawn (``_unit_sums_blocked``), while both are in the processor's cache, instead of
     writing the replicate's counts over every unit and reading them back with every row: over
-    2,000,000 units 2.3 times faster. The sums then add in another order, so they may differ from
-    ``weights @ per_group`` in the last bits."""
+    2,000,000 units 2.3 times faster. The replicates are then drawn on every core at once, each from
+    its own generator (``replicate_generators``). The sums add in another order, so they may differ
+    from ``weights @ per_group`` in the last bits."""
     rng = as_rng(rng)
     n_boot = as_positive_int(n_boot, name="n_boot")
     sizes, per_group = np.asarray(sizes), np.asarray(per_group, dtype=float)
     if int(sizes.sum()) > UNITS_AT_ONCE and sizes.size == sizes.sum():
-        return statistic(np.stack([_unit_sums_blocked(rng, per_group) for _ in range(n_boot)]))
+        columns = np.ascontiguousarray(per_group.T)  # a block's rows, as the columns of one product
+        generators = replicate_generators(rng, n_boot)
+        with ThreadPoolExecutor(_threads(n_boot)) as pool:  # numpy lets go of the GIL as it draws and multiplies
+            sums = list(pool.map(lambda own: _unit_sums_blocked(own, columns), generators))
+        return statistic(np.stack(sums))
     return np.concatenate([statistic(w @ per_group) for w in resample_weights(rng, sizes, n_boot)])
 
 
-def _unit_sums_blocked(rng: np.random.Generator, rows: np.ndarray) -> np.ndarray:
-    """``_unit_counts_blocked(rng, n) @ rows`` for the ``n`` rows of ``rows``, from the same draws:
-    each block's counts multiplied into the block's rows once drawn."""
-    out = np.zeros(rows.shape[1])
-    for begin, drawn in _blocks_drawn(rng, rows.shape[0]):
-        out += drawn @ rows[begin : begin + drawn.size]
+def _unit_sums_blocked(rng: np.random.Generator, columns: np.ndarray) -> np.ndarray:
+    """``_unit_counts_blocked(rng, n) @ columns.T`` for the ``n`` columns of ``columns`` (the
+    quantities of a unit are a column), from the same draws: each block's counts multiplied into
+    the block's columns once drawn."""
+    out = np.zeros(columns.shape[0])
+    for begin, drawn in _blocks_drawn(rng, columns.shape[1]):
+        out += columns[:, begin : begin + drawn.size] @ drawn.astype(float)
     return out
 
 

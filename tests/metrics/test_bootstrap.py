@@ -220,3 +220,31 @@ def test_interval_alpha_over_many_units_keeps_its_interval_when_summed_a_block_a
     replicates = _replicate(groups, "interval")(weights)
     low, high = np.quantile(replicates, [0.025, 0.975])
     assert got.ci_low == pytest.approx(low, rel=1e-10) and got.ci_high == pytest.approx(high, rel=1e-10)
+
+
+def test_replicates_over_many_units_are_the_same_on_one_thread_or_many(monkeypatch):
+    """Beyond UNITS_AT_ONCE units each replicate draws from its own generator, seeded by one number
+    drawn from the run's generator and the replicate's index: the sums are bit for bit the same
+    whether one thread draws every replicate or four draw them at once, and the run's generator
+    moves on by that one number whatever the number of replicates."""
+    from analysis.metrics import bootstrap
+
+    monkeypatch.setattr(bootstrap, "UNIT_BLOCK", 64)
+    monkeypatch.setattr(bootstrap, "UNITS_AT_ONCE", 500)
+    rows = np.random.default_rng(30).normal(size=(1_000, 3))
+    sizes = np.ones(1_000, dtype=int)
+
+    def sums(threads: int, n_boot: int = 40) -> tuple[np.ndarray, float]:
+        monkeypatch.setattr(bootstrap, "_threads", lambda tasks: threads)
+        rng = np.random.default_rng(31)
+        got = bootstrap.bootstrap_sums(sizes, rows, lambda s: s[:, 0] * 1e6 + s[:, 1], rng=rng, n_boot=n_boot)
+        return got, rng.random()
+
+    alone, after = sums(1)
+    together, after_together = sums(4)
+    assert (alone == together).all() and after == after_together
+    assert sums(1, n_boot=7)[1] == after  # the run's later draws do not depend on n_boot
+    assert np.unique(alone).size == alone.size  # the replicates differ from one another
+    first = int(np.random.default_rng(31).integers(0, 2**63))
+    replicate_3 = bootstrap._unit_sums_blocked(np.random.default_rng([first, 3]), np.ascontiguousarray(rows.T))
+    assert alone[3] == replicate_3[0] * 1e6 + replicate_3[1]
