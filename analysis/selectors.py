@@ -847,25 +847,39 @@ def participants_rows(*, campaign_id: int) -> list[dict[str, Any]]:
     return rows
 
 
-def judgments_per_grader(*, campaign_id: int) -> list[tuple[int, int]]:
-    """(grader, judgments not skipped) of every grader with some, by grader id: what a run's shards
-    are cut from (analysis.services.shards)."""
-    return list(
-        Judgment.objects.filter(campaign_id=campaign_id, skipped=False)
+@dataclass(frozen=True)
+class GraderJudgments:
+    """A grader's judgments in a campaign, counted for a run's plan."""
+
+    grader: int
+    kept: int  # not skipped: what a run's shards are cut by (analysis.services.shards)
+    n: int  # all of them, and the highest id and latest change: what a shard's fingerprint sums up
+    last: int
+    latest: str | None
+
+
+def judgments_per_grader(*, campaign_id: int) -> list[GraderJudgments]:
+    """Every grader with a judgment in the campaign, by grader id: one pass over the judgments
+    serves both the shards' plan and their fingerprints (``shard_inputs``)."""
+    rows = (
+        Judgment.objects.filter(campaign_id=campaign_id)
         .order_by("grader_id")
         .values("grader_id")
-        .annotate(n=Count("pk"))
-        .values_list("grader_id", "n")
+        .annotate(kept=Count("pk", filter=Q(skipped=False)), n=Count("pk"), last=Max("pk"), latest=Max("updated_at"))
+        .values_list("grader_id", "kept", "n", "last", "latest")
     )
+    return [GraderJudgments(grader, kept, n, last, _stamp(latest)) for grader, kept, n, last, latest in rows]
 
 
-def shard_inputs(*, campaign_id: int) -> tuple[list[Any], dict[int, list[Any]]]:
+def shard_inputs(
+    *, campaign_id: int, judged: list[GraderJudgments] | None = None
+) -> tuple[list[Any], dict[int, list[Any]]]:
     """What a shard's part is made from, summarised so that any change to it changes the summary
     (analysis.services.reuse): the campaign's units and hidden gold (which units and queries the
     judgments belong to, and which count), and per grader their judgments (any insert, delete or
     value change moves the count, the highest id or the latest ``updated_at``), their events (never
     changed nor deleted: the count says whether any came) and their hidden repeats (which of their
-    events count)."""
+    events count). ``judged``: the campaign's ``judgments_per_grader``, when the caller has it."""
     units = Unit.objects.filter(campaign_id=campaign_id).aggregate(
         n=Count("pk"), last=Max("pk"), queries=Sum(Coalesce("query_id", 0))
     )
@@ -874,8 +888,8 @@ def shard_inputs(*, campaign_id: int) -> tuple[list[Any], dict[int, list[Any]]]:
     )
     campaign = [units["n"], units["last"], units["queries"], gold["n"], gold["units"], _stamp(gold["changed"])]
     graders: dict[int, list[Any]] = {}
-    for grader, *summary in _per_grader(Judgment.objects.filter(campaign_id=campaign_id), "updated_at"):
-        graders.setdefault(grader, []).extend(["judgments", *summary])
+    for row in judgments_per_grader(campaign_id=campaign_id) if judged is None else judged:
+        graders.setdefault(row.grader, []).extend(["judgments", row.n, row.last, row.latest])
     events = GradingEvent.objects.filter(campaign_id=campaign_id).order_by().values("grader_id").annotate(n=Count("pk"))
     for grader, n in events.values_list("grader_id", "n"):
         graders.setdefault(grader, []).extend(["events", n])

@@ -58,8 +58,9 @@ def run_execute(*, run_id: int, task_id: str = "", worker_heartbeat: bool = True
         progress.stage("planning shards", 1)
         exclusions_before_reading(campaign_id=run.campaign_id)
         excluded = selectors.excluded_grader_ids(campaign_id=run.campaign_id)
-        spans = shard_plan(campaign_id=run.campaign_id)
-        plan = _plan_store(run, spans, _fingerprints(run, spans, excluded))
+        judged = selectors.judgments_per_grader(campaign_id=run.campaign_id)  # one pass: plan and fingerprints
+        spans = shard_plan(campaign_id=run.campaign_id, judged=judged)
+        plan = _plan_store(run, spans, _fingerprints(run, spans, excluded, judged))
         reused = reuse.parts_reuse(run=run, shards=plan) if len(plan) > 1 else set()
         progress.stage("reading shards", 2)
         unread = [shard.index for shard in plan if shard.pk not in reused]
@@ -194,13 +195,17 @@ def _owned(run_id: int, attempt: int) -> AnalysisRun | None:
     return attempts.run_owned(run_id=run_id, attempt=attempt).first()
 
 
-def _fingerprints(run: AnalysisRun, plan: list[GraderSpan], excluded: set[int]) -> list[str]:
+def _fingerprints(
+    run: AnalysisRun, plan: list[GraderSpan], excluded: set[int], judged: list[selectors.GraderJudgments]
+) -> list[str]:
     """The shards' fingerprints (``reuse.fingerprints``); none for a run of one shard, which keeps no
     part to be taken."""
     if len(plan) < 2:
         return [""] * len(plan)
     tolerance = float(run.parameters.get("fine_tolerance", DEFAULT_TOLERANCE))
-    return reuse.fingerprints(campaign_id=run.campaign_id, plan=plan, excluded=excluded, tolerance=tolerance)
+    return reuse.fingerprints(
+        campaign_id=run.campaign_id, plan=plan, excluded=excluded, tolerance=tolerance, judged=judged
+    )
 
 
 def _plan_store(run: AnalysisRun, plan: list[GraderSpan], fingerprints: list[str]) -> list[RunShard]:

@@ -40,10 +40,17 @@ PART_CODE = (
 )
 
 
-def fingerprints(*, campaign_id: int, plan: list[GraderSpan], excluded: set[int], tolerance: float) -> list[str]:
+def fingerprints(
+    *,
+    campaign_id: int,
+    plan: list[GraderSpan],
+    excluded: set[int],
+    tolerance: float,
+    judged: list[selectors.GraderJudgments] | None = None,
+) -> list[str]:
     """One fingerprint per shard of ``plan``: equal for two shards exactly when they would read the
-    same graders' same data the same way."""
-    campaign, graders = selectors.shard_inputs(campaign_id=campaign_id)
+    same graders' same data the same way. ``judged``: as ``selectors.shard_inputs`` takes it."""
+    campaign, graders = selectors.shard_inputs(campaign_id=campaign_id, judged=judged)
     scheme = Campaign.objects.values_list("scheme", flat=True).get(pk=campaign_id)
     shared = {"code": _code_digest(), "scheme": scheme, "tolerance": float(tolerance), "campaign": campaign}
     out = []

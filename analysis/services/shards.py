@@ -69,22 +69,27 @@ def judgments_per_shard() -> int:
     return int(settings.ANALYSIS_SHARD_JUDGMENTS)
 
 
-def shard_plan(*, campaign_id: int, per_shard: int | None = None) -> list[GraderSpan]:
+def shard_plan(
+    *, campaign_id: int, per_shard: int | None = None, judged: list[selectors.GraderJudgments] | None = None
+) -> list[GraderSpan]:
     """The campaign's graders cut into spans of consecutive ids with about ``per_shard`` judgments
     each (ANALYSIS_SHARD_JUDGMENTS by default); one span of everyone when they all fit in one.
+    ``judged``: the campaign's ``selectors.judgments_per_grader``, when the caller has it.
 
     A grader is never split, so a grader with more than ``per_shard`` judgments makes a shard of
     their own. The first span is open below and the last open above: graders with events but no
     judgment yet belong to a shard too."""
     per_shard = per_shard or judgments_per_shard()
-    counts = selectors.judgments_per_grader(campaign_id=campaign_id)
+    judged = selectors.judgments_per_grader(campaign_id=campaign_id) if judged is None else judged
     cuts: list[int] = []
     held = 0
-    for grader, n in counts:
-        if held and held + n > per_shard:
-            cuts.append(grader)
+    for row in judged:
+        if not row.kept:  # only skips: no judgment to read, so no cut before the grader
+            continue
+        if held and held + row.kept > per_shard:
+            cuts.append(row.grader)
             held = 0
-        held += n
+        held += row.kept
     bounds: list[int | None] = [None, *cuts, None]
     return [(bounds[i], bounds[i + 1]) for i in range(len(bounds) - 1)]
 
