@@ -7,11 +7,19 @@ from datetime import UTC, datetime, timedelta
 
 import pytest
 
-from grading.models import Assignment, Campaign
+from grading.models import Assignment, Campaign, Unit
 from grading.models.choices import Scheme
 from tests.factories import make_campaign, make_user, record
 
 BROADS = ["NS", "SS", "VS"]
+
+
+def truth_levels(campaign: Campaign) -> dict[int, int]:
+    """Per unit id, the BROAD level (0 NS, 1 SS, 2 VS) judge_broad_fine's graders see in the unit:
+    from the unit's place among the campaign's units, not from its id, which depends on the tests
+    that ran before in the same database (a test passed alone and failed after two others)."""
+    units = Unit.objects.filter(campaign=campaign).order_by("pk").values_list("pk", flat=True)
+    return {pk: ((place + 1) * 7) % 3 for place, pk in enumerate(units)}
 
 
 def judge_broad_fine(campaign: Campaign, *, seed: int = 1, changes: bool = True) -> None:
@@ -20,8 +28,12 @@ def judge_broad_fine(campaign: Campaign, *, seed: int = 1, changes: bool = True)
     start = datetime.now(UTC).replace(hour=0, minute=0, second=0, microsecond=0) - timedelta(
         days=30
     )  # inside the client_ts window
-    for i, a in enumerate(Assignment.objects.filter(campaign=campaign).select_related("grader").order_by("pk")):
-        truth = (a.unit_id * 7) % 3
+    levels = truth_levels(campaign)
+    # By grader, then unit: the order in which assignments were made (their ids) varies with the
+    # ids of the graders, so that the noise fell on other judgments after other tests.
+    assignments = Assignment.objects.filter(campaign=campaign).select_related("grader")
+    for i, a in enumerate(assignments.order_by("grader_id", "unit_id", "pk")):
+        truth = levels[a.unit_id]
         level = min(2, max(0, truth + rng.choice([0, 0, 0, 1, -1])))
         fine = round(min(10.0, max(0.0, 1.5 + 3.5 * level + rng.uniform(-1.5, 1.5))), 1)
         t = start + timedelta(minutes=i)

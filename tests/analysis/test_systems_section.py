@@ -23,7 +23,7 @@ from grading.services.system_scores import (
     system_scores_import,
     system_scores_rows_from_csv,
 )
-from tests.analysis.conftest import judge_broad_fine
+from tests.analysis.conftest import judge_broad_fine, truth_levels
 from tests.factories import make_campaign, make_user
 
 pytestmark = pytest.mark.django_db
@@ -61,8 +61,9 @@ def _run(campaign, n_boot: int = 200) -> AnalysisRun:
 def _scores_csv(campaign, noise: dict[str, float], seed: int = 0) -> str:
     rng = np.random.default_rng(seed)
     lines = ["unit,system,score"]
+    levels = truth_levels(campaign)
     for unit in Unit.objects.filter(campaign=campaign).order_by("pk"):
-        base = (unit.pk * 7) % 3 * 3.5 + 1.5  # the truth judge_broad_fine simulates
+        base = levels[unit.pk] * 3.5 + 1.5  # the truth judge_broad_fine simulates
         lines += [f"{unit.external_id},{s},{base + rng.normal(0, n):.3f}" for s, n in noise.items()]
     return "\n".join(lines) + "\n"
 
