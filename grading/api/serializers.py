@@ -18,6 +18,8 @@ from grading.jsontext import json_problem
 from grading.models import Assignment, Campaign, Candidate, Judgment, Query
 from grading.models.choices import CampaignStatus, EventType, Policy, Role, Scheme
 from grading.services.events import judgment_summary
+from grading.services.join_links import CODE
+from grading.services.qualification import CODE_CHARS
 
 MAX_ID = 2**63 - 1
 MAX_SEQ = 2**31 - 1
@@ -369,7 +371,7 @@ class JoinLinkIn(serializers.Serializer):
     completion_code = serializers.CharField(
         max_length=64,
         trim_whitespace=False,
-        validators=[WholeTextValidator(r"^[A-Za-z0-9_-]{1,64}$", message="must be 1 to 64 letters, digits, _ or -.")],
+        validators=[WholeTextValidator(CODE.pattern, message=f"must be {CODE_CHARS}.")],
     )
     max_participants = serializers.IntegerField(min_value=1, max_value=100000)
     units_per_participant = serializers.IntegerField(min_value=1, required=False, allow_null=True)
