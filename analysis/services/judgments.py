@@ -9,7 +9,10 @@ slice by slice, come out the same whichever holds the judgments.
 - ``FrameJudgments`` holds that one frame (the ``agreement`` command's ratings file, tests).
 - ``StoredJudgments`` holds the shards' parts as they came (Parquet, a few bytes a judgment) and
   reads each slice from them when it is asked for: the combining step never holds every judgment
-  at once (0.56 GB at 10^7 judgments, with transients of a gigabyte on top).
+  at once (0.56 GB at 10^7 judgments, with transients of a gigabyte on top). Its first full pass
+  also writes each slice, merged and with its value columns, to files of its own (``_Spill``),
+  from which the later passes read it back (at 10^7 judgments a pass from the parts took 1.3 s
+  of CPU, one from the files 0.3 s; the combining step makes eight).
 
 Reading everything at once (``frame``) is there for what needs it, and says so.
 """
@@ -17,6 +20,9 @@ Reading everything at once (``frame``) is there for what needs it, and says so.
 from __future__ import annotations
 
 import io
+import logging
+import os
+import tempfile
 from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
 from typing import Any, Protocol
@@ -40,6 +46,8 @@ class ShardPart(Protocol):
 
     def column(self, name: str) -> np.ndarray: ...
 
+
+logger = logging.getLogger(__name__)
 
 VALUE_COLUMNS = ("cat", "num")
 
@@ -159,6 +167,7 @@ class StoredJudgments(Judgments):
         self._units, self._counts = self._unit_counts()
         self._n = int(self._counts.sum())
         self._bounds = _chunk_bounds(self._units, self._counts, rows or values.CHUNK_ROWS)
+        self._spill: _Spill | None = None  # every slice, once a full pass has written it
         memory_release()  # the parts' unit columns, read to count (190 MB of C heap at 10^7)
 
     def __len__(self) -> int:
@@ -187,21 +196,48 @@ class StoredJudgments(Judgments):
     def chunks(self, columns: Sequence[str] | None = None) -> Iterator[pd.DataFrame]:
         if not self._n:
             return
-        stored = self._stored_columns(columns)
-        derive = frozenset(VALUE_COLUMNS if columns is None else set(columns) & set(VALUE_COLUMNS))
+        wanted = self._slice_columns(columns)
+        if self._spill is not None and self._spill.complete:
+            for i in range(len(self._bounds)):
+                yield self._spill.read(i, wanted)
+            return
+        # With more than one slice, a pass while no other is writing reads every column and writes
+        # each slice to the spill, for the passes after it to read; a pass left before its end
+        # (a consumer that took what it needed) leaves no spill, and the next pass writes one.
+        spill = _Spill.opened() if self._spill is None and len(self._bounds) > 1 else None
+        self._spill = spill or self._spill
+        stored = self._stored_columns(None if spill else columns)
+        derive = frozenset(VALUE_COLUMNS if columns is None or spill else set(columns) & set(VALUE_COLUMNS))
         readers = [_PartReader(part, stored, self.excluded) for part in self.parts]
         start = 0
-        for last in self._bounds:  # the last unit of each slice
-            pieces = [reader.through(last) for reader in readers]
-            pieces = [p for p in pieces if len(p)] or pieces[:1]
-            chunk = self._merged(pieces, stored)
-            del pieces
-            chunk.index = pd.RangeIndex(start, start + len(chunk))
-            start += len(chunk)
-            yield with_values(chunk, self.spec, copy=False, only=derive) if derive else chunk
-            del chunk  # not held while the next slice is read
+        try:
+            for last in self._bounds:  # the last unit of each slice
+                pieces = [reader.through(last) for reader in readers]
+                pieces = [p for p in pieces if len(p)] or pieces[:1]
+                chunk = self._merged(pieces, stored)
+                del pieces
+                chunk.index = pd.RangeIndex(start, start + len(chunk))
+                start += len(chunk)
+                chunk = with_values(chunk, self.spec, copy=False, only=derive) if derive else chunk
+                if spill is not None and not spill.write(chunk):
+                    spill = None  # no room for it: this pass and every later one read the parts
+                yield chunk if list(chunk.columns) == wanted else chunk[wanted]
+                del chunk  # not held while the next slice is read
+            if spill is not None:
+                spill.finish()
+        finally:
+            if spill is not None and not spill.complete:
+                spill.close()
+                self._spill = None
         del readers
         memory_release()
+
+    def _slice_columns(self, columns: Sequence[str] | None) -> list[str]:
+        """The columns of a slice asked for with ``columns``: the parts' columns it needs, then the
+        value columns derived from them, in the order ``values.with_values`` adds them."""
+        stored = self._stored_columns(columns)
+        asked = VALUE_COLUMNS if columns is None else set(columns)
+        return [*stored, *(c for c in VALUE_COLUMNS if c in asked and self._derives(c))]
 
     def frame(self, columns: Sequence[str] | None = None) -> pd.DataFrame:
         chunks = list(self.chunks(columns))
@@ -257,6 +293,108 @@ class StoredJudgments(Judgments):
             summed[np.searchsorted(merged, u)] += c
             units, counts = merged, summed
         return units, counts
+
+
+class _Spill:
+    """Every slice of a ``StoredJudgments`` as its first full pass made it (merged by unit, less the
+    excluded, with the value columns), written column by column to unnamed temporary files (gone
+    with the process, whatever ends it), for the later passes to read back instead of merging the
+    parts again. Numbers are written as they are; text as codes into the slice's distinct values.
+    The files sit in the system's page cache, not in the process's memory: 42 bytes a judgment of
+    BROAD+FINE (0.42 GB at 10^7)."""
+
+    def __init__(self) -> None:
+        self.files: dict[str, Any] = {}
+        self.sizes: dict[str, int] = {}
+        self.slices: list[tuple[int, int, dict[str, _Stored]]] = []  # (first row, rows, columns)
+        self.complete = False
+
+    @classmethod
+    def opened(cls) -> _Spill | None:
+        return cls()
+
+    def write(self, chunk: pd.DataFrame) -> bool:
+        """Add the next slice; False when it could not be written (the spill is then closed)."""
+        try:
+            stored = {name: self._written(name, chunk[name].to_numpy()) for name in chunk.columns}
+        except OSError as exc:  # a full disk: the passes read the parts instead
+            logger.warning("the judgments' slices are read from the parts on every pass: %s", exc)
+            self.close()
+            return False
+        self.slices.append((int(chunk.index[0]) if len(chunk) else 0, len(chunk), stored))
+        return True
+
+    def _written(self, name: str, values: np.ndarray) -> _Stored:
+        uniques = fill = None
+        if values.dtype == object:
+            codes, uniques = pd.factorize(values)
+            fill = _missing_fill(values[codes < 0]) if (codes < 0).any() else None
+            values = codes.astype(np.min_scalar_type(-max(len(uniques), 1)))
+        values = np.ascontiguousarray(values)
+        if name not in self.files:
+            self.files[name] = tempfile.TemporaryFile(prefix="evalutron-slices-")
+            self.sizes[name] = 0
+        offset = self.sizes[name]
+        self.files[name].write(values.data)
+        self.sizes[name] += values.nbytes
+        return _Stored(offset, values.dtype, uniques, fill)
+
+    def finish(self) -> None:
+        for file in self.files.values():
+            file.flush()
+        self.complete = True
+
+    def read(self, i: int, columns: list[str]) -> pd.DataFrame:
+        start, rows, stored = self.slices[i]
+        return pd.DataFrame(
+            {name: self._read(name, stored[name], rows) for name in columns}, index=pd.RangeIndex(start, start + rows)
+        )
+
+    def _read(self, name: str, stored: _Stored, rows: int) -> np.ndarray:
+        values = np.empty(rows, dtype=stored.dtype)
+        buffer, done = memoryview(values).cast("B"), 0
+        while done < values.nbytes:
+            got = os.preadv(self.files[name].fileno(), [buffer[done:]], stored.offset + done)
+            if not got:
+                raise OSError(f"the spilled column {name} ends before its slice")
+            done += got
+        if stored.uniques is None:
+            return values
+        every = np.empty(len(stored.uniques) + 1, dtype=object)  # code -1 (missing) takes the last
+        every[:-1], every[-1] = stored.uniques, stored.fill if not isinstance(stored.fill, np.ndarray) else None
+        out = every[values]
+        if isinstance(stored.fill, np.ndarray):  # missing values of more than one kind, as they were
+            out[values < 0] = stored.fill
+        return out
+
+    def close(self) -> None:
+        for file in self.files.values():
+            file.close()
+        self.files.clear()
+        self.slices.clear()
+        self.complete = False
+
+
+@dataclass(frozen=True)
+class _Stored:
+    """Where a slice's column is in its spill file, and how to read it back: ``uniques`` and
+    ``fill`` for text (the codes' values, and what a missing value was)."""
+
+    offset: int
+    dtype: np.dtype
+    uniques: np.ndarray | None
+    fill: Any
+
+
+def _missing_fill(missing: np.ndarray) -> Any:
+    """What the missing values of a text column were: one value when they are all the same kind
+    (None, or NaN), else all of them."""
+    first = missing[0]
+    if first is None and all(v is None for v in missing):
+        return None
+    if isinstance(first, float) and all(isinstance(v, float) and v != v for v in missing):
+        return first
+    return missing.copy()
 
 
 def _chunk_bounds(units: np.ndarray, counts: np.ndarray, rows: int) -> list[int]:

@@ -8,6 +8,7 @@ import numpy as np
 import pandas as pd
 import pytest
 
+from analysis.services import judgments as judgments_module
 from analysis.services.judgments import FrameJudgments, StoredJudgments, judgments_of
 from analysis.services.shards import part_dumps, part_loads, shard_compute, shard_plan
 from analysis.services.values import unit_chunks, value_spec, with_values
@@ -42,12 +43,20 @@ def _whole(campaign, excluded=frozenset()):
 
 
 def _assert_slices_equal(judgments, whole):
-    chunks = list(judgments.chunks())
+    """The slices of a first pass over ``judgments`` (from the parts) and of a second (from what
+    the first wrote, ``judgments._Spill``), of every column and of a few, are ``whole``'s."""
     slices = unit_chunks(whole, ROWS)
-    assert len(chunks) == len(slices) > 3
-    for chunk, rows in zip(chunks, slices, strict=True):
-        expected = whole.iloc[rows]
-        pd.testing.assert_frame_equal(chunk[list(expected.columns)], expected)
+    for _ in ("from the parts", "from the spill"):
+        chunks = list(judgments.chunks())
+        assert len(chunks) == len(slices) > 3
+        for chunk, rows in zip(chunks, slices, strict=True):
+            expected = whole.iloc[rows]
+            pd.testing.assert_frame_equal(chunk[list(expected.columns)], expected)
+    if isinstance(judgments, StoredJudgments):
+        assert judgments._spill is not None and judgments._spill.complete
+        for chunk, rows in zip(judgments.chunks(["query", "cat"]), slices, strict=True):
+            assert list(chunk.columns) == ["unit", "grader", "query", "broad", "cat"]
+            pd.testing.assert_frame_equal(chunk, whole.iloc[rows][list(chunk.columns)])
     assert len(judgments) == len(whole)
     units, counts = judgments.units()
     expected_units, expected_counts = np.unique(whole["unit"].to_numpy(), return_counts=True)
@@ -115,3 +124,62 @@ def test_a_slice_of_numbers_alone_reads_no_category(campaign):
     assert set(chunk.columns) == {"unit", "grader", "fine", "num"}
     chunk = next(judgments.chunks(["cat"]))
     assert set(chunk.columns) == {"unit", "grader", "broad", "cat"}
+
+
+def _missing_answers(part, every: int, missing):
+    """``part`` (read, not stored) with every ``every``-th judgment's BROAD answer ``missing``."""
+    frame = part.judgments.copy()
+    frame["broad"] = frame["broad"].astype(object)
+    frame.loc[frame.index[::every], "broad"] = missing
+    part.judgments = frame
+    return part
+
+
+@pytest.mark.parametrize("missing", [None, float("nan"), "mixed"])
+def test_the_spill_gives_back_missing_answers_as_they_were(campaign, missing):
+    parts = _parts(campaign, 7, stored=False)
+    if missing == "mixed":
+        _missing_answers(parts[0], 3, None)
+        _missing_answers(parts[-1], 4, float("nan"))
+    else:
+        _missing_answers(parts[0], 3, missing)
+    judgments = StoredJudgments(parts, value_spec(campaign), rows=ROWS)
+    first = list(judgments.chunks())
+    second = list(judgments.chunks())
+    assert judgments._spill.complete and sum(c["broad"].isna().sum() for c in first) > 0
+    for a, b in zip(first, second, strict=True):
+        pd.testing.assert_frame_equal(a, b)
+        for name in ("broad", "cat"):  # None stays None and NaN stays NaN
+            assert [type(v) for v in a[name]] == [type(v) for v in b[name]]
+
+
+def test_a_pass_left_before_its_end_leaves_no_spill_and_the_next_writes_it(campaign):
+    judgments = StoredJudgments(_parts(campaign, 7), value_spec(campaign), rows=ROWS)
+    passes = judgments.chunks()
+    next(passes)
+    passes.close()
+    assert judgments._spill is None
+    list(judgments.chunks())
+    assert judgments._spill.complete
+
+
+def test_without_room_for_the_spill_every_pass_reads_the_parts(campaign, monkeypatch):
+    def full(self, name, values):
+        raise OSError(28, "No space left on device")
+
+    monkeypatch.setattr(judgments_module._Spill, "_written", full)
+    _assert_slices_equal_unspilled(StoredJudgments(_parts(campaign, 7), value_spec(campaign), rows=ROWS), campaign)
+
+
+def _assert_slices_equal_unspilled(judgments, campaign):
+    whole = _whole(campaign)
+    for _ in range(2):
+        chunks = list(judgments.chunks())
+        for chunk, rows in zip(chunks, unit_chunks(whole, ROWS), strict=True):
+            pd.testing.assert_frame_equal(chunk[list(whole.columns)], whole.iloc[rows])
+        assert not judgments._spill.complete and not judgments._spill.files
+
+
+def test_a_single_slice_is_not_spilled(campaign):
+    judgments = StoredJudgments(_parts(campaign, 7), value_spec(campaign))
+    assert len(list(judgments.chunks())) == 1 and judgments._spill is None
