@@ -19,6 +19,30 @@ def test_design_examples():
     assert table.loc["a", "majority"] == 5 and table.loc["a", "median"] == 5
 
 
+def _majority_by_sorting(frame: pd.DataFrame) -> pd.Series:
+    """The majority rule as one sort of every (unit, value) by four keys: count (most first),
+    distance to the unit's mean, value; each unit's first row."""
+    tally = frame.groupby(["unit", "value"]).size().rename("count").reset_index()
+    means = frame.groupby("unit")["value"].mean()
+    tally = tally.assign(distance=(tally["value"] - tally["unit"].map(means)).abs())
+    tally = tally.sort_values(["unit", "count", "distance", "value"], ascending=[True, False, True, True])
+    return tally.drop_duplicates("unit").set_index("unit")["value"]
+
+
+@pytest.mark.parametrize("units_together", [True, False])
+def test_majority_is_the_first_of_the_four_key_sort_with_ties_everywhere(units_together):
+    rng = np.random.default_rng(3)
+    for _ in range(200):
+        n = int(rng.integers(1, 300))
+        units = rng.integers(0, max(1, n // 4), n)
+        units = np.sort(units) if units_together else units
+        values = rng.integers(0, int(rng.integers(1, 6)), n) * rng.choice([1.0, 0.5, 0.1])
+        frame = pd.DataFrame({"unit": units, "grader": np.arange(n), "value": values})
+        got = unit_confusability(frame)["majority"]
+        expected = _majority_by_sorting(frame)
+        assert got.index.tolist() == expected.index.tolist() and got.tolist() == expected.tolist()
+
+
 def test_majority_ties_go_to_the_value_nearest_the_mean_then_the_lower():
     table = unit_confusability(long({"near": [1, 1, 4, 4, 5], "lower": [2, 2, 4, 4], "b": [4, 3, 3, 2, 2]}))
     assert table.loc["near", "majority"] == 4  # mean 3.0: 4 is nearer than 1
