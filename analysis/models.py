@@ -125,7 +125,9 @@ class UnitResult(models.Model):
     shows, and the ground-truth export streams them.
     """
 
-    # No index of its own on run: the (run, unit) constraint begins with it. Nor on a measure: the
+    # Keyed by (run, unit), with no id of its own: each index costs each of a run's rows an insert,
+    # and the id's and the (run, unit) constraint's took 3 of the 9 s of storing 2,000,000 rows
+    # (migration analysis/0014). No index of its own on run: the key begins with it. Nor on a measure: the
     # run picks the units the report shows by std (``sections.agreement.extremes``), and every index
     # costs each of a run's rows an insert (storing a run's 2,000,000 rows took 65 s with the two on
     # std and entropy, 43 s without).
@@ -134,15 +136,19 @@ class UnitResult(models.Model):
     # (``execute._store``), which holds the run's row locked until they are committed, and a trigger
     # deletes a deleted run's rows in the database, whoever deletes it and even mid-store (migration
     # analysis/0012; docs/analysis.md, "Storing a run's results").
+    pk = models.CompositePrimaryKey("run", "unit")
     run = models.ForeignKey(
         AnalysisRun, on_delete=models.CASCADE, related_name="unit_results", db_index=False, db_constraint=False
     )
     # Nor on the unit: checking it locked each unit's row at the COMMIT, 9 of the 22 s of storing
     # 2,000,000 rows. The store holds a lock of the campaign shared (``unit_rows_lock``) and drops
     # the rows of units gone since the run read them; deleting a unit takes that lock exclusively
-    # and deletes the unit's rows in the database (migration analysis/0013). The index stays, for
-    # that delete.
-    unit = models.ForeignKey("grading.Unit", on_delete=models.CASCADE, related_name="+", db_constraint=False)
+    # and deletes the unit's rows in the database (migration analysis/0013). For that delete the
+    # unit has an index outside the model's state: BRIN on PostgreSQL (almost free to insert into,
+    # as a run writes its rows in unit order), a B-tree on SQLite (migration analysis/0014).
+    unit = models.ForeignKey(
+        "grading.Unit", on_delete=models.CASCADE, related_name="+", db_index=False, db_constraint=False
+    )
     query_id = models.BigIntegerField(null=True, blank=True)
     n = models.PositiveIntegerField()
     mean = models.FloatField(null=True)
@@ -165,7 +171,6 @@ class UnitResult(models.Model):
 
     class Meta:
         ordering = ["run_id", "unit_id"]
-        constraints = [models.UniqueConstraint(fields=["run", "unit"], name="unit_result_unique")]
 
     def __str__(self) -> str:
         return f"unit {self.unit_id} in run {self.run_id}"

@@ -210,3 +210,19 @@ def test_the_store_takes_the_lock_that_the_trigger_waits_for(campaign):
             "SELECT count(*) FROM pg_constraint WHERE conrelid = 'analysis_unitresult'::regclass AND contype = 'f'"
         )
         assert cursor.fetchone()[0] == 0
+
+
+@pytest.mark.both_backends
+@pytest.mark.django_db
+def test_the_rows_are_keyed_by_run_and_unit_and_the_unit_keeps_an_index_for_deleting():
+    """Migration analysis/0014: no id, one key (run, unit); the unit's index outside the model's
+    state, BRIN on PostgreSQL (a run writes its rows in unit order) and a B-tree on SQLite."""
+    with connection.cursor() as cursor:
+        constraints = connection.introspection.get_constraints(cursor, UnitResult._meta.db_table)
+        columns = [c.name for c in connection.introspection.get_table_description(cursor, UnitResult._meta.db_table)]
+    assert "id" not in columns
+    assert [c["columns"] for c in constraints.values() if c["primary_key"]] == [["run_id", "unit_id"]]
+    indexes = {name: c for name, c in constraints.items() if c["index"] and not c["primary_key"]}
+    assert list(indexes) == ["analysis_unitresult_unit"]
+    assert indexes["analysis_unitresult_unit"]["columns"] == ["unit_id"]
+    assert indexes["analysis_unitresult_unit"]["type"] == ("brin" if connection.vendor == "postgresql" else "idx")
