@@ -204,7 +204,7 @@ class StoredJudgments(Judgments):
         # With more than one slice, a pass while no other is writing reads every column and writes
         # each slice to the spill, for the passes after it to read; a pass left before its end
         # (a consumer that took what it needed) leaves no spill, and the next pass writes one.
-        spill = _Spill.opened() if self._spill is None and len(self._bounds) > 1 else None
+        spill = _Spill() if self._spill is None and len(self._bounds) > 1 else None
         self._spill = spill or self._spill
         stored = self._stored_columns(None if spill else columns)
         derive = frozenset(VALUE_COLUMNS if columns is None or spill else set(columns) & set(VALUE_COLUMNS))
@@ -308,10 +308,6 @@ class _Spill:
         self.sizes: dict[str, int] = {}
         self.slices: list[tuple[int, int, dict[str, _Stored]]] = []  # (first row, rows, columns)
         self.complete = False
-
-    @classmethod
-    def opened(cls) -> _Spill | None:
-        return cls()
 
     def write(self, chunk: pd.DataFrame) -> bool:
         """Add the next slice; False when it could not be written (the spill is then closed)."""
