@@ -64,7 +64,9 @@ def make_campaign(
     if organizer is not None:
         role_grant(campaign=campaign, user=organizer, role=Role.ORGANIZER)
     if assign:
-        assignments_create_initial(campaign=campaign, seed=n)
+        # A fixed seed: the counter's ``n`` depends on the tests that ran before in the process, and
+        # with it which graders got which units (a test passed alone and failed after others).
+        assignments_create_initial(campaign=campaign, seed=0)
     return campaign
 
 
