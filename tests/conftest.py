@@ -1,3 +1,5 @@
+import os
+
 import pytest
 
 from tests import services
@@ -48,6 +50,23 @@ def django_db_setup(django_db_setup, django_db_blocker):  # noqa: F811 - extends
                     "SELECT pg_terminate_backend(pid) FROM pg_stat_activity "
                     "WHERE datname = current_database() AND pid <> pg_backend_pid()"
                 )
+
+
+@pytest.fixture(scope="session", autouse=True)
+def _own_cache_keys():
+    """On Redis, this process's cache keys under a prefix of its own, cleared without touching the
+    other processes' keys or the Celery queues in the same database (``tests/cache.py``)."""
+    from django.conf import settings
+    from django.test import override_settings
+
+    default = settings.CACHES["default"]
+    if not default["BACKEND"].endswith(".RedisCache"):
+        yield
+        return
+    prefix = f"test-{os.environ.get('PYTEST_XDIST_WORKER', 'main')}-{os.getpid()}"
+    own = {**default, "BACKEND": "tests.cache.PrefixedRedisCache", "KEY_PREFIX": prefix}
+    with override_settings(CACHES={"default": own}):
+        yield
 
 
 @pytest.fixture(autouse=True)

@@ -71,8 +71,12 @@ def test_anonymous_api_calls_are_throttled(settings):
 
 @pytest.mark.redis
 def test_the_counts_live_in_redis_when_configured(settings):
-    settings.CACHES = {
-        "default": {"BACKEND": "django.core.cache.backends.redis.RedisCache", "LOCATION": "redis://127.0.0.1:6379/13"}
+    settings.CACHES = {  # a prefix of its own, cleared alone: the database is the suite's (tests/cache.py)
+        "default": {
+            "BACKEND": "tests.cache.PrefixedRedisCache",
+            "LOCATION": "redis://127.0.0.1:6379/13",
+            "KEY_PREFIX": uuid.uuid4().hex,
+        }
     }  # not the brokers' 14 and 15
     from django.core.cache import caches
 
