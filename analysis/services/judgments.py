@@ -367,6 +367,7 @@ class _Spill:
         for file in self.files.values():
             file.close()
         self.files.clear()
+        self.sizes.clear()
         self.slices.clear()
         self.complete = False
 

@@ -14,12 +14,18 @@ from tests.factories import make_campaign, make_user, record
 BROADS = ["NS", "SS", "VS"]
 
 
-def truth_levels(campaign: Campaign) -> dict[int, int]:
-    """Per unit id, the BROAD level (0 NS, 1 SS, 2 VS) judge_broad_fine's graders see in the unit:
-    from the unit's place among the campaign's units, not from its id, which depends on the tests
-    that ran before in the same database (a test passed alone and failed after two others)."""
+def unit_places(campaign: Campaign) -> dict[int, int]:
+    """Per unit id, the unit's place among the campaign's units (0, 1, ...): what test data is made
+    from, not the id, which depends on the tests that ran before in the same database (a test passed
+    alone and failed after others)."""
     units = Unit.objects.filter(campaign=campaign).order_by("pk").values_list("pk", flat=True)
-    return {pk: ((place + 1) * 7) % 3 for place, pk in enumerate(units)}
+    return {pk: place for place, pk in enumerate(units)}
+
+
+def truth_levels(campaign: Campaign) -> dict[int, int]:
+    """Per unit id, the BROAD level (0 NS, 1 SS, 2 VS) judge_broad_fine's graders see in the unit,
+    from the unit's place (``unit_places``)."""
+    return {pk: ((place + 1) * 7) % 3 for pk, place in unit_places(campaign).items()}
 
 
 def judge_broad_fine(campaign: Campaign, *, seed: int = 1, changes: bool = True) -> None:

@@ -27,24 +27,17 @@ from grading.models.choices import Role, Scheme
 from grading.services.exclusion import grader_exclude
 from grading.services.instrument_links import campaign_set_instrument_links
 from grading.services.system_scores import system_scores_import, system_scores_rows_from_csv
+from tests.analysis.conftest import unit_places
 from tests.factories import make_campaign, record
 
 pytestmark = pytest.mark.django_db
 SLICE_ROWS = 7  # a few units a slice: every section meets many slices
 
 
-def _places(campaign: Campaign) -> dict[int, int]:
-    """Per unit id, the unit's place among the campaign's units: what the data below is made from,
-    not the id, which depends on the tests that ran before in the same database (with ids one
-    higher, a second grader was left without a ρ)."""
-    units = Unit.objects.filter(campaign=campaign).order_by("pk").values_list("pk", flat=True)
-    return {pk: place for place, pk in enumerate(units)}
-
-
 def _judge(campaign: Campaign, *, seed: int) -> None:
     """Every assignment judged around a per-unit truth; in BROAD/FINE one in six has no FINE."""
     rng = random.Random(seed)
-    places = _places(campaign)
+    places = unit_places(campaign)
     for i, a in enumerate(Assignment.objects.filter(campaign=campaign).select_related("grader", "unit").order_by("pk")):
         truth = (a.unit.position * 7 + places[a.unit_id]) % 3
         level = min(2, max(0, truth + rng.choice([0, 0, 1, -1])))
@@ -89,7 +82,7 @@ def campaign(request, organizer) -> Campaign:
     theirs = set(Assignment.objects.filter(campaign=campaign, grader_id=first).values_list("unit_id", flat=True))
     rng = np.random.default_rng(0)
     lines = ["unit,system,score"]
-    places = _places(campaign)
+    places = unit_places(campaign)
     for unit in Unit.objects.filter(campaign=campaign).exclude(pk__in=theirs).order_by("pk"):
         base = (unit.position * 7 + places[unit.pk]) % 3 * 3.5 + 1.5
         lines += [f"{unit.external_id},{s},{base + rng.normal(0, n):.3f}" for s, n in (("good", 0.5), ("noisy", 3))]
