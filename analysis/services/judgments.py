@@ -146,6 +146,11 @@ class FrameJudgments(Judgments):
         return FrameJudgments(self.data[kept].reset_index(drop=True), self.spec, self.rows)
 
 
+# Unit ids are counted over their range (``StoredJudgments._unit_counts``) while it is at most four times
+# the rows and this many more.
+UNIT_RANGE_SLACK = 1 << 16
+
+
 class StoredJudgments(Judgments):
     """The judgments of the shards' ``parts`` (``shards.ShardPart``, in the order of their spans),
     less the graders ``excluded``, read a slice at a time.
@@ -276,14 +281,33 @@ class StoredJudgments(Judgments):
 
     def _unit_counts(self) -> tuple[np.ndarray, np.ndarray]:
         """Every unit judged (sorted) and its number of judgments, summed over the parts one part at
-        a time (O(units): each part's units are most of the campaign's when graders see every unit)."""
+        a time. Unit ids are close together in a campaign, so each part's ids are counted into one
+        array over the ids' range (O(rows + range), no sort: 2.5 s of sorting at 10^7 judgments);
+        ids spread over more than a few times the rows are merged part by part instead."""
+        ends = [(int(c.min()), int(c.max()), c.size) for c in map(self._kept_units, self.parts) if c.size]
+        if not ends:
+            return np.empty(0, dtype=np.int64), np.empty(0, dtype=np.int64)
+        low, high, rows = min(e[0] for e in ends), max(e[1] for e in ends), sum(e[2] for e in ends)
+        if high - low + 1 > 4 * rows + UNIT_RANGE_SLACK:
+            return self._unit_counts_merged()
+        counts = np.zeros(high - low + 1, dtype=np.int64)
+        for part in self.parts:
+            counts += np.bincount(self._kept_units(part) - low, minlength=counts.size)
+        units = np.flatnonzero(counts)
+        return units + low, counts[units]
+
+    def _kept_units(self, part: ShardPart) -> np.ndarray:
+        """The part's unit column, less the rows of excluded graders."""
+        column = part.column("unit")
+        if self.excluded:
+            column = column[~np.isin(part.column("grader"), list(self.excluded))]
+        return column.astype(np.int64, copy=False)
+
+    def _unit_counts_merged(self) -> tuple[np.ndarray, np.ndarray]:
+        """``_unit_counts`` by merging each part's distinct units (sorting them) into the others'."""
         units, counts = np.empty(0, dtype=np.int64), np.empty(0, dtype=np.int64)
         for part in self.parts:
-            column = part.column("unit")
-            if self.excluded:
-                column = column[~np.isin(part.column("grader"), list(self.excluded))]
-            u, c = np.unique(column, return_counts=True)
-            del column
+            u, c = np.unique(self._kept_units(part), return_counts=True)
             if not units.size:
                 units, counts = u, c.astype(np.int64)
                 continue

@@ -183,3 +183,32 @@ def _assert_slices_equal_unspilled(judgments, campaign):
 def test_a_single_slice_is_not_spilled(campaign):
     judgments = StoredJudgments(_parts(campaign, 7), value_spec(campaign))
     assert len(list(judgments.chunks())) == 1 and judgments._spill is None
+
+
+class _UnitsOnly:
+    """A part of only unit and grader columns (``judgments.ShardPart`` as ``_unit_counts`` reads it)."""
+
+    def __init__(self, units, graders):
+        self.units, self.graders = np.asarray(units, dtype=np.int64), np.asarray(graders, dtype=np.int64)
+        self.rows = self.units.size
+
+    def column(self, name):
+        return self.units if name == "unit" else self.graders
+
+
+@pytest.mark.parametrize("spread", [1, 10**12])  # ids close together (counted over their range), or far apart
+def test_each_units_judgments_are_counted_over_the_parts_as_one_frame_counts_them(spread):
+    rng = np.random.default_rng(5)
+    parts = []
+    for _ in range(4):
+        units = np.sort(rng.integers(0, 300, rng.integers(0, 400))) * spread + 7
+        parts.append(_UnitsOnly(units, rng.integers(1, 6, units.size)))
+    stored = object.__new__(StoredJudgments)
+    stored.parts, stored.excluded = parts, {3}
+    every = np.concatenate([p.units[p.graders != 3] for p in parts])
+    expected = np.unique(every, return_counts=True)
+    for counted in (stored._unit_counts(), stored._unit_counts_merged()):
+        assert counted[0].tolist() == expected[0].tolist() and counted[1].tolist() == expected[1].tolist()
+        assert counted[0].dtype == counted[1].dtype == np.int64
+    stored.parts = [_UnitsOnly([], [])]
+    assert [a.size for a in stored._unit_counts()] == [0, 0]
