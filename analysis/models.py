@@ -57,6 +57,9 @@ class AnalysisRun(models.Model):
     # Of the done, how many were not read but taken from an earlier run whose shard read the same
     # data (``analysis.services.reuse``).
     shards_reused = models.PositiveIntegerField(default=0)
+    # The campaign's event log as the run counted it when it planned its shards (events, first and
+    # last server time: ``selectors.EventLog``), for the report's overview; None before that.
+    event_log = models.JSONField(null=True, blank=True, editable=False)
 
     class Meta:
         ordering = ["-created_at", "-id"]

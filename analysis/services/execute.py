@@ -59,8 +59,11 @@ def run_execute(*, run_id: int, task_id: str = "", worker_heartbeat: bool = True
         exclusions_before_reading(campaign_id=run.campaign_id)
         excluded = selectors.excluded_grader_ids(campaign_id=run.campaign_id)
         judged = selectors.judgments_per_grader(campaign_id=run.campaign_id)  # one pass: plan and fingerprints
+        logged = selectors.events_per_grader(campaign_id=run.campaign_id)  # one pass: fingerprints and overview
         spans = shard_plan(campaign_id=run.campaign_id, judged=judged)
-        plan = _plan_store(run, spans, _fingerprints(run, spans, excluded, judged))
+        log = selectors.EventLog.of(logged)
+        plan = _plan_store(run, spans, _fingerprints(run, spans, excluded, judged, logged), log)
+        run.event_log = log.stored()
         reused = reuse.parts_reuse(run=run, shards=plan) if len(plan) > 1 else set()
         progress.stage("reading shards", 2)
         unread = [shard.index for shard in plan if shard.pk not in reused]
@@ -181,7 +184,12 @@ def _attempt(
 
 def _complete(run: AnalysisRun, progress: attempts.Progress, parts: list[ShardPart]) -> str:
     result, units = report_compute(
-        campaign_id=run.campaign_id, parameters=run.parameters, seed=run.seed, progress=progress, parts=parts
+        campaign_id=run.campaign_id,
+        parameters=run.parameters,
+        seed=run.seed,
+        progress=progress,
+        parts=parts,
+        log=selectors.EventLog.loaded(run.event_log),
     )
     progress.stage("storing results", 95)
     if not _store(run, result, units, progress):
@@ -196,7 +204,11 @@ def _owned(run_id: int, attempt: int) -> AnalysisRun | None:
 
 
 def _fingerprints(
-    run: AnalysisRun, plan: list[GraderSpan], excluded: set[int], judged: list[selectors.GraderJudgments]
+    run: AnalysisRun,
+    plan: list[GraderSpan],
+    excluded: set[int],
+    judged: list[selectors.GraderJudgments],
+    logged: list[selectors.GraderEvents],
 ) -> list[str]:
     """The shards' fingerprints (``reuse.fingerprints``); none for a run of one shard, which keeps no
     part to be taken."""
@@ -204,15 +216,18 @@ def _fingerprints(
         return [""] * len(plan)
     tolerance = float(run.parameters.get("fine_tolerance", DEFAULT_TOLERANCE))
     return reuse.fingerprints(
-        campaign_id=run.campaign_id, plan=plan, excluded=excluded, tolerance=tolerance, judged=judged
+        campaign_id=run.campaign_id, plan=plan, excluded=excluded, tolerance=tolerance, judged=judged, logged=logged
     )
 
 
-def _plan_store(run: AnalysisRun, plan: list[GraderSpan], fingerprints: list[str]) -> list[RunShard]:
-    """The run's shards for this attempt, replacing any of an earlier attempt."""
+def _plan_store(
+    run: AnalysisRun, plan: list[GraderSpan], fingerprints: list[str], log: selectors.EventLog
+) -> list[RunShard]:
+    """The run's shards for this attempt, replacing any of an earlier attempt, and the event log as
+    the plan counted it."""
     with transaction.atomic():
         if not attempts.run_owned(run_id=run.pk, attempt=run.attempts).update(
-            shards_total=len(plan), shards_done=0, shards_reused=0
+            shards_total=len(plan), shards_done=0, shards_reused=0, event_log=log.stored()
         ):
             raise attempts.RunLost(f"run {run.pk} was taken away from attempt {run.attempts}")
         RunShard.objects.filter(run_id=run.pk).delete()

@@ -146,6 +146,7 @@ def report_compute(
     seed: int,
     progress: ProgressSink | None = None,
     parts: list[ShardPart] | None = None,
+    log: selectors.EventLog | None = None,
 ) -> tuple[dict[str, Any], pd.DataFrame]:
     """Every section of the campaign report (docs/design.md §5) and the per-unit results.
 
@@ -154,6 +155,8 @@ def report_compute(
     parts : the shards' parts of a run split into shards (``analysis.services.shards``), in the
         order of their spans; None reads the campaign here, as one shard.
     parameters : cleaned run parameters (n_boot, confidence, fine_tolerance).
+    log : the event log as the run counted it when it planned its shards, for the overview (None:
+        counted here).
     seed : seeds the agreement sections (``sections.agreement.agreement_report``, the rule the ``agreement``
         command shares) and, separately, the generator of the orderings section.
     """
@@ -166,7 +169,7 @@ def report_compute(
     progress.stage("overview", 15)
     excluded = {e["grader"] for e in data.excluded}
     result["overview"] = selectors.campaign_overview(
-        campaign_id=campaign_id, excluded=excluded, judged=_judged(data.judgments)
+        campaign_id=campaign_id, excluded=excluded, judged=_judged(data.judgments), log=log
     )
     if data.client_ts_replaced:
         n = data.client_ts_replaced

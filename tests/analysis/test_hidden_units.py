@@ -132,5 +132,27 @@ def test_the_overview_counts_from_a_runs_reading_what_the_database_counts(judged
     )
     from_database = selectors.campaign_overview(campaign_id=judged_campaign.pk, excluded=excluded)
     assert from_run == from_database
+    # The event log as a run's plan counts it, grader by grader (the organizer's gold events too).
+    log = selectors.EventLog.of(selectors.events_per_grader(campaign_id=judged_campaign.pk))
+    planned = selectors.campaign_overview(
+        campaign_id=judged_campaign.pk, excluded=excluded, judged=_judged(read_as_run), log=log
+    )
+    assert planned == from_database and planned["events"] > 0 and planned["span_seconds"] >= 0
     assert from_run["units_judged"] == len(units) and from_run["active_graders"] == 2
     assert from_run["judgments"] == len(read) + 2 * 2  # two gold units, judged by the two who count
+
+
+def test_the_event_log_of_the_graders_is_the_campaigns_first_to_last():
+    """The first and last server times are compared as times, not as text (an ISO stamp at a whole
+    second has no fraction: "…:00+00:00" and "…:00.5+00:00" are ordered right, and so are offsets)."""
+    from analysis.selectors import EventLog, GraderEvents
+
+    logged = [
+        GraderEvents(3, 2, "2026-11-02T10:00:00.500000+00:00", "2026-11-02T12:00:00+00:00"),
+        GraderEvents(4, 5, "2026-11-02T10:00:00+00:00", "2026-11-02T13:30:00+02:00"),
+        GraderEvents(9, 1, "2026-11-02T11:00:00+01:00", "2026-11-02T11:59:59.999999+00:00"),
+    ]
+    log = EventLog.of(logged)
+    assert log == EventLog(8, "2026-11-02T10:00:00+00:00", "2026-11-02T12:00:00+00:00")
+    assert EventLog.loaded(log.stored()) == log and EventLog.loaded(None) is None
+    assert EventLog.of([]) == EventLog(0, None, None)

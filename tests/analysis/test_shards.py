@@ -14,7 +14,7 @@ from analysis.services.judgments import StoredJudgments
 from analysis.services.report import report_compute
 from analysis.services.shards import part_dumps, part_loads, parts_behaviour, shard_compute, shard_plan
 from analysis.services.values import value_spec, with_values
-from grading.models import Judgment
+from grading.models import GradingEvent, Judgment
 from grading.services.exclusion import grader_exclude
 from tests.analysis.conftest import judge_broad_fine
 from tests.factories import make_campaign
@@ -131,7 +131,12 @@ def test_shards_then_the_combining_step_store_what_one_process_computes(campaign
     assert combine_execute(run_id=run.pk, attempt=run.attempts) == RunStatus.SUCCEEDED
     run.refresh_from_db()
     expected, _ = report_compute(campaign_id=campaign.pk, parameters=run.parameters, seed=9)
-    assert run.result == jsonable(expected)
+    assert run.result == jsonable(expected)  # the overview from the log the plan counted, as counted again
+    assert (
+        run.event_log["events"]
+        == run.result["overview"]["events"]
+        == GradingEvent.objects.filter(campaign=campaign).count()
+    )
     assert {"planning shards", "reading shards", "agreement", "total"} <= set(run.timings)  # both tasks' stages
     assert not RunShard.objects.filter(run=run, part__isnull=True).exists()  # kept for the next run to take
 
