@@ -24,6 +24,7 @@ from .confusability import (  # noqa: F401
 from .krippendorff import krippendorff_alpha, krippendorff_alpha_ci  # noqa: F401
 from .patterns import (  # noqa: F401
     Chi2,
+    TenthCounts,
     chi2_graders,
     chi2_independence,
     chi2_queries,

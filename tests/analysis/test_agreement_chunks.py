@@ -241,7 +241,9 @@ def test_fine_scores_kept_as_bytes_are_the_same_numbers() -> None:
     tenths = np.arange(256) / 10  # 0.0, 0.1, .. 25.5
     pieces = [_compact(tenths), _compact(np.array([0.0, 7.3, 10.0]))]
     assert all(p.dtype == np.uint8 for p in pieces)
-    assert (_expanded(pieces) == np.r_[tenths, 0.0, 7.3, 10.0]).all()
+    counted = _expanded([*pieces, np.empty(0)])  # every score a tenth (an empty piece says nothing): counted
+    assert (counted.counts == np.bincount(np.round(np.r_[tenths, 0.0, 7.3, 10.0] * 10).astype(int))).all()
+    assert (_expanded([*pieces, _compact(np.array([0.25]))]) == np.r_[tenths, 0.0, 7.3, 10.0, 0.25]).all()
     for kept in ([0.25, 3.0], [-0.0, 1.0], [25.6], [-0.1]):  # a hundredth, the sign of a zero, out of a byte's range
         assert _compact(np.array(kept)).dtype == float
         assert (_expanded([_compact(np.array(kept))]) == np.array(kept)).all()

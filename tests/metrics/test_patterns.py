@@ -127,3 +127,23 @@ def test_fine_within_broad_one_category_at_a_time_as_one_groupby() -> None:
     )
     expected.index = pd.Index(["NS", "SS", "VS"], name="broad")
     assert fine_within_broad(broad, fine, ["NS", "SS", "VS"]).equals(expected)
+
+
+@pytest.mark.parametrize("seed", range(4))
+def test_fine_within_broad_from_counts_of_tenths_is_the_groupby_of_the_scores(seed) -> None:
+    """Counted tenths give the groupby's n, min, quartiles, median and max to the last bit, and its
+    mean and standard deviation to 1e-14 (theirs are pandas' compensated sums of floats; these are
+    exact sums of tenths, correctly rounded)."""
+    from analysis.metrics.patterns import TenthCounts, fine_distributions
+
+    rng = np.random.default_rng(seed)
+    sizes = [0, 1, 2, int(rng.integers(3, 40)), int(rng.integers(1_000, 20_000))]
+    scores = [rng.integers(int(rng.integers(0, 60)), 101, size) for size in sizes]
+    categories = [f"c{i}" for i in range(len(sizes))]
+    expected = fine_distributions([s / 10 for s in scores], categories)
+    got = fine_distributions([TenthCounts(np.bincount(s, minlength=256)) for s in scores], categories)
+    assert list(got.columns) == list(expected.columns) and list(got.dtypes) == list(expected.dtypes)
+    exact = ["n", "min", "q1", "median", "q3", "max"]
+    assert got[exact].equals(expected[exact])
+    np.testing.assert_allclose(got[["mean", "std"]], expected[["mean", "std"]], rtol=1e-14)
+    assert got.loc["c1", "std"] != got.loc["c1", "std"] and got.loc["c0", "n"] == 0  # NaN, as pandas gives
