@@ -236,3 +236,15 @@ def test_bias_noise_sums_its_terms_as_numpy_sums_them_whole(size, monkeypatch):
     values = rng.normal(0, 1, size) * 10.0 ** rng.integers(-3, 6, size)
     assert _total(size, lambda b: values[b]) == values.sum()
     assert _std(values) == values.std()
+
+
+def test_a_slices_unit_codes_are_the_binary_searchs_whether_its_units_are_consecutive_or_not() -> None:
+    """``_unit_codes`` counts the changes of unit in a slice of whole units in order, and searches
+    any other rows: the codes are ``np.searchsorted``'s either way."""
+    rng = np.random.default_rng(8)
+    judged = np.unique(rng.integers(0, 10_000, 3_000))
+    consecutive = np.repeat(judged[100:400], rng.integers(1, 6, 300))
+    skipping = np.repeat(judged[100:400:2], 3)  # a unit judged but absent from these rows
+    unordered = rng.choice(judged, 500)
+    for units in (consecutive, skipping, unordered, judged[:1], judged[-1:], judged[:0]):
+        assert (model._unit_codes(judged, units) == np.searchsorted(judged, units)).all()
