@@ -14,6 +14,7 @@ import pandas as pd
 from numpy.typing import ArrayLike
 
 from ._checks import as_labels, choice, factorize_long, short
+from .shapes import runs
 
 Aggregate = Literal["mean", "median", "majority"]
 Measure = Literal["dif", "std", "entropy"]
@@ -34,11 +35,11 @@ def _majority(tally: pd.DataFrame, means: pd.Series) -> pd.Series:
     units = tally["unit"].to_numpy()
     if not units.size:
         return pd.Series(dtype=float, index=pd.Index([], name="unit"), name="value")
-    starts = np.flatnonzero(np.r_[True, units[1:] != units[:-1]])
+    starts, n = runs(units)
     if np.unique(units[starts]).size != starts.size:  # a unit's rows apart: sort them together first
         tally = tally.sort_values("unit", kind="stable")
         return _majority(tally, means)
-    group = np.repeat(np.arange(starts.size), np.diff(np.r_[starts, units.size]))
+    group = np.repeat(np.arange(starts.size), n)
     count, value = tally["count"].to_numpy(), tally["value"].to_numpy(dtype=float)
     chosen = count == np.maximum.reduceat(count, starts)[group]
     distance = np.where(chosen, np.abs(value - means.reindex(units[starts]).to_numpy()[group]), np.inf)
@@ -91,27 +92,20 @@ def _in_unit_order(unit: np.ndarray, value: np.ndarray) -> pd.DataFrame | None:
     when the units are not so ordered).
 
     Every unit's k-th row is taken at once, k = 0, 1, …: the mean as pandas' groupby sums it (Kahan's
-    compensated sum, in row order), the std as it accumulates it (Welford's update, in row order);
-    the median, range and tally from the rows sorted by value within each unit; the tally in the
-    order in which each (unit, value) first appears, as ``_tally`` has it, so the entropy is summed
-    in pandas' order too (compensated). 2.8 s of the per-unit table's groupbys at 10^7 judgments."""
-    change = np.empty(unit.size, dtype=bool)
-    change[:1] = True
-    np.not_equal(unit[1:], unit[:-1], out=change[1:])
-    starts = np.flatnonzero(change)
+    compensated sum, in row order: ``_sums_in_order``), the std as it accumulates it (Welford's
+    update, in row order); the median, range and tally from the rows sorted by value within each
+    unit; the tally in the order in which each (unit, value) first appears, as ``_tally`` has it, so
+    the entropy is summed in pandas' order too (compensated). 2.8 s of the per-unit table's
+    groupbys at 10^7 judgments."""
+    starts, n = runs(unit)
     units = unit[starts]
     if not unit.size or (units.size > 1 and (np.diff(units) <= 0).any()):
         return None
-    n = np.diff(np.r_[starts, unit.size])
-    total, compensation = np.zeros(units.size), np.zeros(units.size)
+    total = _sums_in_order(value, starts, n)
     running, squares = np.zeros(units.size), np.zeros(units.size)
     for k in range(int(n.max())):
         live = np.flatnonzero(n > k)
         x = value[starts[live] + k]
-        y = x - compensation[live]
-        t = total[live] + y
-        compensation[live] = (t - total[live]) - y
-        total[live] = t
         before = running[live]
         running[live] = before + (x - before) / (k + 1)
         squares[live] += (x - running[live]) * (x - before)
@@ -123,17 +117,18 @@ def _in_unit_order(unit: np.ndarray, value: np.ndarray) -> pd.DataFrame | None:
     index = pd.Index(units, name="unit")
     out = pd.DataFrame({"n": n, "mean": total / n}, index=index)
     out["median"] = (ordered[starts + (n - 1) // 2] + ordered[starts + n // 2]) / 2
-    new = change.copy()
+    new = np.zeros(unit.size, dtype=bool)
+    new[starts] = True
     new[1:] |= ordered[1:] != ordered[:-1]
-    runs = np.flatnonzero(new)
-    first = np.argsort(np.minimum.reduceat(order, runs), kind="stable")  # as each pair first appears
-    counts = np.diff(np.r_[runs, unit.size])[first]
-    tally = pd.DataFrame({"unit": unit[runs][first], "value": ordered[runs][first], "count": counts})
+    pairs = np.flatnonzero(new)  # where each (unit, value) starts among the sorted rows
+    first = np.argsort(np.minimum.reduceat(order, pairs), kind="stable")  # as each pair first appears
+    counts = np.diff(np.r_[pairs, unit.size])[first]
+    tally = pd.DataFrame({"unit": unit[pairs][first], "value": ordered[pairs][first], "count": counts})
     out["majority"] = _majority(tally, out["mean"]).to_numpy()
     out["dif"] = ordered[starts + n - 1] - ordered[starts]
     out["std"] = std
     share = counts / np.repeat(n, np.add.reduceat(new.astype(np.int64), starts))  # each pair's unit's n
-    out["entropy"] = _sums_in_order(-share * np.log2(share), tally["unit"].to_numpy()) + 0.0
+    out["entropy"] = _sums_in_order(-share * np.log2(share), *runs(tally["unit"].to_numpy())) + 0.0
     return out[COLUMNS]
 
 
@@ -152,12 +147,9 @@ def _by_value_within(value: np.ndarray, starts: np.ndarray, n: np.ndarray) -> np
     return (starts[:, None] + within)[filled]
 
 
-def _sums_in_order(terms: np.ndarray, unit: np.ndarray) -> np.ndarray:
-    """Per unit (its rows together, in increasing order), the sum of its ``terms`` as pandas'
-    groupby sums them: Kahan's compensated sum, in row order."""
-    change = np.r_[True, unit[1:] != unit[:-1]]
-    starts = np.flatnonzero(change)
-    n = np.diff(np.r_[starts, unit.size])
+def _sums_in_order(terms: np.ndarray, starts: np.ndarray, n: np.ndarray) -> np.ndarray:
+    """Per group (its ``n`` rows from ``starts``), the sum of its ``terms`` as pandas' groupby sums
+    them: Kahan's compensated sum, in row order; every group's k-th row at once."""
     total, compensation = np.zeros(starts.size), np.zeros(starts.size)
     for k in range(int(n.max()) if n.size else 0):
         live = np.flatnonzero(n > k)

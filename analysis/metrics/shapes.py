@@ -138,6 +138,16 @@ def count_table(rows: ArrayLike, columns: ArrayLike, column_labels: Sequence[Any
     return pd.DataFrame(flat.reshape(len(row_index), k), index=row_index, columns=list(column_labels))
 
 
+def runs(keys: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """Where each run of equal consecutive ``keys`` starts, and its length (a group's rows when
+    each group's rows are together)."""
+    change = np.empty(keys.size, dtype=bool)
+    change[:1] = True
+    np.not_equal(keys[1:], keys[:-1], out=change[1:])
+    starts = np.flatnonzero(change)
+    return starts, np.diff(np.r_[starts, keys.size])
+
+
 def distinct_rows(table: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     """``np.unique(table, axis=0, return_inverse=True, return_counts=True)`` of a count table
     (non-negative integers, as ``as_count_table`` gives them): the distinct rows in the same

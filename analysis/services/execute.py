@@ -63,7 +63,6 @@ def run_execute(*, run_id: int, task_id: str = "", worker_heartbeat: bool = True
         spans = shard_plan(campaign_id=run.campaign_id, judged=judged)
         log = selectors.EventLog.of(logged)
         plan = _plan_store(run, spans, _fingerprints(run, spans, excluded, judged, logged), log)
-        run.event_log = log.stored()
         reused = reuse.parts_reuse(run=run, shards=plan) if len(plan) > 1 else set()
         progress.stage("reading shards", 2)
         unread = [shard.index for shard in plan if shard.pk not in reused]
@@ -224,10 +223,11 @@ def _plan_store(
     run: AnalysisRun, plan: list[GraderSpan], fingerprints: list[str], log: selectors.EventLog
 ) -> list[RunShard]:
     """The run's shards for this attempt, replacing any of an earlier attempt, and the event log as
-    the plan counted it."""
+    the plan counted it (on ``run`` too, for the combining step when it runs here)."""
+    run.event_log = log.stored()
     with transaction.atomic():
         if not attempts.run_owned(run_id=run.pk, attempt=run.attempts).update(
-            shards_total=len(plan), shards_done=0, shards_reused=0, event_log=log.stored()
+            shards_total=len(plan), shards_done=0, shards_reused=0, event_log=run.event_log
         ):
             raise attempts.RunLost(f"run {run.pk} was taken away from attempt {run.attempts}")
         RunShard.objects.filter(run_id=run.pk).delete()
@@ -364,8 +364,10 @@ def _unit_columns(run_id: int, frame: pd.DataFrame, types: list[str]) -> list[pg
     for kind, name in zip(types[1:], ["unit", "query", *UNIT_FIELDS, "distribution"], strict=True):
         if name == "distribution":
             given = frame[name] if name in frame else [None] * rows
-            texts = [None if d is None or (isinstance(d, float) and math.isnan(d)) else json.dumps(d) for d in given]
-            out.append((kind, [None if t is None else t.encode() for t in texts], None))
+            texts = [
+                None if d is None or (isinstance(d, float) and math.isnan(d)) else json.dumps(d).encode() for d in given
+            ]
+            out.append((kind, texts, None))
         elif name not in frame:
             out.append((kind, np.zeros(rows), np.ones(rows, dtype=bool)))
         elif frame[name].dtype.kind in "iu":  # integers as they are (ids beyond 2**53 stay exact)

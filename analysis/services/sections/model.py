@@ -15,6 +15,7 @@ import numpy as np
 import pandas as pd
 
 from analysis.metrics.dawid_skene import Coded, bias_noise, dawid_skene
+from analysis.metrics.shapes import runs
 from analysis.services.judgments import Judgments, judgments_of
 from analysis.services.values import ValueSpec, arrow_memory_release, heap_release, valued
 from grading.models.choices import Scheme
@@ -139,13 +140,11 @@ def _unit_codes(judged: np.ndarray, units: np.ndarray) -> np.ndarray:
     row (1 s of the model stage at 10^7 judgments). Any other ``units`` are searched."""
     if not units.size:
         return np.searchsorted(judged, units)
-    change = np.empty(units.size, dtype=bool)
-    change[0] = True
-    np.not_equal(units[1:], units[:-1], out=change[1:])
-    distinct = units[change]
+    starts, n = runs(units)
+    distinct = units[starts]
     first = int(np.searchsorted(judged, distinct[0]))
     if np.array_equal(judged[first : first + distinct.size], distinct):
-        return first + np.cumsum(change) - 1
+        return np.repeat(np.arange(first, first + distinct.size), n)
     return np.searchsorted(judged, units)
 
 
