@@ -124,20 +124,31 @@ def test_the_stage_and_the_heartbeat_do_not_wait_for_the_stores_lock(campaign):
     _, units = report.report_compute(campaign_id=campaign.pk, parameters=run.parameters, seed=run.seed)
     store = execute._StoreAlongside(run)
     store.start(units)
-    _until_the_store_waits(run)
+    _until_the_store_waits()
+    done = threading.Event()
+
+    def beat() -> None:
+        try:
+            progress.beat()
+            done.set()
+        finally:
+            connection.close()
+
     with connection.cursor() as cursor:
         cursor.execute("SET statement_timeout = 5000")  # fails here instead of waiting for ever
-    done = threading.Event()
-    threading.Thread(target=lambda: (progress.beat(), done.set()), daemon=True).start()
-    progress.stage("storing results", 95)
-    assert done.wait(10)
+        try:
+            threading.Thread(target=beat, daemon=True).start()
+            progress.stage("storing results", 95)
+            assert done.wait(10)
+        finally:
+            cursor.execute("RESET statement_timeout")
     assert not UnitResult.objects.filter(run=run).exists()  # not committed yet
     assert store.finish({"schema": 1}, progress) is True
     assert UnitResult.objects.filter(run=run).count() == len(units) > 0
     assert AnalysisRun.objects.get(pk=run.pk).status == RunStatus.SUCCEEDED
 
 
-def _until_the_store_waits(run: AnalysisRun, seconds: float = 20.0) -> None:
+def _until_the_store_waits(seconds: float = 20.0) -> None:
     """Until the store's connection holds the run's row and waits in its transaction."""
     deadline = time.monotonic() + seconds
     with connection.cursor() as cursor:
