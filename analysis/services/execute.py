@@ -288,15 +288,27 @@ def _release_quietly(run: AnalysisRun, error: str) -> None:
 
 def _store(run: AnalysisRun, result: dict[str, Any], units: pd.DataFrame, progress: attempts.Progress) -> bool:
     """Store the per-unit rows and the result in one transaction, here; False if the run was lost."""
+    if not _stored_together(run, units, lambda: (result, progress)):
+        return False
+    _stored_after_commit(run, progress)
+    return True
+
+
+def _stored_together(
+    run: AnalysisRun, units: pd.DataFrame, handed: Callable[[], tuple[dict[str, Any], attempts.Progress] | None]
+) -> bool:
+    """The store's one transaction: the per-unit rows, then the result and progress that ``handed``
+    gives once they are written (None: abandoned). False, with nothing kept, if the run was lost or
+    the store abandoned."""
     try:
         with transaction.atomic():
             if not _rows_write(run, units):
                 return False
-            if not _result_write(run, result, progress):
-                raise _Abandoned  # lost at the last moment: its rows go back with it
+            given = handed()
+            if given is None or not _result_write(run, *given):
+                raise _Abandoned  # abandoned, or lost at the last moment: the rows go back with it
     except _Abandoned:
         return False
-    _stored_after_commit(run, progress)
     return True
 
 
@@ -372,7 +384,6 @@ class _StoreAlongside:
 
     def __init__(self, run: AnalysisRun) -> None:
         self.run = run
-        self.started = False
         self._handed = threading.Event()
         self._abandoned = False
         self._result: tuple[dict[str, Any], attempts.Progress] | None = None
@@ -383,20 +394,23 @@ class _StoreAlongside:
     def possible() -> bool:
         return pgcopy.available() and not connection.in_atomic_block
 
+    @property
+    def started(self) -> bool:
+        return self._thread is not None
+
     def start(self, units: pd.DataFrame) -> None:
         """Begin the store's transaction and write the rows of ``units`` (not changed after this)."""
-        self._thread = threading.Thread(
-            target=self._store, args=(units,), name=f"analysis-store-{self.run.pk}", daemon=True
-        )
-        self._thread.start()
-        self.started = True
+        thread = threading.Thread(target=self._store, args=(units,), name=f"analysis-store-{self.run.pk}", daemon=True)
+        thread.start()
+        self._thread = thread
 
     def finish(self, result: dict[str, Any], progress: attempts.Progress) -> bool:
         """Hand the result to the store's transaction and wait for its COMMIT; False if the run was
         lost (nothing stored), the store's error if it failed."""
         self._result = (result, progress)
         self._handed.set()
-        self._join()
+        assert self._thread is not None
+        self._thread.join()
         if isinstance(self._outcome, BaseException):
             raise self._outcome
         if self._outcome:
@@ -405,28 +419,19 @@ class _StoreAlongside:
 
     def abandon(self) -> None:
         """Roll the store back (the report failed) and wait for that."""
-        if self.started:
+        if self._thread is not None:
             self._abandoned = True
             self._handed.set()
-            self._join()
+            self._thread.join()
 
-    def _join(self) -> None:
-        assert self._thread is not None
-        self._thread.join()
+    def _given(self) -> tuple[dict[str, Any], attempts.Progress] | None:
+        """The result, once ``finish`` hands it (None: abandoned)."""
+        self._handed.wait()
+        return None if self._abandoned else self._result
 
     def _store(self, units: pd.DataFrame) -> None:
         try:
-            with transaction.atomic():
-                if not _rows_write(self.run, units):
-                    return
-                self._handed.wait()
-                if self._abandoned or self._result is None:
-                    raise _Abandoned
-                if not _result_write(self.run, *self._result):
-                    raise _Abandoned  # lost at the last moment: the rows go back with it
-                self._outcome = True
-        except _Abandoned:
-            self._outcome = False
+            self._outcome = _stored_together(self.run, units, self._given)
         except BaseException as exc:  # the caller raises it (a lost database: the task retries)
             self._outcome = exc
         finally:

@@ -19,7 +19,6 @@ from tests.factories import make_campaign
 
 pytestmark = [pytest.mark.postgres, pytest.mark.django_db(transaction=True)]
 PARAMS = {"n_boot": 20, "confidence": 0.95, "fine_tolerance": 0.5}
-_DSN_KEYS = {"host", "port", "dbname", "user", "password"}
 UNIT_FIELDS = ["unit_id", "query_id", *execute.UNIT_FIELDS, "distribution"]
 
 
@@ -101,11 +100,12 @@ def test_a_run_lost_when_its_result_joins_the_store_keeps_no_row(campaign, along
     result_write = execute._result_write
 
     def lost_first(run, result, progress):
-        import psycopg
-
-        dsn = " ".join(f"{k}={v}" for k, v in connection.get_connection_params().items() if k in _DSN_KEYS)
-        with psycopg.connect(dsn, autocommit=True) as sweeper:  # another process's, committed at once
+        sweeper = connection.get_new_connection(connection.get_connection_params())  # another process's
+        try:
             sweeper.execute("UPDATE analysis_analysisrun SET attempts = attempts + 1 WHERE id = %s", [run.pk])
+            sweeper.commit()
+        finally:
+            sweeper.close()
         return result_write(run, result, progress)
 
     monkeypatch.setattr(execute, "_result_write", lost_first)
