@@ -31,6 +31,7 @@ def test_the_organizer_reads_the_summary_and_the_systems_of_the_demo(browser, li
     page, errors = _page_as(browser, live_server, organizer)
     page.goto(f"{live_server.url}/")
     page.locator("ul.campaigns > li", has_text=campaign.name).get_by_role("link", name="Report").click()
+    page.wait_for_url(f"**/reports/campaigns/{campaign.pk}/")  # the click does not wait for the page it opens
     summary = page.locator("#section-summary")
     assert summary.get_by_role("heading", name="Can I trust these judgments?").is_visible()
     text = summary.inner_text()
@@ -86,6 +87,7 @@ def test_the_organizer_follows_the_most_confusable_unit_to_its_page_by_keyboard(
         page.set_viewport_size({"width": width, "height": 844})
         page.goto(f"{live_server.url}/")
         page.locator("ul.campaigns > li", has_text=campaign.name).get_by_role("link", name="Report").click()
+        page.wait_for_url(f"**/reports/campaigns/{campaign.pk}/")
         table = page.locator("#table-most_confusable")
         rows = table.locator("tbody tr")
         assert rows.count() == len(most) == 10
