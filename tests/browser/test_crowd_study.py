@@ -168,7 +168,7 @@ def test_an_organizer_makes_a_join_link_on_the_campaign_page_by_keyboard(
     page.keyboard.press("Tab")
     page.keyboard.type("20")
     page.keyboard.press("Enter")
-    page.get_by_text("Join link").first.wait_for()
+    page.wait_for_url(f"**/organize/campaigns/{campaign.pk}/#link-*")  # the page before has "Join links" too
     link = JoinLink.objects.get()
     assert (link.label, link.completion_code, link.max_participants) == ("Prolific pilot", "PILOT2026", 20)
     page.locator(f"#link-{link.pk}").wait_for()

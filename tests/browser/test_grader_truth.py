@@ -65,7 +65,7 @@ def open_page(browser, live_server):  # noqa: F811
         page.fill("#id_username", user.username)
         page.fill("#id_password", PASSWORD)
         page.click("button[type=submit]")
-        page.wait_for_url("**/")
+        page.wait_for_url("/")  # the home page (base_url); "**/" matched the login page and did not wait
         return page
 
     yield make

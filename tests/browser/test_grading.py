@@ -117,7 +117,7 @@ def log_in(page, user) -> None:
     page.fill("#id_username", user.username)
     page.fill("#id_password", PASSWORD)
     page.click("button[type=submit]")
-    page.wait_for_url("**/")
+    page.wait_for_url("/")  # the home page; "**/" matched the login page's own address and did not wait
 
 
 def all_saved(page) -> None:

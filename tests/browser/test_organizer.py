@@ -125,6 +125,7 @@ def test_an_organizer_runs_a_campaign_from_the_browser(page, browser, tmp_path):
 
     # The dashboard, left open while the grader works.
     page.click("nav.subnav >> text=Progress")
+    page.wait_for_url(f"**/organize/campaigns/{campaign.pk}/progress/")  # the mark goes on the new page
     page.evaluate("window.notReloaded = true")
     assert page.inner_text('#totals [data-k="done"]') == "0"
 
