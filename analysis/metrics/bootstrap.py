@@ -224,9 +224,12 @@ def _unit_sums_blocked(generators: Sequence[np.random.Generator], columns: np.nd
     cache for the others' products (each replicate's own product, added in the same order: the
     sums are those of one replicate at a time to the last bit). Over 2,000,000 units, 200
     replicates on two threads took 1.55 s instead of 2.31."""
+    n = columns.shape[1]
     out = np.zeros((len(generators), columns.shape[0]))
-    for blocks in zip(*(_blocks_drawn(own, columns.shape[1]) for own in generators), strict=True):
-        for row, (begin, drawn) in zip(out, blocks, strict=True):
+    replicates = [_blocks_drawn(own, n) for own in generators]
+    for _ in range(0, n, UNIT_BLOCK):
+        for row, blocks in zip(out, replicates, strict=True):  # one block's counts held at a time
+            begin, drawn = next(blocks)
             row += columns[:, begin : begin + drawn.size] @ drawn.astype(float)
     return out
 
