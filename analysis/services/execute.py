@@ -385,7 +385,6 @@ class _StoreAlongside:
     def __init__(self, run: AnalysisRun) -> None:
         self.run = run
         self._handed = threading.Event()
-        self._abandoned = False
         self._result: tuple[dict[str, Any], attempts.Progress] | None = None
         self._outcome: bool | BaseException = False
         self._thread: threading.Thread | None = None
@@ -418,16 +417,15 @@ class _StoreAlongside:
         return self._outcome
 
     def abandon(self) -> None:
-        """Roll the store back (the report failed) and wait for that."""
+        """Roll the store back (the report failed) and wait for that: the store is woken with no result."""
         if self._thread is not None:
-            self._abandoned = True
             self._handed.set()
             self._thread.join()
 
     def _given(self) -> tuple[dict[str, Any], attempts.Progress] | None:
-        """The result, once ``finish`` hands it (None: abandoned)."""
+        """The result, once ``finish`` hands it (None: woken by ``abandon`` before any was handed)."""
         self._handed.wait()
-        return None if self._abandoned else self._result
+        return self._result
 
     def _store(self, units: pd.DataFrame) -> None:
         try:
