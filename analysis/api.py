@@ -50,6 +50,8 @@ class AnalysisRunSerializer(serializers.ModelSerializer):
             "shards_total",
             "shards_done",
             "shards_reused",
+            "bootstrap_blocks",
+            "bootstrap_blocks_reused",
         ]
         read_only_fields = fields
         extra_kwargs = {
@@ -58,6 +60,14 @@ class AnalysisRunSerializer(serializers.ModelSerializer):
             "shards_reused": {
                 "help_text": "of the finished, how many were taken from the campaign's previous run unread, "
                 "their graders' data unchanged"
+            },
+            "bootstrap_blocks": {
+                "help_text": "blocks of 65,536 units that alpha's bootstrap drew over, once the run succeeded "
+                "(0 at 2^20 units or fewer, drawn over all at once)"
+            },
+            "bootstrap_blocks_reused": {
+                "help_text": "of those blocks, how many were taken from the previous run, their units' values and "
+                "the draws unchanged: the figures are those of drawing every block"
             },
         }
 

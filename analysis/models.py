@@ -57,6 +57,10 @@ class AnalysisRun(models.Model):
     # Of the done, how many were not read but taken from an earlier run whose shard read the same
     # data (``analysis.services.reuse``).
     shards_reused = models.PositiveIntegerField(default=0)
+    # Blocks of units that alpha's bootstrap drew over (beyond 2^20 units; 0 when it drew over all
+    # units at once), and how many of them it took from the run before (``metrics.KeptSums``).
+    bootstrap_blocks = models.PositiveIntegerField(default=0)
+    bootstrap_blocks_reused = models.PositiveIntegerField(default=0)
     # The campaign's event log as the run counted it when it planned its shards (events, first and
     # last server time: ``selectors.EventLog``), for the report's overview; None before that.
     event_log = models.JSONField(null=True, blank=True, editable=False)
@@ -108,6 +112,24 @@ class RunShard(models.Model):
 
     def __str__(self) -> str:
         return f"shard {self.index} of run {self.run_id}"
+
+
+class KeptSum(models.Model):
+    """The bootstrap's products of one block of units, kept by a run for the next run of its campaign
+    (docs/analysis.md, "Reusing the bootstrap's blocks"): ``sums`` holds ``n_boot`` rows of the
+    block's products (float64, little-endian) and ``key`` digests everything they depend on
+    (``analysis.metrics.bootstrap.KeptSums``), so a later run takes them only where it would draw
+    the same. Only the campaign's latest succeeded run keeps its blocks."""
+
+    run = models.ForeignKey(AnalysisRun, on_delete=models.CASCADE, related_name="kept_sums")
+    key = models.CharField(max_length=32)
+    sums = models.BinaryField()
+
+    class Meta:
+        constraints = [models.UniqueConstraint(fields=["run", "key"], name="analysis_keptsum_unique_key")]
+
+    def __str__(self) -> str:
+        return f"kept block {self.key} of run {self.run_id}"
 
 
 # The advisory lock of a campaign's per-unit rows: (namespace, campaign id modulo 2^31 - 1), held

@@ -30,7 +30,9 @@ peak_rss_mb_sharded), and whether the two runs' results and
 per-unit rows are the same to 1e-9 (analysis.reports.compare; the differences go to stderr).
 Then a grader joins and judges 1% more (one judgment in NEW_SHARE of the campaign's, with two
 events each), the workers run the analysis again, and the bench takes the new grader's rows away
-(docs/analysis.md, "Reusing shards"): seconds_after_new_work and shards_reused are that run's.
+(docs/analysis.md, "Reusing shards"): seconds_after_new_work, shards_reused and
+bootstrap_blocks_reused are that run's. The full sharded run takes nothing from the one-process run
+before it: the bench drops what that run kept for the next (its bootstrap's blocks) first.
 Aims: analysis < 60 s and < 2 GB; report ≤ 30 ms at 10^6 judgments and ≤ 60 ms at 10^7; export
 ≥ 100,000 rows/s; streamed JSON at least as many rows/s as streamed CSV. With --workers at 10^7
 judgments on this 2-core machine: sharded on 2 workers ≤ 150 s, ≤ 1 GB in any process, identical.
@@ -322,6 +324,15 @@ def step_add(campaign_id: int) -> dict:
     return {"grader": grader.pk, "judgments": n}
 
 
+def step_forget(campaign_id: int) -> dict:
+    """Drop what the campaign's runs kept for the next run (their bootstrap's blocks), so that the
+    next run computes every figure. A one-shard run keeps no part to take, so nothing else is kept."""
+    from analysis.models import KeptSum
+
+    deleted, _ = KeptSum.objects.filter(run__campaign_id=campaign_id).delete()
+    return {"forgotten": deleted}
+
+
 def step_remove(campaign_id: int) -> dict:
     """Take away what ``step_add`` added, so that the campaign is the bench's again. Events are
     append-only (a trigger refuses DELETE): the bench's own connection sets triggers aside for it."""
@@ -443,6 +454,7 @@ def step_sharded(campaign_id: int) -> dict:
         "shards": run.shards_total,
         "shards_done": run.shards_done,
         "shards_reused": run.shards_reused,
+        "bootstrap_blocks_reused": f"{run.bootstrap_blocks_reused} of {run.bootstrap_blocks}",
         "stages": run.timings,
         "error": run.error,
     }
@@ -652,6 +664,7 @@ def compare(campaign_id: int, n_units: int, args: argparse.Namespace) -> dict:
     runs' results and per-unit rows are the same (to 1e-9; the differences go to stderr)."""
     one = _succeeded(_step("analysis", campaign_id, n_units, env={**os.environ, SHARD_SETTING: str(10**12)}))
     print(f"one process: {one}", file=sys.stderr)
+    _step("forget", campaign_id, n_units)  # the sharded run computes everything, as the one process did
     env = {**os.environ, "CELERY_BROKER_URL": args.broker_url}
     if args.shard_judgments is not None:
         env[SHARD_SETTING] = str(args.shard_judgments)
@@ -684,6 +697,7 @@ def compare(campaign_id: int, n_units: int, args: argparse.Namespace) -> dict:
         "identical": not differences,
         "seconds_after_new_work": again["seconds"],  # NEW_SHARE: 1% more judgments, by a grader who joins
         "shards_reused": again["shards_reused"],
+        "bootstrap_blocks_reused": again["bootstrap_blocks_reused"],
     }
 
 
@@ -780,7 +794,7 @@ def _peak_rss_mb(pid: int) -> float:
 def _arguments() -> argparse.Namespace:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument(
-        "--step", choices=[*STEPS, "has_run", "build", "sharded", "add", "remove"], help=argparse.SUPPRESS
+        "--step", choices=[*STEPS, "has_run", "build", "sharded", "add", "remove", "forget"], help=argparse.SUPPRESS
     )
     parser.add_argument("--campaign", type=int, help=argparse.SUPPRESS)
     parser.add_argument("--judgments", type=int, help="judgments to build, a multiple of 5 (default 1,000,000)")
@@ -842,8 +856,8 @@ def main() -> None:
     if args.step == "sharded":
         print(json.dumps(step_sharded(args.campaign)))
         return
-    if args.step in ("add", "remove"):
-        print(json.dumps((step_add if args.step == "add" else step_remove)(args.campaign)))
+    if args.step in ("add", "remove", "forget"):
+        print(json.dumps({"add": step_add, "remove": step_remove, "forget": step_forget}[args.step](args.campaign)))
         return
     if args.step:
         print(json.dumps(STEPS[args.step](args.campaign)))

@@ -12,7 +12,7 @@ from .agreement import (  # noqa: F401
     fleiss_kappa_per_category,
     landis_koch,
 )
-from .bootstrap import Estimate, cohen_kappa_ci, fleiss_kappa_ci, percentile_interval  # noqa: F401
+from .bootstrap import Estimate, KeptSums, cohen_kappa_ci, fleiss_kappa_ci, percentile_interval  # noqa: F401
 from .confusability import (  # noqa: F401
     ca_corr,
     confusability_summary,

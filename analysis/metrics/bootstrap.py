@@ -13,7 +13,10 @@ time). There each replicate draws from a generator of its own, seeded by one num
 run's generator and the replicate's index (``replicate_generators``), so that the replicates can be
 drawn on every core at once and still be the same whichever core draws which. A full block's draws
 are cut from the generator's raw words (``_counts_drawn``: the values ``Generator.integers`` gives),
-and a batch of replicates goes through the blocks together (``_unit_sums_blocked``).
+and a batch of replicates goes through the blocks together (``_unit_sums_blocked``). A replicate's
+sum over the units is then the sum, in block order, of its blocks' products, and a run keeps each
+block's products for the next run, which takes those of every block whose rows and draws are the
+same instead of drawing it again (``KeptSums``).
 
 Reference: Efron, B. & Tibshirani, R. (1993). An Introduction to the Bootstrap, ch. 13 (percentile
 intervals).
@@ -21,9 +24,11 @@ intervals).
 
 from __future__ import annotations
 
+import hashlib
 import os
-from collections.abc import Callable, Iterator, Sequence
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from concurrent.futures import ThreadPoolExecutor
+from dataclasses import dataclass, field
 from typing import Any, NamedTuple
 
 import numpy as np
@@ -48,6 +53,29 @@ MAX_CELLS = 500_000  # weights drawn at once (n_boot_block * n_units): small blo
 UNIT_BLOCK = 1 << 16  # units whose draws are counted together when units are many (512 KB of counts)
 UNITS_AT_ONCE = 1 << 20  # beyond so many units (8 MB of counts), draws are counted a block at a time
 REPLICATES_TOGETHER = 16  # replicates that go through the blocks together, each block's rows read once for them
+# How a replicate's draws over many units are made: a block's kept products are taken only by code
+# that draws the same (``KeptSums``). Change it with the draws.
+DRAWS = "blocks of 2^16, raw words, generators [s, b]"
+
+
+@dataclass
+class KeptSums:
+    """Blocks' bootstrap products kept by one run for the next (docs/analysis.md, "Reusing the
+    bootstrap's blocks").
+
+    Beyond ``UNITS_AT_ONCE`` units, one a group, a replicate's sums are its blocks' products
+    (the block's counts times the block's rows) added in block order (``_unit_sums_blocked``), and
+    a block's product depends only on the replicates' generators, the number of units, the block's
+    place and its rows. ``bootstrap_sums`` keys each block by a digest of all of them (and of
+    ``DRAWS``); a block whose key is in ``before`` (``n_boot`` rows of products, as bytes) is not
+    drawn: its products are added as they are, so the sums are those of drawing every block, to the
+    last bit. Every block's products, taken or drawn, go into ``kept``; ``taken`` and ``blocks``
+    count them."""
+
+    before: Mapping[str, bytes] = field(default_factory=dict)
+    kept: dict[str, bytes] = field(default_factory=dict)
+    taken: int = 0
+    blocks: int = 0
 
 
 class Estimate(NamedTuple):
@@ -95,7 +123,15 @@ def replicate_generators(rng: np.random.Generator, n_boot: int) -> list[np.rando
     ``b``'s is seeded by ``(s, b)``, where ``s`` is the one number drawn from ``rng`` (so ``rng``'s
     later draws do not depend on ``n_boot``). Its draws are then the same whichever thread makes
     them, and in whatever order the replicates are drawn."""
-    first = int(rng.integers(0, 2**63))
+    return _generators(_replicates_seed(rng), n_boot)
+
+
+def _replicates_seed(rng: np.random.Generator) -> int:
+    """The one number drawn from ``rng`` that seeds every replicate's generator."""
+    return int(rng.integers(0, 2**63))
+
+
+def _generators(first: int, n_boot: int) -> list[np.random.Generator]:
     return [np.random.default_rng([first, b]) for b in range(n_boot)]
 
 
@@ -105,17 +141,56 @@ def _threads(tasks: int) -> int:
     return max(1, min(cores, tasks))
 
 
-def _blocks_drawn(rng: np.random.Generator, n: int) -> Iterator[tuple[int, np.ndarray]]:
+def _blocks_drawn(
+    rng: np.random.Generator, n: int, skipped: frozenset[int] = frozenset()
+) -> Iterator[tuple[int, np.ndarray | None]]:
     """One replicate's draws of ``n`` units with replacement, a block of ``UNIT_BLOCK`` consecutive
     units at a time: each block's first unit and how many times each of its units is drawn. The
     number of draws in each block is multinomial with the blocks' shares of the units, and given
     it the draws within a block are uniform, which is the distribution of ``n`` uniform draws over
-    all the units."""
+    all the units.
+
+    The blocks numbered in ``skipped`` are not drawn (None instead of their counts): the generator
+    is moved past their draws (``_passed_over``), so the other blocks' draws are as if they were."""
     starts = np.arange(0, n, UNIT_BLOCK)
     lengths = np.minimum(UNIT_BLOCK, n - starts)
     in_block = rng.multinomial(n, lengths / n)
-    for begin, length, drawn in zip(starts.tolist(), lengths.tolist(), in_block.tolist(), strict=True):
+    behind = 0  # the draws of skipped blocks the generator has not been moved past yet
+    for index, (begin, length, drawn) in enumerate(
+        zip(starts.tolist(), lengths.tolist(), in_block.tolist(), strict=True)
+    ):
+        if index in skipped:
+            behind += drawn
+            yield begin, None
+            continue
+        if behind:
+            _passed_over(rng, behind)
+            behind = 0
         yield begin, _counts_drawn(rng, length, drawn)
+
+
+def _passed_over(rng: np.random.Generator, drawn: int) -> None:
+    """Leave ``rng`` where ``drawn`` draws over a block of 2^k units (k <= 32) leave it, without
+    making them: each takes one 32-bit half of a word, the kept half first (``_counts_drawn``), so
+    the generator advances by the words they take, and its state keeps what ``integers`` keeps (the
+    last word's high half; held for the next draw when the draws were odd in number)."""
+    generator = rng.bit_generator
+    if type(generator) is not np.random.PCG64:
+        raise ValueError(f"only PCG64's draws can be passed over, not {type(generator).__name__}'s")
+    state = generator.state
+    if state["has_uint32"] and drawn:  # the kept half is the first draw; ``uinteger`` stays as it was
+        state["has_uint32"] = 0
+        generator.state = state
+        drawn -= 1
+    words, odd = divmod(drawn, 2)
+    if words + odd == 0:
+        return
+    generator.advance(words + odd - 1)
+    last = int(generator.random_raw())
+    state = generator.state
+    state["has_uint32"] = odd
+    state["uinteger"] = last >> 32
+    generator.state = state
 
 
 def _counts_drawn(rng: np.random.Generator, length: int, drawn: int) -> np.ndarray:
@@ -191,6 +266,7 @@ def bootstrap_sums(
     *,
     rng: np.random.Generator,
     n_boot: int,
+    kept: KeptSums | None = None,
 ) -> np.ndarray:
     """``bootstrap_replicates`` of a statistic of sums over the units: ``statistic`` maps the
     resamples' sums ``(b, k)`` of the groups' rows ``per_group`` ``(n_groups, k)`` to ``(b,)``.
@@ -200,22 +276,71 @@ def bootstrap_sums(
     they are drawn (``_unit_sums_blocked``), while both are in the processor's cache, instead of
     writing the replicate's counts over every unit and reading them back with every row: over
     2,000,000 units 2.3 times faster. The replicates are then drawn on every core at once, each from
-    its own generator (``replicate_generators``). The sums add in another order, so they may differ
-    from ``weights @ per_group`` in the last bits."""
+    its own generator (``replicate_generators``), and ``kept``, if given, lends the products of the
+    blocks a run before computed from the same rows and draws and keeps every block's (``KeptSums``).
+    The sums add in another order, so they may differ from ``weights @ per_group`` in the last bits."""
     rng = as_rng(rng)
     n_boot = as_positive_int(n_boot, name="n_boot")
     sizes, per_group = np.asarray(sizes), np.asarray(per_group, dtype=float)
     if int(sizes.sum()) > UNITS_AT_ONCE and sizes.size == sizes.sum():
         columns = np.ascontiguousarray(per_group.T)  # a block's rows, as the columns of one product
-        generators = replicate_generators(rng, n_boot)
-        batches = [generators[b : b + REPLICATES_TOGETHER] for b in range(0, n_boot, REPLICATES_TOGETHER)]
-        with ThreadPoolExecutor(_threads(len(batches))) as pool:  # numpy lets go of the GIL as it draws and multiplies
-            sums = list(pool.map(lambda batch: _unit_sums_blocked(batch, columns), batches))
-        return statistic(np.concatenate(sums))
+        first = _replicates_seed(rng)
+        keys = _block_keys(first, n_boot, columns) if kept is not None else []
+        taken = _taken(kept, keys, (n_boot, columns.shape[0])) if kept is not None else {}
+        generators = _generators(first, n_boot)
+        starts = range(0, n_boot, REPLICATES_TOGETHER)
+
+        def batch_sums(start: int) -> tuple[np.ndarray, dict[int, np.ndarray]]:
+            lent = {index: products[start : start + REPLICATES_TOGETHER] for index, products in taken.items()}
+            return _unit_sums_blocked(generators[start : start + REPLICATES_TOGETHER], columns, lent)
+
+        with ThreadPoolExecutor(_threads(len(starts))) as pool:  # numpy lets go of the GIL as it draws and multiplies
+            batches = list(pool.map(batch_sums, starts))
+        if kept is not None:
+            _keep(kept, keys, taken, [drawn for _, drawn in batches])
+        return statistic(np.concatenate([sums for sums, _ in batches]))
     return np.concatenate([statistic(w @ per_group) for w in resample_weights(rng, sizes, n_boot)])
 
 
-def _unit_sums_blocked(generators: Sequence[np.random.Generator], columns: np.ndarray) -> np.ndarray:
+def _block_keys(first: int, n_boot: int, columns: np.ndarray) -> list[str]:
+    """Per block of ``UNIT_BLOCK`` units, a digest of what its products depend on (``KeptSums``):
+    how replicates draw, their seed, how many there are, the number of units, the block's place and
+    its rows (the bytes of ``columns[:, block]``, a row of ``columns`` at a time)."""
+    k, n = columns.shape
+    head = f"{DRAWS}|{UNIT_BLOCK}|{first}|{n_boot}|{n}|{k}|{columns.dtype.str}"
+    keys = []
+    for index, begin in enumerate(range(0, n, UNIT_BLOCK)):
+        digest = hashlib.blake2b(f"{head}|{index}".encode(), digest_size=16)
+        for row in columns:
+            digest.update(row[begin : begin + UNIT_BLOCK])
+        keys.append(digest.hexdigest())
+    return keys
+
+
+def _taken(kept: KeptSums, keys: list[str], shape: tuple[int, int]) -> dict[int, np.ndarray]:
+    """The kept products of the blocks whose keys ``kept.before`` has, by block number."""
+    taken = {}
+    for index, key in enumerate(keys):
+        stored = kept.before.get(key)
+        if stored is not None and len(stored) == shape[0] * shape[1] * 8:
+            taken[index] = np.frombuffer(stored, dtype="<f8").reshape(shape)
+    return taken
+
+
+def _keep(kept: KeptSums, keys: list[str], taken: dict[int, np.ndarray], drawn: list[dict[int, np.ndarray]]) -> None:
+    """Every block's products into ``kept``: those taken as they were, those drawn from the batches'."""
+    for index, key in enumerate(keys):
+        products = taken.get(index)
+        if products is None:
+            products = np.concatenate([batch[index] for batch in drawn])
+        kept.kept[key] = products.astype("<f8", copy=False).tobytes()
+    kept.taken += len(taken)
+    kept.blocks += len(keys)
+
+
+def _unit_sums_blocked(
+    generators: Sequence[np.random.Generator], columns: np.ndarray, lent: Mapping[int, np.ndarray] | None = None
+) -> tuple[np.ndarray, dict[int, np.ndarray]]:
     """Row ``r``: ``_unit_counts_blocked(generators[r], n) @ columns.T`` for the ``n`` columns of
     ``columns`` (the quantities of a unit are a column), from the same draws: each block's counts
     multiplied into the block's columns once drawn. The replicates go through the blocks together,
@@ -223,15 +348,27 @@ def _unit_sums_blocked(generators: Sequence[np.random.Generator], columns: np.nd
     cache for the others' products (each replicate's own product, added in the same order: the
     sums are those of one replicate at a time to the last bit). With ``_counts_drawn``, against one
     replicate at a time drawn by ``integers`` (``bench/metrics.py``, 2,000,000 units): 1.31x on one
-    thread, 1.09-1.13x on two."""
+    thread, 1.09-1.13x on two.
+
+    ``lent`` maps block numbers to those blocks' products ``(len(generators), k)``, added instead of
+    drawing the blocks (``_blocks_drawn`` passes over their draws). Also returns the products of
+    the blocks drawn, by block number."""
+    lent = lent or {}
     n = columns.shape[1]
     out = np.zeros((len(generators), columns.shape[0]))
-    replicates = [_blocks_drawn(own, n) for own in generators]
-    for _ in range(0, n, UNIT_BLOCK):
-        for row, blocks in zip(out, replicates, strict=True):  # one block's counts held at a time
+    skipped = frozenset(lent)
+    replicates = [_blocks_drawn(own, n, skipped) for own in generators]
+    drawn_products: dict[int, np.ndarray] = {}
+    for index in range(len(range(0, n, UNIT_BLOCK))):
+        products = lent.get(index)
+        if products is None:
+            products = drawn_products[index] = np.empty_like(out)
+        for row, blocks, product in zip(out, replicates, products, strict=True):  # one block's counts held at a time
             begin, drawn = next(blocks)
-            row += columns[:, begin : begin + drawn.size] @ drawn.astype(float)
-    return out
+            if drawn is not None:
+                product[:] = columns[:, begin : begin + drawn.size] @ drawn.astype(float)
+            row += product
+    return out, drawn_products
 
 
 def percentile_interval(replicates: np.ndarray, confidence: float = 0.95) -> tuple[float, float]:

@@ -186,6 +186,7 @@ def _complete(run: AnalysisRun, progress: attempts.Progress, parts: list[ShardPa
     """Compute the report and store it. On PostgreSQL the per-unit rows are stored while the report's
     last sections are computed (``_StoreAlongside``), in the transaction that then stores the result."""
     alongside = _StoreAlongside(run) if _StoreAlongside.possible() else None
+    kept = reuse.sums_lent(run=run)
     try:
         result, units = report_compute(
             campaign_id=run.campaign_id,
@@ -195,8 +196,10 @@ def _complete(run: AnalysisRun, progress: attempts.Progress, parts: list[ShardPa
             parts=parts,
             log=selectors.EventLog.loaded(run.event_log),
             units_ready=alongside.start if alongside is not None else None,
+            kept=kept,
         )
         progress.stage("storing results", 95)
+        run.bootstrap_blocks, run.bootstrap_blocks_reused = kept.blocks, kept.taken  # stored with the result
         if alongside is not None and alongside.started:
             stored = alongside.finish(result, progress)
         else:
@@ -208,6 +211,7 @@ def _complete(run: AnalysisRun, progress: attempts.Progress, parts: list[ShardPa
     if not stored:
         return "lost"
     reuse.parts_keep_latest(run=run)  # this run's parts stay, for the next run to take what has not changed
+    reuse.sums_keep(run=run, kept=kept)  # and its bootstrap's blocks
     grader_model_hand_over(campaign_id=run.campaign_id, model=result.get("model") or {})
     return RunStatus.SUCCEEDED
 
@@ -357,6 +361,8 @@ def _result_write(run: AnalysisRun, result: dict[str, Any], progress: attempts.P
             timings=timings,
             finished_at=timezone.now(),
             heartbeat_at=timezone.now(),
+            bootstrap_blocks=run.bootstrap_blocks,
+            bootstrap_blocks_reused=run.bootstrap_blocks_reused,
         )
     )
 

@@ -13,6 +13,7 @@ from typing import Any, Protocol
 import numpy as np
 import pandas as pd
 
+from analysis import metrics as m
 from analysis import selectors
 from analysis.reports.serialize import jsonable
 from analysis.services import auto_exclusion
@@ -149,6 +150,7 @@ def report_compute(
     parts: list[ShardPart] | None = None,
     log: selectors.EventLog | None = None,
     units_ready: Callable[[pd.DataFrame], None] | None = None,
+    kept: m.KeptSums | None = None,
 ) -> tuple[dict[str, Any], pd.DataFrame]:
     """Every section of the campaign report (docs/design.md §5) and the per-unit results.
 
@@ -164,6 +166,8 @@ def report_compute(
     units_ready : called with the per-unit table as soon as it is final (after the model), before
         the sections that only read it, so that the caller can begin to store it meanwhile
         (``execute``); nothing changes the table after the call.
+    kept : the bootstrap's blocks of the run before, lent to the agreement section, which keeps this
+        run's there (``metrics.KeptSums``); the figures are the same with it or without it.
     """
     progress = progress or _NoProgress()
     progress.stage("loading judgments", 2)
@@ -184,7 +188,9 @@ def report_compute(
             "server's arrival time for them instead."
         )
     progress.stage("agreement", 20)
-    shared, units = agreement_report(data.judgments, data.spec, n_boot=n_boot, confidence=confidence, seed=seed)
+    shared, units = agreement_report(
+        data.judgments, data.spec, n_boot=n_boot, confidence=confidence, seed=seed, kept=kept
+    )
     result.update(shared)  # agreement, confusability, fine_within_broad
     progress.stage("stability", 70)
     result["stability"] = stability(data.behaviour)

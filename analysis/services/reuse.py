@@ -8,9 +8,11 @@ scheme, and the code that computes it. The shard's fingerprint digests all of th
 summary). A shard whose fingerprint equals that of a shard of the campaign's latest succeeded run
 takes that shard's stored part, copied inside the database, and is counted done without reading.
 
-Only the reading is saved: the combining step computes every figure from all the parts, as it does
-for a run that read them all. A grader's new work changes the fingerprint of the shard that holds
-the grader, so what a run saves depends on how many shards hold graders who did nothing since.
+The combining step computes every figure from all the parts, as it does for a run that read them
+all, but for the bootstrap of alpha over many units: it takes the products of the blocks of units
+whose rows and draws are those of the run before (``sums_lent``, ``sums_keep``). A grader's new
+work changes the fingerprint of the shard that holds the grader, so what a run saves depends on
+how many shards hold graders who did nothing since.
 """
 
 from __future__ import annotations
@@ -20,11 +22,13 @@ import json
 from functools import cache
 from pathlib import Path
 
+from django.db import transaction
 from django.db.models import Exists, Subquery
 from django.utils import timezone
 
 from analysis import selectors
-from analysis.models import AnalysisRun, RunShard, RunStatus
+from analysis.metrics import KeptSums
+from analysis.models import AnalysisRun, KeptSum, RunShard, RunStatus
 from analysis.selectors import GraderSpan
 from analysis.services import attempts
 from grading.models import Campaign
@@ -136,4 +140,31 @@ def parts_keep_latest(*, run: AnalysisRun) -> None:
         .filter(run__status__in=[RunStatus.SUCCEEDED, RunStatus.FAILED])
         .exclude(run_id=run.pk)
         .update(part=None)
+    )
+
+
+def sums_lent(*, run: AnalysisRun) -> KeptSums:
+    """The bootstrap's blocks kept by the campaign's succeeded runs (the latest's: ``sums_keep``),
+    lent to ``run``, which takes those it would draw the same and keeps its own there."""
+    rows = (
+        KeptSum.objects.filter(run__campaign_id=run.campaign_id, run__status=RunStatus.SUCCEEDED)
+        .exclude(run_id=run.pk)
+        .values_list("key", "sums")
+    )
+    return KeptSums(before={key: bytes(sums) for key, sums in rows})
+
+
+def sums_keep(*, run: AnalysisRun, kept: KeptSums) -> None:
+    """Once ``run`` has succeeded: keep its blocks for the next run, and drop the other finished
+    runs' (only the latest succeeded run's are lent). A run still at work keeps what it has."""
+    with transaction.atomic():
+        KeptSum.objects.filter(run_id=run.pk).delete()
+        KeptSum.objects.bulk_create(
+            [KeptSum(run_id=run.pk, key=key, sums=sums) for key, sums in kept.kept.items()], batch_size=16
+        )
+    (
+        KeptSum.objects.filter(run__campaign_id=run.campaign_id)
+        .filter(run__status__in=[RunStatus.SUCCEEDED, RunStatus.FAILED])
+        .exclude(run_id=run.pk)
+        .delete()
     )

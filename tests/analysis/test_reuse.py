@@ -7,7 +7,8 @@ from datetime import UTC, datetime, timedelta
 
 import pytest
 
-from analysis.models import AnalysisRun, RunShard, RunStatus
+from analysis.metrics import bootstrap
+from analysis.models import AnalysisRun, KeptSum, RunShard, RunStatus
 from analysis.reports.serialize import jsonable
 from analysis.selectors import in_span
 from analysis.services import reuse, runs
@@ -105,6 +106,34 @@ def test_workers_are_handed_only_the_shards_that_changed(campaign):
     run.refresh_from_db()
     expected, _ = report_compute(campaign_id=campaign.pk, parameters=run.parameters, seed=9)
     assert run.result == jsonable(expected) and run.result != first.result
+
+
+def test_a_run_takes_the_bootstrap_blocks_whose_units_did_not_change_and_reports_what_drawing_all_gives(
+    campaign, monkeypatch
+):
+    """Alpha's bootstrap over many units (here blocks of 4 units beyond 8) keeps each block's products;
+    the next run, after one FINE score changed, draws only that unit's block and takes the others:
+    its result is that of a run that drew every block, to the last bit (docs/analysis.md)."""
+    monkeypatch.setattr(bootstrap, "UNIT_BLOCK", 4)
+    monkeypatch.setattr(bootstrap, "UNITS_AT_ONCE", 8)
+    first = _run(campaign)
+    blocks = KeptSum.objects.filter(run=first).count()
+    assert blocks == -(-Unit.objects.filter(campaign=campaign).count() // 4)
+    assert (first.bootstrap_blocks, first.bootstrap_blocks_reused) == (blocks, 0)
+    judgment = Judgment.objects.filter(campaign=campaign).order_by("unit_id").last()
+    moment = datetime.now(UTC) - timedelta(minutes=1)
+    fine = 0.0 if judgment.fine != 0.0 else 10.0
+    record(judgment.grader, campaign, "fine_set", {"value": fine}, unit=judgment.unit, client_ts=moment, seq=99)
+
+    second = _run(campaign)
+    assert (second.bootstrap_blocks, second.bootstrap_blocks_reused) == (blocks, blocks - 1)
+    assert not KeptSum.objects.filter(run=first).exists()  # only the latest run's are kept
+    assert KeptSum.objects.filter(run=second).count() == blocks
+    assert second.result["agreement"]["alpha"] != first.result["agreement"]["alpha"]
+    KeptSum.objects.all().delete()  # nothing to take: every block is drawn
+    third = _run(campaign)
+    assert (third.bootstrap_blocks, third.bootstrap_blocks_reused) == (blocks, 0)
+    assert second.result == third.result  # every figure, to the last bit
 
 
 def _prints(campaign, *, excluded=frozenset(), tolerance=0.5) -> list[str]:

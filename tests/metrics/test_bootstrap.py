@@ -246,8 +246,8 @@ def test_replicates_over_many_units_are_the_same_on_one_thread_or_many(monkeypat
     assert sums(1, n_boot=7)[1] == after  # the run's later draws do not depend on n_boot
     assert np.unique(alone).size == alone.size  # the replicates differ from one another
     first = int(np.random.default_rng(31).integers(0, 2**63))
-    replicate_3 = bootstrap._unit_sums_blocked([np.random.default_rng([first, 3])], np.ascontiguousarray(rows.T))[0]
-    assert alone[3] == replicate_3[0] * 1e6 + replicate_3[1]
+    sums_3, _ = bootstrap._unit_sums_blocked([np.random.default_rng([first, 3])], np.ascontiguousarray(rows.T))
+    assert alone[3] == sums_3[0, 0] * 1e6 + sums_3[0, 1]
     monkeypatch.setattr(bootstrap, "REPLICATES_TOGETHER", 1)  # each replicate through the blocks alone
     assert (sums(1)[0] == alone).all() and (sums(4)[0] == alone).all()
 
@@ -280,3 +280,69 @@ def test_a_generator_other_than_pcg64_draws_its_blocks_with_integers():
     counts = _counts_drawn(ours, 1 << 16, 70_001)
     assert np.array_equal(counts, np.bincount(theirs.integers(0, 1 << 16, size=70_001), minlength=1 << 16))
     assert ours.random() == theirs.random()
+
+
+@pytest.mark.parametrize("kept_half", [False, True])
+@pytest.mark.parametrize("drawn", [0, 1, 2, 3, 64, 65, 1001])
+def test_passing_over_a_blocks_draws_leaves_the_generator_where_drawing_them_leaves_it(drawn, kept_half):
+    """Moving past a block's draws without making them (to draw only the blocks that changed) leaves
+    the generator's state exactly as drawing them does, the half of a word it keeps included."""
+    from analysis.metrics import bootstrap
+
+    def fresh() -> np.random.Generator:
+        rng = np.random.default_rng([40, drawn])
+        if kept_half:
+            rng.integers(0, 64, size=1)  # takes a word's low half and keeps its high half
+        return rng
+
+    made, passed = fresh(), fresh()
+    bootstrap._counts_drawn(made, 64, drawn)
+    bootstrap._passed_over(passed, drawn)
+    assert passed.bit_generator.state == made.bit_generator.state
+    assert (passed.integers(0, 1 << 16, size=5) == made.integers(0, 1 << 16, size=5)).all()
+
+
+def test_only_pcg64s_draws_are_passed_over():
+    from analysis.metrics import bootstrap
+
+    with pytest.raises(ValueError, match="only PCG64's draws"):
+        bootstrap._passed_over(np.random.Generator(np.random.MT19937(1)), 3)
+
+
+def test_a_run_takes_the_kept_products_of_the_blocks_that_did_not_change_and_sums_to_the_last_bit(monkeypatch):
+    """Beyond UNITS_AT_ONCE units a run keeps each block's products; a run after it whose rows
+    changed in a few blocks draws only those blocks and takes the others' products: the sums are
+    those of drawing every block, bit for bit, and every block's products are kept again."""
+    from analysis.metrics import bootstrap
+
+    monkeypatch.setattr(bootstrap, "UNIT_BLOCK", 64)
+    monkeypatch.setattr(bootstrap, "UNITS_AT_ONCE", 500)
+    rows = np.random.default_rng(50).normal(size=(1_000, 4))  # 16 blocks, the last of 40 units
+    sizes = np.ones(1_000, dtype=int)
+
+    def sums(
+        values: np.ndarray, kept: bootstrap.KeptSums | None = None, n_boot: int = 37, seed: int = 51
+    ) -> np.ndarray:
+        rng = np.random.default_rng(seed)
+        return bootstrap.bootstrap_sums(sizes, values, lambda s: s, rng=rng, n_boot=n_boot, kept=kept)
+
+    first = bootstrap.KeptSums()
+    assert (sums(rows, first) == sums(rows)).all()
+    assert (first.taken, first.blocks, len(first.kept)) == (0, 16, 16)
+    changed = rows.copy()
+    changed[[130, 131, 700]] += 0.5  # blocks 2 and 10
+    changed[-1, 3] = 7.0  # the last, shorter block
+    again = bootstrap.KeptSums(before=first.kept)
+    assert (sums(changed, again) == sums(changed)).all()
+    assert (again.taken, again.blocks) == (13, 16)
+    assert len(set(again.kept) & set(first.kept)) == 13
+    fresh = bootstrap.KeptSums()
+    sums(changed, fresh)
+    assert again.kept == fresh.kept  # the products kept, taken or drawn, are those drawn afresh
+    for other in ({"n_boot": 36}, {"seed": 52}):  # other replicates, other draws: nothing is taken
+        elsewhere = bootstrap.KeptSums(before=first.kept)
+        assert (sums(rows, elsewhere, **other) == sums(rows, **other)).all()
+        assert elsewhere.taken == 0
+    shorter = bootstrap.KeptSums(before=first.kept)
+    assert (sums(rows[:-1], shorter) == sums(rows[:-1])).all()  # one unit fewer: every draw moves
+    assert shorter.taken == 0

@@ -122,10 +122,34 @@ def test_moments_by_blocks_equal_the_whole_matrix(monkeypatch: pytest.MonkeyPatc
     m = observed.sum(axis=1)
     kept, m = wide[m >= 2], m[m >= 2].astype(float)
     x = np.where(~np.isnan(kept), kept, 0.0)
-    x = np.where(~np.isnan(kept), x - x.sum() / (~np.isnan(kept)).sum(), 0.0)  # the one-array form
+    x = np.where(~np.isnan(kept), x - k._centre(kept, ~np.isnan(kept)), 0.0)  # the one-array form
     s1, s2 = x.sum(axis=1), (x * x).sum(axis=1)
     expected = np.column_stack([2 * (m * s2 - s1**2) / (m - 1), m, s1, s2])
     monkeypatch.setattr(k, "BLOCK_UNITS", 37)
     parts = k._Parts(wide)
     assert np.array_equal(parts.moments, expected)
     assert parts.n_values == np.unique(kept[~np.isnan(kept)]).size == parts.coded[0].size
+
+
+def test_the_moments_centre_is_the_mean_rounded_so_that_a_few_changed_values_leave_the_others_moments() -> None:
+    """The interval moments are centred on the mean rounded to a power of two at or above four
+    standard deviations: FINE's scores on 0, scores far from zero near their mean. Changing a few
+    values leaves the centre, so every other unit's moments stay the same to the last bit, and
+    alpha keeps its accuracy far from zero."""
+    import krippendorff
+
+    from analysis.metrics import krippendorff as k
+
+    rng = np.random.default_rng(8)
+    fine = rng.integers(0, 101, (2000, 5)) / 10
+    assert k._centre(fine, ~np.isnan(fine)) == 0.0
+    far = 1e6 + rng.integers(0, 11, (2000, 5)) / 10 + rng.integers(0, 2, (2000, 1))
+    assert k._centre(far, ~np.isnan(far)) == 1e6
+    for wide in (fine, far):
+        changed = wide.copy()
+        changed[:20, 0] = changed[:20, 0] + 0.7
+        before, after = k._Parts(wide).moments, k._Parts(changed).moments
+        assert np.array_equal(before[20:], after[20:]) and not np.array_equal(before[:20], after[:20])
+    expected = krippendorff.alpha(reliability_data=far.T, level_of_measurement="interval")
+    every_unit_once = k._Parts(far).moments.sum(axis=0)[None]  # the sums a replicate that drew each unit once has
+    assert k._interval_of_sums(every_unit_once)[0] == pytest.approx(expected, rel=1e-9)

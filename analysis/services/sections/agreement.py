@@ -74,7 +74,13 @@ def _released() -> None:
 
 
 def agreement_report(
-    judgments: pd.DataFrame | Judgments, spec: ValueSpec, *, n_boot: int, confidence: float, seed: int
+    judgments: pd.DataFrame | Judgments,
+    spec: ValueSpec,
+    *,
+    n_boot: int,
+    confidence: float,
+    seed: int,
+    kept: m.KeptSums | None = None,
 ) -> tuple[dict[str, Any], pd.DataFrame]:
     """The agreement, confusability and FINE-within-BROAD sections, and the per-unit table.
 
@@ -88,14 +94,16 @@ def agreement_report(
         file), one row per (unit, grader), columns unit, grader, query, the value columns ``spec``
         names (broad, fine, score, label or verdict) and ``cat``/``num`` as ``values.with_values``
         derives them (once, where the judgments are loaded).
-    seed : seeds the one ``np.random.Generator`` of the agreement section; its bootstrap intervals
-        draw from it in a fixed order (each kappa level in turn, then alpha).
+    seed : seeds the one ``np.random.Generator`` of the agreement section (``agreement`` spawns the
+        generators its bootstrap intervals draw from).
+    kept : the bootstrap's blocks kept by the run before, lent to alpha's interval, which keeps its own
+        there (``metrics.KeptSums``); None for a ratings file.
     """
     rng = np.random.default_rng(seed)
     judgments = _valued(judgments, spec)
     units = unit_table(judgments, spec)
     sections = {
-        "agreement": agreement(judgments, spec, rng=rng, n_boot=n_boot, confidence=confidence),
+        "agreement": agreement(judgments, spec, rng=rng, n_boot=n_boot, confidence=confidence, kept=kept),
         "confusability": confusability(units),
         "fine_within_broad": fine_within_broad(judgments, spec),
     }
@@ -113,9 +121,15 @@ def agreement(
     rng: np.random.Generator,
     n_boot: int,
     confidence: float,
+    kept: m.KeptSums | None = None,
 ) -> dict[str, Any]:
-    """Fleiss' kappa (all levels, collapsed levels), per-category kappas, patterns, χ² tests, alpha."""
+    """Fleiss' kappa (all levels, collapsed levels), per-category kappas, patterns, χ² tests, alpha.
+
+    The kappas' intervals and alpha's draw from two generators spawned from ``rng`` (design §5.1),
+    so alpha's draws do not depend on how many words the kappas' took: the same units draw the
+    same whatever the category counts, and a run can take the blocks ``kept`` lends."""
     judgments = _valued(judgments, spec)
+    kappas, alphas = rng.spawn(2)
     out: dict[str, Any] = {
         "levels": [],
         "alpha": None,
@@ -125,9 +139,9 @@ def agreement(
         "n_boot": n_boot,
     }
     if spec.has_categories:
-        out.update(_categorical_agreement(judgments, spec, rng=rng, n_boot=n_boot, confidence=confidence))
+        out.update(_categorical_agreement(judgments, spec, rng=kappas, n_boot=n_boot, confidence=confidence))
     if spec.has_numbers:
-        out["alpha"] = _alpha(judgments, spec, rng=rng, n_boot=n_boot, confidence=confidence)
+        out["alpha"] = _alpha(judgments, spec, rng=alphas, n_boot=n_boot, confidence=confidence, kept=kept)
     return out
 
 
@@ -252,14 +266,23 @@ def _level(
 
 
 def _alpha(
-    judgments: Judgments, spec: ValueSpec, *, rng: np.random.Generator, n_boot: int, confidence: float
+    judgments: Judgments,
+    spec: ValueSpec,
+    *,
+    rng: np.random.Generator,
+    n_boot: int,
+    confidence: float,
+    kept: m.KeptSums | None = None,
 ) -> dict[str, Any]:
     out = {"level": spec.alpha_level, "scale": spec.num_label}
     wide = _wide(judgments, "num", numeric_long)
     if wide is None or (~np.isnan(wide)).sum(axis=1).max() < 2:
         return {**out, **estimate(undefined_estimate("no unit has two or more judgments"))}
     est = _no_interval_unless(
-        n_boot, m.krippendorff_alpha_ci(wide, spec.alpha_level, rng=rng, n_boot=max(n_boot, 1), confidence=confidence)
+        n_boot,
+        m.krippendorff_alpha_ci(
+            wide, spec.alpha_level, rng=rng, n_boot=max(n_boot, 1), confidence=confidence, kept=kept
+        ),
     )
     return {**out, **estimate(est)}
 
