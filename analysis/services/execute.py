@@ -25,7 +25,8 @@ from analysis.services.model_handover import grader_model_hand_over
 from analysis.services.report import DEFAULT_TOLERANCE, exclusions_before_reading, report_compute
 from analysis.services.shards import ShardPart, part_dumps, part_loads, shard_compute, shard_plan
 from analysis.services.values import memory_release
-from grading.models import Unit
+from grading.models import Campaign, Unit
+from grading.services.payloads import VALUE_FIELD
 
 logger = logging.getLogger(__name__)
 STORE_BATCH = 5_000
@@ -59,10 +60,12 @@ def run_execute(*, run_id: int, task_id: str = "", worker_heartbeat: bool = True
         progress.stage("planning shards", 1)
         exclusions_before_reading(campaign_id=run.campaign_id)
         excluded = selectors.excluded_grader_ids(campaign_id=run.campaign_id)
-        judged = selectors.judgments_per_grader(campaign_id=run.campaign_id)  # one pass: plan and fingerprints
-        logged = selectors.events_per_grader(campaign_id=run.campaign_id)  # one pass: fingerprints and overview
+        value_field = VALUE_FIELD.get(Campaign.objects.values_list("scheme", flat=True).get(pk=run.campaign_id))
+        # One pass over each: the plan, the fingerprints and the report's counts of both.
+        judged = selectors.judgments_per_grader(campaign_id=run.campaign_id, value_field=value_field)
+        logged = selectors.events_per_grader(campaign_id=run.campaign_id)
         spans = shard_plan(campaign_id=run.campaign_id, judged=judged)
-        log = selectors.EventLog.of(logged)
+        log = selectors.EventLog.of(logged, judged)
         plan = _plan_store(run, spans, _fingerprints(run, spans, excluded, judged, logged), log)
         reused = reuse.parts_reuse(run=run, shards=plan) if len(plan) > 1 else set()
         progress.stage("reading shards", 2)

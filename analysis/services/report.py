@@ -159,8 +159,8 @@ def report_compute(
     parts : the shards' parts of a run split into shards (``analysis.services.shards``), in the
         order of their spans; None reads the campaign here, as one shard.
     parameters : cleaned run parameters (n_boot, confidence, fine_tolerance).
-    log : the event log as the run counted it when it planned its shards, for the overview (None:
-        counted here).
+    log : the event log and judgments as the run counted them when it planned its shards, for the
+        overview and the accounting (None: counted here).
     seed : seeds the agreement sections (``sections.agreement.agreement_report``, the rule the ``agreement``
         command shares) and, separately, the generator of the orderings section.
     units_ready : called with the per-unit table as soon as it is final (after the model), before
@@ -209,7 +209,9 @@ def report_compute(
     progress.stage("graders", 80)
     result["graders"] = graders(data.judgments, data.spec, data.behaviour, data.pseudonyms)
     result["model"] = model
-    result["accounting"] = accounting(campaign_id=campaign_id, model=result["model"])  # §5.6
+    result["accounting"] = accounting(  # §5.6
+        campaign_id=campaign_id, model=result["model"], valued=log.valued if log is not None else None
+    )
     # Who was excluded (by an organizer, or automatically by a threshold), and why: their judgments
     # are out of everything above.
     result["excluded_graders"] = [

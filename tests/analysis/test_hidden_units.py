@@ -5,6 +5,8 @@ from __future__ import annotations
 
 import pandas as pd
 import pytest
+from django.db import connection
+from django.test.utils import CaptureQueriesContext
 
 from analysis import selectors
 from analysis.models import AnalysisRun
@@ -138,6 +140,22 @@ def test_the_overview_counts_from_a_runs_reading_what_the_database_counts(judged
         campaign_id=judged_campaign.pk, excluded=excluded, judged=_judged(read_as_run), log=log
     )
     assert planned == from_database and planned["events"] > 0 and planned["span_seconds"] >= 0
+    # With the judgments as the plan counts them too, the skipped ones are not counted again.
+    judged = selectors.judgments_per_grader(campaign_id=judged_campaign.pk, value_field="broad")
+    counted = selectors.EventLog.of(selectors.events_per_grader(campaign_id=judged_campaign.pk), judged)
+    assert counted.skipped == 1 and selectors.EventLog.loaded(counted.stored()) == counted
+    with CaptureQueriesContext(connection) as within:
+        assert (
+            selectors.campaign_overview(
+                campaign_id=judged_campaign.pk, excluded=excluded, judged=_judged(read_as_run), log=counted
+            )
+            == from_database
+        )
+    with CaptureQueriesContext(connection) as without:
+        selectors.campaign_overview(
+            campaign_id=judged_campaign.pk, excluded=excluded, judged=_judged(read_as_run), log=log
+        )
+    assert len(within) == len(without) - 1
     assert from_run["units_judged"] == len(units) and from_run["active_graders"] == 2
     assert from_run["judgments"] == len(read) + 2 * 2  # two gold units, judged by the two who count
 

@@ -92,6 +92,17 @@ def test_the_report_accounts_for_allocation(run, judged_campaign):
     tables = report_tables(run, show_names=False)
     assert len(tables["accounting"].rows) >= 7
     assert not sims or ("fixed@max", "majority") in sims
+    # The run counted the judgments with a value when it planned: the section counts them only without it.
+    from django.db import connection
+    from django.test.utils import CaptureQueriesContext
+
+    from analysis.services.sections.accounting import accounting
+
+    with CaptureQueriesContext(connection) as counted_here:
+        assert accounting(campaign_id=judged_campaign.pk, model=run.result["model"]) == acc
+    with CaptureQueriesContext(connection) as planned:
+        assert accounting(campaign_id=judged_campaign.pk, model=run.result["model"], valued=45) == acc
+    assert len(planned) == len(counted_here) - 1
 
 
 def test_ground_truth_carries_the_adjudicated_value_and_flag(run, judged_campaign, organizer):

@@ -27,7 +27,9 @@ OPEN_REASONS = {
 }
 
 
-def accounting(*, campaign_id: int, model: dict[str, Any]) -> dict[str, Any]:
+def accounting(*, campaign_id: int, model: dict[str, Any], valued: int | None = None) -> dict[str, Any]:
+    """``valued``: the campaign's judgments with a value, as a run counted them when it planned its
+    shards (``selectors.EventLog``); None counts them here (0.9 s at 10^7 judgments)."""
     campaign = Campaign.objects.get(pk=campaign_id)
     if campaign.scheme not in VALUE_FIELD:
         return {}
@@ -42,7 +44,11 @@ def accounting(*, campaign_id: int, model: dict[str, Any]) -> dict[str, Any]:
     out: dict[str, Any] = {
         "policy": campaign.policy,
         "budget": campaign.budget,
-        "judgments": Judgment.objects.filter(campaign=campaign, **{f"{field}__isnull": False}).count(),
+        "judgments": (
+            valued
+            if valued is not None
+            else Judgment.objects.filter(campaign=campaign, **{f"{field}__isnull": False}).count()
+        ),
         "assignments": Assignment.objects.filter(campaign=campaign).count(),
         "extra_by_reason": [
             {"reason": labels.get(r, r or "not recorded"), "assignments": n} for r, n in sorted(extras.items())
