@@ -108,8 +108,13 @@ def _centre(wide: np.ndarray, observed: np.ndarray) -> float:
     so the units that did not change keep their moments to the last bit, and a run can take their
     blocks of the bootstrap from the run before (``bootstrap.KeptSums``)."""
     count = observed.sum()
-    mean = np.where(observed, wide, 0.0).sum() / count
-    spread = np.sqrt(np.where(observed, (wide - mean) ** 2, 0.0).sum() / count)
+    mean = np.sum(wide, where=observed) / count
+    squares = 0.0
+    for start in range(0, wide.shape[0], BLOCK_UNITS):  # a block's deviations at a time, as ``moments``
+        rows = slice(start, start + BLOCK_UNITS)
+        deviations = wide[rows] - mean
+        squares += np.sum(np.square(deviations, out=deviations), where=observed[rows])
+    spread = np.sqrt(squares / count)
     if not spread > 0:
         return float(mean)
     step = 2.0 ** np.ceil(np.log2(4 * spread))
