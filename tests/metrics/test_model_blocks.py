@@ -154,3 +154,19 @@ def test_bias_noise_equals_the_whole_array_computation(chunk):
     assert fit.score.tolist() == score.tolist() and fit.score_se.tolist() == score_se.tolist()
     assert fit.bias.tolist() == bias.tolist() and fit.noise.tolist() == noise.tolist()
     assert (fit.log_likelihood, fit.iterations) == (log_likelihood, iterations)
+
+
+@pytest.mark.parametrize("ordered", [True, False])
+def test_a_pair_held_twice_is_found_in_order_or_not(ordered):
+    """Pairs in (unit, grader) order are checked by comparing neighbours, others by sorting: both
+    find the pair held twice, and neither finds one where there is none."""
+    from analysis.metrics.dawid_skene import _pair_twice
+
+    rng = np.random.default_rng(5)
+    unit = np.repeat(np.arange(1000), 3)
+    grader = np.tile(np.arange(3), 1000)
+    order = np.arange(unit.size) if ordered else rng.permutation(unit.size)
+    assert _pair_twice(unit[order], grader[order], 3) is None
+    grader_twice = grader.copy()
+    grader_twice[1501] = 0  # unit 500: grader 0 twice
+    assert _pair_twice(unit[order], grader_twice[order], 3) == (500, 0)
