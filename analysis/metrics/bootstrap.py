@@ -318,7 +318,10 @@ def _block_keys(first: int, n_boot: int, columns: np.ndarray) -> list[str]:
 
 
 def _taken(kept: KeptSums, keys: list[str], shape: tuple[int, int]) -> dict[int, np.ndarray]:
-    """The kept products of the blocks whose keys ``kept.before`` has, by block number."""
+    """The kept products of the blocks whose keys ``kept.before`` has, by block number: none unless
+    a block's draws can be passed over (``_passed_over``: blocks of 2^k units, k <= 32)."""
+    if UNIT_BLOCK & (UNIT_BLOCK - 1) or UNIT_BLOCK > 1 << 32:
+        return {}
     taken = {}
     for index, key in enumerate(keys):
         stored = kept.before.get(key)

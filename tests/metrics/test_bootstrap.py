@@ -346,3 +346,23 @@ def test_a_run_takes_the_kept_products_of_the_blocks_that_did_not_change_and_sum
     shorter = bootstrap.KeptSums(before=first.kept)
     assert (sums(rows[:-1], shorter) == sums(rows[:-1])).all()  # one unit fewer: every draw moves
     assert shorter.taken == 0
+
+
+def test_blocks_whose_draws_cannot_be_passed_over_are_drawn_again(monkeypatch):
+    """With blocks of a length other than a power of two, ``integers`` may reject draws, so a block's
+    draws cannot be passed over by counting words: every block is drawn, and the sums are right."""
+    from analysis.metrics import bootstrap
+
+    monkeypatch.setattr(bootstrap, "UNIT_BLOCK", 48)
+    monkeypatch.setattr(bootstrap, "UNITS_AT_ONCE", 500)
+    rows = np.random.default_rng(60).normal(size=(1_000, 4))
+    sizes = np.ones(1_000, dtype=int)
+
+    def sums(kept: bootstrap.KeptSums | None = None) -> np.ndarray:
+        rng = np.random.default_rng(61)
+        return bootstrap.bootstrap_sums(sizes, rows, lambda s: s, rng=rng, n_boot=20, kept=kept)
+
+    first = bootstrap.KeptSums()
+    sums(first)
+    again = bootstrap.KeptSums(before=first.kept)
+    assert (sums(again) == sums()).all() and (again.taken, again.blocks) == (0, 21)
