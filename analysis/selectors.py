@@ -19,20 +19,7 @@ import pandas as pd
 from django.conf import settings
 from django.contrib.auth.models import AbstractBaseUser
 from django.db import connection
-from django.db.models import (
-    Case,
-    Count,
-    Exists,
-    FloatField,
-    Max,
-    Min,
-    OuterRef,
-    Q,
-    QuerySet,
-    Subquery,
-    Sum,
-    When,
-)
+from django.db.models import Case, Count, Exists, FloatField, Max, Min, OuterRef, Q, QuerySet, Subquery, Sum, When
 from django.db.models.fields.json import KT
 from django.db.models.functions import Cast, Coalesce
 
@@ -955,15 +942,18 @@ class EventLog:
         firsts, lasts = [g.first for g in logged if g.first], [g.last for g in logged if g.last]
         first = min(firsts, default=None, key=datetime.fromisoformat)
         last = max(lasts, default=None, key=datetime.fromisoformat)
-        if judged is None:
-            return cls(sum(g.n for g in logged), first, last)
-        skipped = sum(g.n - g.kept for g in judged)
-        valued = None if any(g.valued is None for g in judged) else sum(g.valued for g in judged)
+        skipped = None if judged is None else sum(g.n - g.kept for g in judged)
+        valued = None if judged is None or any(g.valued is None for g in judged) else sum(g.valued for g in judged)
         return cls(sum(g.n for g in logged), first, last, skipped, valued)
 
     def stored(self) -> dict[str, Any]:
-        counted = {"skipped": self.skipped, "valued": self.valued}
-        return {"events": self.events, "first": self.first, "last": self.last, **counted}
+        return {
+            "events": self.events,
+            "first": self.first,
+            "last": self.last,
+            "skipped": self.skipped,
+            "valued": self.valued,
+        }
 
     @classmethod
     def loaded(cls, stored: Mapping[str, Any] | None) -> EventLog | None:

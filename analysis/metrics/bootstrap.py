@@ -362,7 +362,7 @@ def _unit_sums_blocked(
     skipped = frozenset(lent)
     replicates = [_blocks_drawn(own, n, skipped) for own in generators]
     drawn_products: dict[int, np.ndarray] = {}
-    for index in range(len(range(0, n, UNIT_BLOCK))):
+    for index in range(-(-n // UNIT_BLOCK)):  # every block, in order
         products = lent.get(index)
         if products is None:
             products = drawn_products[index] = np.empty_like(out)
