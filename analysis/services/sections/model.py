@@ -14,6 +14,7 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
+from analysis.metrics import category_positions
 from analysis.metrics.dawid_skene import Coded, bias_noise, dawid_skene
 from analysis.metrics.shapes import runs
 from analysis.services.judgments import Judgments, judgments_of
@@ -200,18 +201,17 @@ class _Graders:
 
 class _Positions:
     """A slice's categories in the scale as their positions in it (int8 for fewer than 128), and
-    which rows have one: ``dawid_skene._value_coded``'s lookup, on the rows ``isin`` keeps."""
+    which rows have one: ``dawid_skene._value_coded``'s lookup, on the rows ``isin`` keeps, from
+    ``metrics.category_positions`` (one hash of the few distinct values, not two of every row)."""
 
     def __init__(self, categories: list[Any]) -> None:
         self.categories = categories
-        self.index = {c: i for i, c in enumerate(categories)}
         self.dtype = np.int8 if len(categories) < 128 else np.int32
 
     def __call__(self, cat: pd.Series) -> tuple[np.ndarray, np.ndarray]:
-        keep = cat.isin(self.categories).to_numpy()
-        seen, distinct = pd.factorize(cat.to_numpy()[keep])
-        # a value isin finds and the lookup does not (none that we know) is -1: dawid_skene refuses it
-        return np.array([self.index.get(v, -1) for v in distinct], dtype=self.dtype)[seen], keep
+        position = category_positions(cat, self.categories)
+        keep = position >= 0
+        return position[keep].astype(self.dtype, copy=False), keep
 
 
 def _numbers(num: pd.Series) -> tuple[np.ndarray, np.ndarray]:
