@@ -3,7 +3,7 @@
 ``Judgments`` is what every section of the report reads (docs/analysis.md, "Scaling"). It gives
 the judgments in slices of whole units (``chunks``), each slice exactly the rows that
 ``values.unit_chunks`` cuts from the one frame of every judgment, in the same order and with the
-value columns ``cat`` and ``num`` (``values.with_values``): a per-unit figure, and a sum taken
+value columns ``cat``, ``place`` and ``num`` (``values.with_values``): a per-unit figure, and a sum taken
 slice by slice, come out the same whichever holds the judgments.
 
 - ``FrameJudgments`` holds that one frame (the ``agreement`` command's ratings file, tests).
@@ -49,7 +49,7 @@ class ShardPart(Protocol):
 
 logger = logging.getLogger(__name__)
 
-VALUE_COLUMNS = ("cat", "num")
+VALUE_COLUMNS = ("cat", "place", "num")  # in the order values.with_values adds them
 
 
 class Judgments:
@@ -183,7 +183,7 @@ class StoredJudgments(Judgments):
         return [*self._dtypes, *(c for c in VALUE_COLUMNS if c not in self._dtypes and self._derives(c))]
 
     def _derives(self, column: str) -> bool:
-        return self.spec.has_categories if column == "cat" else self.spec.has_numbers
+        return self.spec.has_categories if column in ("cat", "place") else self.spec.has_numbers
 
     def units(self) -> tuple[np.ndarray, np.ndarray]:
         return self._units, self._counts

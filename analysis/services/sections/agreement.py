@@ -24,6 +24,7 @@ from analysis.services.values import (
     categorical_long,
     heap_release,
     numeric_long,
+    places,
     sorted_unit_codes,
     valued,
 )
@@ -152,24 +153,40 @@ def _categorical_agreement(
     # The count table, each unit's query and the graders x categories table, a slice of whole units
     # at a time: the long frame of every judgment, and the groupbys over it, held most of a
     # gigabyte at 10^7 judgments.
+    # Each judgment's category is read as its place in the scale (values.places): the rows of
+    # values.categorical_long, counted as shapes.long_to_counts and a groupby of (grader, label)
+    # counted them, without hashing every label. A unit judged twice by one grader (which the
+    # database refuses) is refused by alpha's long_to_wide and by the model, as before.
+    k, cats = len(spec.categories), list(spec.categories)
     tables, queries, graded = [], [], []
-    for chunk in judgments.chunks([*LONG, "cat"]):
-        cat = categorical_long(chunk, spec)
-        if cat.empty:
+    for chunk in judgments.chunks([*LONG, "place"]):
+        place = places(chunk, spec)
+        inside = place >= 0
+        if not inside.any():
             continue
-        table, units, cats = m.long_to_counts(cat[["unit", "grader", "value"]], spec.categories)
+        place = place[inside]
+        unit, grader = chunk["unit"].to_numpy()[inside], chunk["grader"].to_numpy()[inside]
+        codes, size = sorted_unit_codes(unit)  # each judgment's unit as its place among the sorted ids
+        grader_codes, graders = pd.factorize(grader, sort=True)  # the graders, sorted, by hashing
+        table = np.bincount(codes * k + place, minlength=size * k).reshape(size, k)
         # Counts are a unit's judgments (a few): the smallest integer type holds them, an eighth of
         # int64's 48 MB at 10^7; every metric reads them through as_count_table, as floats.
         tables.append(table.astype(np.min_scalar_type(int(table.max()))))
-        queries.append(cat.drop_duplicates("unit").set_index("unit")["query"].reindex(units).to_numpy())
-        graded.append(cat.groupby([cat["grader"], cat["value"].astype(str)]).size())
+        queries.append(chunk["query"].to_numpy()[inside][_first_rows(codes, size)])  # each unit's first
+        by_place = np.bincount(grader_codes * k + place, minlength=graders.size * k).reshape(graders.size, k)
+        graded.append(pd.DataFrame(by_place, index=graders))
     _released()
     if not tables:
         return {"units_rated": 0, "units_excluded": 0}
     counts = _joined_arrays(tables)
     del tables
     rated = counts.sum(axis=1) >= 2
-    by_grader = _joined(graded).groupby(level=[0, 1]).sum().unstack(fill_value=0)  # as pd.crosstab
+    # graders x categories, as pd.crosstab of graders and labels gave it: the graders (sorted) and
+    # the categories used (in the order of their labels as text) with a judgment in the scale
+    by_grader = _joined(graded).groupby(level=0).sum()
+    by_grader = by_grader.loc[by_grader.sum(axis=1).to_numpy() > 0]
+    used = [j for j in sorted(range(k), key=lambda j: str(cats[j])) if by_grader[j].sum() > 0]
+    by_grader = by_grader[used]
     out: dict[str, Any] = {
         "units_rated": int(rated.sum()),
         "units_excluded": int((~rated).sum()),
@@ -202,6 +219,13 @@ def _categorical_agreement(
         query_codes, _ = pd.factorize(query_of.to_numpy()[has_query])  # ids or names: only groups matter
         out["chi2_queries"] = m.chi2_queries(query_codes, kinds[has_query])._asdict()
     return out
+
+
+def _first_rows(codes: np.ndarray, size: int) -> np.ndarray:
+    """The first row of each of the ``size`` units (``codes``: each row's unit, 0..size-1)."""
+    first = np.full(size, codes.size, dtype=np.int64)
+    np.minimum.at(first, codes, np.arange(codes.size))
+    return first
 
 
 def _joined(pieces: list[pd.Series]) -> pd.Series:
@@ -339,7 +363,7 @@ def unit_table(judgments: pd.DataFrame | Judgments, spec: ValueSpec) -> pd.DataF
     numbers = np.full((len(index), len(m.confusability.COLUMNS)), np.nan) if spec.has_numbers else None
     counts = np.zeros((len(index), len(spec.categories)), dtype=np.int64)
     any_numbers = False
-    value_columns = [c for c, wanted in (("cat", spec.has_categories), ("num", spec.has_numbers)) if wanted]
+    value_columns = [c for c, wanted in (("place", spec.has_categories), ("num", spec.has_numbers)) if wanted]
     for chunk in judgments.chunks([*LONG, *value_columns]):
         query_of = chunk[["unit", "query"]].drop_duplicates("unit")
         if "query" not in columns:  # every unit's, of the judgments' dtype
@@ -352,7 +376,7 @@ def unit_table(judgments: pd.DataFrame | Judgments, spec: ValueSpec) -> pd.DataF
                 numbers[index.searchsorted(per_unit.index)] = per_unit.to_numpy(dtype=float)
                 any_numbers = True
         if spec.has_categories:  # each unit's judgments in each category of the scale, from their places in it
-            counted, units = _category_counts(chunk["unit"].to_numpy(), chunk["cat"], spec.categories)
+            counted, units = _category_counts(chunk["unit"].to_numpy(), places(chunk, spec), len(spec.categories))
             counts[index.searchsorted(units)] = counted
     _released()
     if any_numbers:  # the columns of unit_confusability, as its left join on the units gave them
@@ -372,19 +396,17 @@ def unit_table(judgments: pd.DataFrame | Judgments, spec: ValueSpec) -> pd.DataF
     return pd.DataFrame(columns, copy=False)  # the columns are laid out by dtype once (copy=True: twice)
 
 
-def _category_counts(unit: np.ndarray, cat: pd.Series, categories: list[Any]) -> tuple[np.ndarray, np.ndarray]:
-    """How many judgments of each unit are in each category of the scale, and the units with one
-    (sorted): ``shapes.count_table`` of ``values.categorical_long``'s rows, from each judgment's
-    place in the scale (``metrics.category_positions``: one hash of the few distinct values, where
-    the two took one of every judgment each; 1.5–2.5 s of the table's 6–7 s at 10^7)."""
-    k = len(categories)
-    position = m.category_positions(cat, categories)
-    inside = position >= 0
+def _category_counts(unit: np.ndarray, place: np.ndarray, k: int) -> tuple[np.ndarray, np.ndarray]:
+    """How many judgments of each unit are in each of the ``k`` categories of the scale, and the
+    units with one (sorted): ``shapes.count_table`` of ``values.categorical_long``'s rows, from
+    each judgment's place in the scale (``values.places``) where the two hashed every judgment's
+    label (1.5–2.5 s of the table's 6–7 s at 10^7)."""
+    inside = place >= 0
     rated = unit[inside]
     codes, size = sorted_unit_codes(rated)  # each row's unit as its place among the sorted ids
     units = np.empty(size, dtype=unit.dtype)
     units[codes] = rated
-    return np.bincount(codes * k + position[inside], minlength=size * k).reshape(size, k), units
+    return np.bincount(codes * k + place[inside], minlength=size * k).reshape(size, k), units
 
 
 def _histogram(values: np.ndarray) -> dict[str, list[float]]:

@@ -12,7 +12,7 @@ import pandas as pd
 
 from analysis import metrics as m
 from analysis.services.judgments import Judgments, judgments_of
-from analysis.services.values import ValueSpec, sorted_unit_codes, valued
+from analysis.services.values import ValueSpec, places, sorted_unit_codes, valued
 
 # event type -> (scale shown in the report, numeric?)
 SCALES = {
@@ -288,7 +288,7 @@ def _judgments(judgments: pd.DataFrame | Judgments, spec: ValueSpec) -> Judgment
 def _value_columns(spec: ValueSpec) -> list[str]:
     """The value columns ``spec`` derives: every slice is made with them (``values.with_values``),
     so a slice asked for without them fails on the columns they are derived from."""
-    return [c for c, wanted in (("cat", spec.has_categories), ("num", spec.has_numbers)) if wanted]
+    return [c for c, wanted in (("place", spec.has_categories), ("num", spec.has_numbers)) if wanted]
 
 
 def _sorted_codes(values: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
@@ -343,12 +343,12 @@ def _deviation_from_others(units: np.ndarray, values: np.ndarray) -> np.ndarray:
 
 
 def _category_counts(
-    units: np.ndarray, cats: np.ndarray, graders: np.ndarray, n: int, categories: list[Any]
+    units: np.ndarray, codes: np.ndarray, graders: np.ndarray, n: int, categories: list[Any]
 ) -> dict[str, np.ndarray]:
     """Per grader (``graders`` are 0..n-1) of a slice: their judgments in each category (usage_*),
-    and how many met a unique majority of the others (counted) and equal it (agree)."""
+    and how many met a unique majority of the others (counted) and equal it (agree). ``codes``:
+    each judgment's place in the scale (``values.places``)."""
     k = len(categories)
-    codes = m.category_positions(cats, categories)
     rated = codes >= 0
     g, c = graders[rated], codes[rated]
     usage = np.bincount(g * k + c, minlength=n * k).reshape(n, k)
@@ -381,7 +381,7 @@ def _grader_slice(chunk: pd.DataFrame, spec: ValueSpec) -> pd.DataFrame:
     units = chunk["unit"].to_numpy()
     sums: dict[str, np.ndarray] = {"judgments": np.bincount(codes, minlength=ids.size)}
     if spec.has_categories:
-        sums |= _category_counts(units, chunk["cat"].to_numpy(), codes, ids.size, spec.categories)
+        sums |= _category_counts(units, places(chunk, spec), codes, ids.size, spec.categories)
     if spec.has_numbers:
         sums |= _score_sums(units, chunk["num"].to_numpy(dtype=float), codes, ids.size)
     return pd.DataFrame(sums, index=pd.Index(ids, name="grader"))
@@ -473,12 +473,11 @@ def _query_sizes(query: np.ndarray, unit: np.ndarray) -> pd.DataFrame:
     )
 
 
-def _query_kinds(query: np.ndarray, unit: np.ndarray, cat: np.ndarray, categories: list[Any]) -> pd.DataFrame | None:
+def _query_kinds(query: np.ndarray, unit: np.ndarray, codes: np.ndarray, k: int) -> pd.DataFrame | None:
     """Per query (sorted) of a slice's rated units (those with a judgment in the scale): how many
     are of each agreement kind (``metrics.pattern_kinds``; a unit of one such judgment is of none,
-    but its query has a row). None: the slice has no such judgment."""
-    k = len(categories)
-    codes = m.category_positions(cat, categories)
+    but its query has a row). ``codes``: each judgment's place among the ``k`` categories
+    (``values.places``). None: the slice has no such judgment."""
     rated = codes >= 0
     if not rated.any():
         return None
@@ -505,7 +504,7 @@ def queries(
             continue
         sizes.append(_query_sizes(query[has], unit[has]))
         if spec.has_categories:
-            kinds.append(_query_kinds(query[has], unit[has], chunk["cat"].to_numpy()[has], spec.categories))
+            kinds.append(_query_kinds(query[has], unit[has], places(chunk, spec)[has], len(spec.categories)))
     if not sizes:
         return []
     table = _stacked(sizes).groupby(level=0).sum()

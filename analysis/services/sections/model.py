@@ -14,11 +14,10 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
-from analysis.metrics import category_positions
 from analysis.metrics.dawid_skene import Coded, bias_noise, dawid_skene
 from analysis.metrics.shapes import runs
 from analysis.services.judgments import Judgments, judgments_of
-from analysis.services.values import ValueSpec, arrow_memory_release, heap_release, valued
+from analysis.services.values import ValueSpec, arrow_memory_release, heap_release, places, valued
 from grading.models.choices import Scheme
 
 MODEL_COLUMNS = ["model_label", "model_probability", "model_score", "model_se"]
@@ -67,7 +66,7 @@ def _ds_units(
     if not spec.has_categories or spec.scheme == Scheme.NUMERIC or len(spec.categories) < 2:
         return None
     # a category outside the scale is left out, as values.categorical_long leaves it out
-    coded = _coded(J, judged, "cat", _Positions(spec.categories))
+    coded = _coded(J, judged, "place", _Positions(spec))
     if coded is None:
         return None
     fit = dawid_skene(coded, categories=spec.categories)
@@ -106,14 +105,14 @@ _BLOCK = 1 << 17  # rows renumbered at a time
 
 def _coded(J: Judgments, judged: np.ndarray, column: str, values: Any) -> Coded | None:
     """The judgments with a value in ``column`` as codes (None: none has one). ``judged``: every unit
-    judged, sorted; ``values(column) -> (values, rows with one)``."""
+    judged, sorted; ``values(slice) -> (values, rows with one)``."""
     n = len(J)
     unit = np.empty(n, dtype=np.int32 if judged.size < 2**31 else np.int64)
     grader = _Graders(n)
     value: np.ndarray | None = None
     at = 0
     for chunk in J.chunks(["unit", "grader", column]):
-        kept, keep = values(chunk[column])
+        kept, keep = values(chunk)
         if value is None:
             value = np.empty(n, dtype=kept.dtype)
         rows = slice(at, at + kept.size)
@@ -201,21 +200,22 @@ class _Graders:
 
 class _Positions:
     """A slice's categories in the scale as their positions in it (int8 for fewer than 128), and
-    which rows have one: ``dawid_skene._value_coded``'s lookup, on the rows ``isin`` keeps, from
-    ``metrics.category_positions`` (one hash of the few distinct values, not two of every row)."""
+    which rows have one: ``dawid_skene._value_coded``'s lookup, on the rows ``isin`` keeps, from the
+    slice's places in the scale (``values.places``), not from hashing every label."""
 
-    def __init__(self, categories: list[Any]) -> None:
-        self.categories = categories
-        self.dtype = np.int8 if len(categories) < 128 else np.int32
+    def __init__(self, spec: ValueSpec) -> None:
+        self.spec = spec
+        self.dtype = np.int8 if len(spec.categories) < 128 else np.int32
 
-    def __call__(self, cat: pd.Series) -> tuple[np.ndarray, np.ndarray]:
-        position = category_positions(cat, self.categories)
+    def __call__(self, chunk: pd.DataFrame) -> tuple[np.ndarray, np.ndarray]:
+        position = places(chunk, self.spec)
         keep = position >= 0
         return position[keep].astype(self.dtype, copy=False), keep
 
 
-def _numbers(num: pd.Series) -> tuple[np.ndarray, np.ndarray]:
+def _numbers(chunk: pd.DataFrame) -> tuple[np.ndarray, np.ndarray]:
     """A slice's numbers (floats), and which rows have one."""
+    num = chunk["num"]
     keep = num.notna().to_numpy()
     return num.to_numpy(dtype=float)[keep], keep
 
