@@ -176,13 +176,15 @@ def check_in_scale(values: np.ndarray, *, low: float, high: float, name: str) ->
         raise ValueError(f"`{name}` has a value outside the scale [{low}, {high}]: {values[outside].flat[0]:g}")
 
 
-def category_positions(values: ArrayLike, categories: Sequence[Any]) -> np.ndarray:
+def category_positions(values: ArrayLike, categories: Sequence[Any], *, outside: int = -1) -> np.ndarray:
     """Each value's position in ``categories``, -1 for a missing value or one outside them:
     ``pd.Index(categories).get_indexer(values)``, found by factorizing the values (a hash table of
     the few distinct ones) rather than hashing every value into a table of its own (400 MB for 10^7
-    judgments). int8 when the categories are fewer than 127."""
+    judgments). int8 when the categories are fewer than 127. ``outside``: what a value outside them
+    (not a missing one) is given instead of -1."""
     codes, uniques = pd.factorize(np.asarray(values) if not isinstance(values, pd.Series) else values)
     positions = pd.Index(list(categories)).get_indexer(pd.Index(uniques))
+    positions[positions < 0] = outside
     lookup = np.append(positions, -1).astype(np.int8 if len(categories) < 127 else np.int64)
     return lookup[codes]  # factorize's -1 (missing) takes the appended -1
 

@@ -25,6 +25,7 @@ from grading.models import Campaign
 from grading.models.choices import Scheme
 
 BROAD = ["NS", "SS", "VS"]
+OUTSIDE = -2  # the place of a category outside the scale (values.with_values); none is -1
 BROAD_COLLAPSE = {"VS": "S", "SS": "S"}
 MAX_NUMERIC_CATEGORIES = 11
 
@@ -109,7 +110,8 @@ def with_values(
     judgments: pd.DataFrame, spec: ValueSpec, *, copy: bool = True, only: frozenset[str] | None = None
 ) -> pd.DataFrame:
     """The long frame with ``cat``, ``place`` and ``num`` columns added (rows lacking them kept, as
-    NaN/None; ``place``: the category's place in the scale, -1 for none or one outside it).
+    NaN/None; ``place``: the category's place in the scale, -1 for none, ``OUTSIDE`` for a category
+    outside it).
 
     ``label_position`` / ``verdict_position`` columns are derived from the label's place in the scale.
     ``copy=False`` adds them to ``judgments`` itself (a frame no one else reads: at 10^7 judgments a
@@ -122,7 +124,7 @@ def with_values(
         if only is None or "cat" in only:
             frame["cat"] = cat
         if only is None or "place" in only:
-            frame["place"] = category_positions(cat, spec.categories)
+            frame["place"] = category_positions(cat, spec.categories, outside=OUTSIDE)
     if only is not None and "num" not in only:
         return frame
     if spec.num_column in ("label_position", "verdict_position"):
@@ -156,14 +158,15 @@ def valued(frame: pd.DataFrame, spec: ValueSpec) -> pd.DataFrame:
 
 
 def places(frame: pd.DataFrame, spec: ValueSpec) -> np.ndarray:
-    """Each judgment's category as its place in ``spec.categories`` (-1: none, or one outside them),
+    """Each judgment's category as its place in ``spec.categories`` (-1: none; ``OUTSIDE``: one
+    outside them; a count of the categories in the scale takes the places from 0 up),
     as ``with_values`` derives the column ``place`` (``metrics.category_positions``): read from
     that column, or found from ``cat`` in a frame made without it. Counting by place takes one
     hash of the few distinct categories, where ``isin`` or ``get_indexer`` over the labels takes
     one of every judgment (at 10^7, about half a second each time)."""
     if "place" in frame.columns:
         return frame["place"].to_numpy()
-    return category_positions(frame["cat"], spec.categories)
+    return category_positions(frame["cat"], spec.categories, outside=OUTSIDE)
 
 
 def categorical_long(frame: pd.DataFrame, spec: ValueSpec) -> pd.DataFrame:

@@ -248,3 +248,31 @@ def test_fine_scores_kept_as_bytes_are_the_same_numbers() -> None:
         assert _compact(np.array(kept)).dtype == float
         assert (_expanded([_compact(np.array(kept))]) == np.array(kept)).all()
     assert _expanded([]).size == 0
+
+
+@pytest.mark.parametrize("seed", [3, 4])
+def test_places_read_from_the_slices_give_what_the_labels_give(seed: int, monkeypatch: pytest.MonkeyPatch) -> None:
+    """The sections count categories by each judgment's place in the scale (``values.places``):
+    from the ``place`` column ``with_values`` derives, or found from ``cat`` in a frame made
+    without it; labels outside the scale and missing ones count in no category either way."""
+    frame = _judgments(seed)
+    frame.loc[frame.index % 11 == 0, ["broad", "cat"]] = "XS"  # outside the scale, where FINE is missing
+    frame.loc[frame.index % 11 == 0, "fine"] = np.nan
+    spec = ValueSpec(Scheme.BROAD_FINE, "broad", BROAD, BROAD_COLLAPSE, "fine", "FINE", "interval")
+    frame = with_values(frame, spec)
+    assert set(frame["place"]) == {-1, 0, 1, 2, values.OUTSIDE}
+    monkeypatch.setattr(values, "CHUNK_ROWS", 9)
+    by_place = agreement_report(frame, spec, n_boot=30, confidence=0.9, seed=5)
+    by_label = agreement_report(frame.drop(columns="place"), spec, n_boot=30, confidence=0.9, seed=5)
+    assert _same(by_place[0], by_label[0])
+    assert by_place[1].equals(by_label[1])
+    counted = by_place[1][["n_ns", "n_ss", "n_vs"]].sum()
+    assert counted.tolist() == [int((frame["broad"] == label).sum()) for label in BROAD]
+
+
+def test_a_broad_label_outside_the_scale_with_a_fine_score_is_refused_as_the_metric_refuses_it() -> None:
+    frame = _judgments(5)
+    frame.loc[frame.index[17], ["broad", "fine"]] = ["XS", 4.0]
+    spec = ValueSpec(Scheme.BROAD_FINE, "broad", BROAD, BROAD_COLLAPSE, "fine", "FINE", "interval")
+    with pytest.raises(ValueError, match="`broad` has a label outside .*'XS'"):
+        agreement_report(with_values(frame, spec), spec, n_boot=0, confidence=0.9, seed=5)

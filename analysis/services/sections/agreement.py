@@ -19,6 +19,7 @@ from analysis import metrics as m
 from analysis.reports.serialize import jsonable
 from analysis.services.judgments import Judgments, judgments_of
 from analysis.services.values import (
+    OUTSIDE,
     ValueSpec,
     arrow_memory_release,
     categorical_long,
@@ -486,32 +487,47 @@ def fine_within_broad(judgments: pd.DataFrame | Judgments, spec: ValueSpec) -> l
     both; None for another scheme than BROAD_FINE."""
     if spec.scheme != Scheme.BROAD_FINE:
         return None
-    scores = _fine_by_broad(judgments_of(judgments, spec), spec.categories)
+    scores = _fine_by_broad(judgments_of(judgments, spec), spec)
     if scores is None:
         return []
     table = m.fine_distributions(map(_expanded, scores), spec.categories)  # one category at a time
     return _records(table.reset_index())
 
 
-def _fine_by_broad(judgments: Judgments, categories: list[Any]) -> list[list[np.ndarray]] | None:
+def _fine_by_broad(judgments: Judgments, spec: ValueSpec) -> list[list[np.ndarray]] | None:
     """Each BROAD category's FINE scores, of the judgments with both, in their order, as pieces
     (``_compact``) a slice at a time; None when no judgment has both.
 
     The quartiles, and the moments as pandas sums them, need every score of a category together
     and in this order: the pieces are what they keep of a slice, a byte a judgment for FINE (80 MB
-    of floats at 10^7 judgments)."""
+    of floats at 10^7 judgments). BROAD is read as its place in the scale (``values.places``), not
+    as its labels (2.4 s of hashing labels at 10^7); a label outside the scale is refused as
+    ``metrics.fine_by_broad`` refuses it (``_outside_refused``)."""
+    categories = spec.categories
     scores: list[list[np.ndarray]] = [[] for _ in categories]
     seen = False
-    for chunk in judgments.chunks(["broad", "fine"]):
-        both = (chunk["broad"].notna() & chunk["fine"].notna()).to_numpy()
+    for chunk in judgments.chunks(["place", "fine"]):
+        place, fine = places(chunk, spec), chunk["fine"].to_numpy(dtype=float)
+        both = (place != -1) & ~np.isnan(fine)
         if not both.any():
             continue
         seen = True
-        broad, fine = chunk["broad"].to_numpy()[both], chunk["fine"].to_numpy(dtype=float)[both]
-        for pieces, found in zip(scores, m.fine_by_broad(broad, fine, categories), strict=True):
-            pieces.append(_compact(found))
+        place, fine = place[both], fine[both]
+        if (place == OUTSIDE).any():
+            _outside_refused(judgments, categories)
+        for j, pieces in enumerate(scores):
+            pieces.append(_compact(fine[place == j]))
     _released()
     return scores if seen else None
+
+
+def _outside_refused(judgments: Judgments, categories: list[Any]) -> None:
+    """Raise ``metrics.fine_by_broad``'s error for the first BROAD label outside the scale."""
+    for chunk in judgments.chunks(["broad", "fine"]):
+        both = (chunk["broad"].notna() & chunk["fine"].notna()).to_numpy()
+        if both.any():
+            m.fine_by_broad(chunk["broad"].to_numpy()[both], chunk["fine"].to_numpy(dtype=float)[both], categories)
+    raise AssertionError("a BROAD label outside the scale was seen, then not found")
 
 
 def _compact(scores: np.ndarray) -> np.ndarray:
