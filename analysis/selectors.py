@@ -32,6 +32,7 @@ from grading.models import (
     Candidate,
     CandidateProvenance,
     GoldAnswer,
+    GraderTally,
     GradingEvent,
     Judgment,
     Ordering,
@@ -868,36 +869,20 @@ class GraderJudgments:
 
     grader: int
     kept: int  # not skipped: what a run's shards are cut by (analysis.services.shards)
-    n: int  # all of them, and the highest id and latest change: what a shard's fingerprint sums up
-    last: int
-    latest: str | None
+    n: int  # all of them, and every insert, change and delete of one: what a shard's fingerprint sums up
+    writes: int
     valued: int | None = None  # with a value in the scheme's value field (the report's accounting)
 
 
 def judgments_per_grader(*, campaign_id: int, value_field: str | None = None) -> list[GraderJudgments]:
-    """Every grader with a judgment in the campaign, by grader id: one pass over the judgments
-    serves the shards' plan, their fingerprints (``shard_inputs``) and the counts of the report
-    that the run would otherwise make in passes of their own (``EventLog``). ``value_field``: the
-    scheme's value field, whose judgments with a value are counted too (``valued``)."""
-    counts = {
-        "kept": Count("pk", filter=Q(skipped=False)),
-        "n": Count("pk"),
-        "last": Max("pk"),
-        "latest": Max("updated_at"),
-    }
-    if value_field:
-        counts["valued"] = Count("pk", filter=Q(**{f"{value_field}__isnull": False}))
-    rows = (
-        Judgment.objects.filter(campaign_id=campaign_id)
-        .order_by("grader_id")
-        .values("grader_id")
-        .annotate(**counts)
-        .values("grader_id", *counts)
-    )
-    return [
-        GraderJudgments(r["grader_id"], r["kept"], r["n"], r["last"], _stamp(r["latest"]), r.get("valued"))
-        for r in rows
-    ]
+    """Every grader with a judgment in the campaign, by grader id, read from their ``GraderTally``
+    (a row per grader, kept by the database as judgments are written: docs/analysis.md, "Counting
+    where it is written"). It serves the shards' plan, their fingerprints (``shard_inputs``) and the
+    report's counts (``EventLog``). ``value_field``: the scheme's value field, whose judgments with a
+    value are counted too (``valued``)."""
+    columns = ["grader_id", "kept", "judgments", "writes"] + ([f"with_{value_field}"] if value_field else [])
+    rows = GraderTally.objects.filter(campaign_id=campaign_id, judgments__gt=0).order_by("grader_id")
+    return [GraderJudgments(*row) for row in rows.values_list(*columns)]
 
 
 @dataclass(frozen=True)
@@ -912,14 +897,12 @@ class GraderEvents:
 
 
 def events_per_grader(*, campaign_id: int) -> list[GraderEvents]:
-    """Every grader with an event in the campaign, by grader id: one pass over the events serves the
-    shards' fingerprints (``shard_inputs``) and the overview's counts (``EventLog``)."""
+    """Every grader with an event in the campaign, by grader id, read from their ``GraderTally``: it
+    serves the shards' fingerprints (``shard_inputs``) and the overview's counts (``EventLog``)."""
     rows = (
-        GradingEvent.objects.filter(campaign_id=campaign_id)
+        GraderTally.objects.filter(campaign_id=campaign_id, events__gt=0)
         .order_by("grader_id")
-        .values("grader_id")
-        .annotate(n=Count("pk"), first=Min("server_ts"), last=Max("server_ts"))
-        .values_list("grader_id", "n", "first", "last")
+        .values_list("grader_id", "events", "first_event", "last_event")
     )
     return [GraderEvents(grader, n, _stamp(first), _stamp(last)) for grader, n, first, last in rows]
 
@@ -967,8 +950,8 @@ def shard_inputs(
 ) -> tuple[list[Any], dict[int, list[Any]]]:
     """What a shard's part is made from, summarised so that any change to it changes the summary
     (analysis.services.reuse): the campaign's units and hidden gold (which units and queries the
-    judgments belong to, and which count), and per grader their judgments (any insert, delete or
-    value change moves the count, the highest id or the latest ``updated_at``), their events (never
+    judgments belong to, and which count), and per grader their judgments (any insert, change or
+    delete moves the count of writes), their events (never
     changed nor deleted: the count says whether any came) and their hidden repeats (which of their
     events count). ``judged`` and ``logged``: the campaign's ``judgments_per_grader`` and
     ``events_per_grader``, when the caller has them."""
@@ -981,7 +964,7 @@ def shard_inputs(
     campaign = [units["n"], units["last"], units["queries"], gold["n"], gold["units"], _stamp(gold["changed"])]
     graders: dict[int, list[Any]] = {}
     for row in judgments_per_grader(campaign_id=campaign_id) if judged is None else judged:
-        graders.setdefault(row.grader, []).extend(["judgments", row.n, row.last, row.latest])
+        graders.setdefault(row.grader, []).extend(["judgments", row.n, row.writes])
     for row in events_per_grader(campaign_id=campaign_id) if logged is None else logged:
         graders.setdefault(row.grader, []).extend(["events", row.n])
     for grader, *summary in _per_grader(Assignment.objects.filter(campaign_id=campaign_id, repeat=True), "created_at"):

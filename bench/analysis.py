@@ -335,14 +335,16 @@ def step_forget(campaign_id: int) -> dict:
 
 def step_remove(campaign_id: int) -> dict:
     """Take away what ``step_add`` added, so that the campaign is the bench's again. Events are
-    append-only (a trigger refuses DELETE): the bench's own connection sets triggers aside for it."""
+    append-only (a trigger refuses DELETE): the bench's own connection sets triggers aside for it,
+    and so the graders' ``GraderTally`` rows, which triggers keep, are deleted here too."""
     from django.contrib.auth import get_user_model
     from django.db import connection, transaction
 
     graders = list(get_user_model().objects.filter(username__startswith=NEW_GRADER).values_list("pk", flat=True))
     with transaction.atomic(), connection.cursor() as cur:
         cur.execute("SET LOCAL session_replication_role = replica")
-        for table in ("grading_gradingevent", "grading_judgment", "grading_assignment", "grading_campaignrole"):
+        tables = ("grading_gradingevent", "grading_judgment", "grading_gradertally", "grading_assignment")
+        for table in (*tables, "grading_campaignrole"):
             cur.execute(
                 f"DELETE FROM {table} WHERE campaign_id = %s AND {_user_column(table)} = ANY(%s)",
                 [campaign_id, graders],

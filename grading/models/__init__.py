@@ -12,7 +12,7 @@ from grading.models.audit import AuditEntry
 from grading.models.campaigns import Campaign, CampaignRole, GuidelinesVersion
 from grading.models.crowd import JoinLink, Participant, Platform
 from grading.models.items import Candidate, CandidateProvenance, Query, System, SystemOutput, Unit
-from grading.models.judgments import Assignment, GradingEvent, Judgment, Ordering
+from grading.models.judgments import Assignment, GraderTally, GradingEvent, Judgment, Ordering
 
 __all__ = [
     "Adjudication",
@@ -24,6 +24,7 @@ __all__ = [
     "Candidate",
     "CandidateProvenance",
     "GoldAnswer",
+    "GraderTally",
     "GradingEvent",
     "GuidelinesVersion",
     "JoinLink",

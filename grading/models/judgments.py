@@ -182,3 +182,33 @@ class Ordering(models.Model):
 
     def __str__(self) -> str:
         return f"{self.grader} orders {self.query}"
+
+
+class GraderTally(models.Model):
+    """A grader's judgments and events in a campaign, counted as they are written: what a run's plan
+    reads instead of counting both tables (docs/analysis.md, "Counting where it is written").
+
+    Database triggers keep it (migration 0019), so every path that writes a judgment or an event --
+    the event service, imports, the admin, bulk COPY, a cascade -- keeps it true; no Python code
+    writes it. ``writes`` grows by one for every judgment inserted, changed or deleted, so any
+    change to a grader's judgments moves it.
+    """
+
+    campaign = models.ForeignKey(Campaign, on_delete=models.CASCADE, related_name="+")
+    grader = models.ForeignKey(settings.AUTH_USER_MODEL, on_delete=models.CASCADE, related_name="+")
+    judgments = models.BigIntegerField(default=0)
+    kept = models.BigIntegerField(default=0)  # not skipped
+    with_broad = models.BigIntegerField(default=0)
+    with_score = models.BigIntegerField(default=0)
+    with_label = models.BigIntegerField(default=0)
+    with_verdict = models.BigIntegerField(default=0)
+    writes = models.BigIntegerField(default=0)
+    events = models.BigIntegerField(default=0)
+    first_event = models.DateTimeField(null=True, blank=True)  # the earliest server_ts
+    last_event = models.DateTimeField(null=True, blank=True)  # the latest server_ts
+
+    class Meta:
+        constraints = [models.UniqueConstraint(fields=["campaign", "grader"], name="grader_tally_unique")]
+
+    def __str__(self) -> str:
+        return f"{self.grader_id} in {self.campaign_id}: {self.judgments} judgments, {self.events} events"
