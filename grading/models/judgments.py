@@ -43,6 +43,9 @@ class Assignment(models.Model):
                 name="assignment_adaptive_open",
                 condition=Q(source="adaptive", status="open"),
             ),
+            # A run's plan counts each grader's hidden repeats: a few rows among a campaign's
+            # assignments, found without reading the others (docs/analysis.md, "Reusing shards").
+            models.Index(fields=["campaign", "grader"], name="assignment_repeats", condition=Q(repeat=True)),
         ]
         constraints = [
             models.UniqueConstraint(

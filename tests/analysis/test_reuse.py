@@ -191,3 +191,22 @@ def test_hidden_gold_changes_every_fingerprint(campaign):
     campaign.roles.create(user=organizer, role="organizer")
     gold_set(organizer=organizer, campaign=campaign, unit_external_id=unit.external_id, value="VS")
     assert _changed(before, _prints(campaign)) == list(range(len(before)))
+
+
+@pytest.mark.postgres
+def test_the_plan_counts_hidden_repeats_through_their_own_index(campaign):
+    """The fingerprints count each grader's hidden repeats: a few rows among the campaign's
+    assignments (one per judgment), which the plan must not read all of."""
+    from django.db import connection
+    from django.db.models import Count, Max
+
+    qs = (
+        Assignment.objects.filter(campaign_id=campaign.pk, repeat=True)
+        .order_by()
+        .values("grader_id")
+        .annotate(n=Count("pk"), last=Max("pk"), latest=Max("created_at"))
+    )
+    with connection.cursor() as cursor:
+        cursor.execute("SET LOCAL enable_seqscan = off")  # a tiny test table: what the plan can use, not its cost
+        plan = qs.explain()
+    assert "assignment_repeats" in plan, plan
