@@ -10,12 +10,12 @@ from uuid import uuid4
 
 import pytest
 from django.db import connection
-from django.db.models import Count, Max, Min, Q
 
-from grading.models import Campaign, GraderTally, GradingEvent, Judgment, Unit
+from grading.models import Campaign, GraderTally, Judgment, Unit
 from grading.models.choices import Scheme
 from grading.services.event_input import EventInput
 from grading.services.events import events_record
+from grading.services.tally import COUNTED, tally_counted
 from tests.factories import make_campaign, make_user, record
 
 pytestmark = [pytest.mark.django_db, pytest.mark.both_backends]
@@ -23,37 +23,13 @@ pytestmark = [pytest.mark.django_db, pytest.mark.both_backends]
 
 def _counted(campaign: Campaign) -> dict[int, tuple]:
     """What the tables hold, counted the long way: per grader with a judgment or an event."""
-    judged = (
-        Judgment.objects.filter(campaign=campaign)
-        .values("grader_id")
-        .annotate(
-            n=Count("pk"),
-            kept=Count("pk", filter=Q(skipped=False)),
-            broad=Count("broad"),
-            score=Count("score"),
-            label=Count("label"),
-            verdict=Count("verdict"),
-        )
-    )
-    logged = (
-        GradingEvent.objects.filter(campaign=campaign)
-        .order_by()
-        .values("grader_id")
-        .annotate(n=Count("pk"), first=Min("server_ts"), last=Max("server_ts"))
-    )
-    counts: dict[int, list] = {}
-    for row in judged:
-        counts[row["grader_id"]] = [row["n"], row["kept"], row["broad"], row["score"], row["label"], row["verdict"]]
-    for row in logged:
-        counts.setdefault(row["grader_id"], [0] * 6).extend([row["n"], row["first"], row["last"]])
-    return {grader: tuple(c if len(c) == 9 else [*c, 0, None, None]) for grader, c in counts.items()}
+    counted = tally_counted(campaign_id=campaign.pk)
+    return {grader: tuple(row[name] for name in COUNTED) for (_, grader), row in counted.items()}
 
 
 def _tallied(campaign: Campaign) -> dict[int, tuple]:
     rows = GraderTally.objects.filter(campaign=campaign).exclude(judgments=0, events=0)
-    fields = ["judgments", "kept", "with_broad", "with_score", "with_label", "with_verdict"]
-    fields += ["events", "first_event", "last_event"]
-    return {row["grader_id"]: tuple(row[f] for f in fields) for row in rows.values("grader_id", *fields)}
+    return {row["grader_id"]: tuple(row[f] for f in COUNTED) for row in rows.values("grader_id", *COUNTED)}
 
 
 def _writes(campaign: Campaign) -> dict[int, int]:
@@ -237,3 +213,36 @@ def test_a_campaign_with_work_before_the_tally_is_counted_when_it_comes(transact
         executor.migrate(executor.loader.graph.leaf_nodes())
     assert tally in MigrationExecutor(connection).loader.applied_migrations
     assert _tallied(campaign) == _counted(campaign) and set(_tallied(campaign)) == {a.pk, b.pk}
+
+
+def test_a_row_left_wrong_is_found_and_put_right(campaign):
+    """Writes made with triggers set aside can leave a row wrong: ``grader_tally`` finds it, says
+    what differs, and with --fix rewrites it and moves its writes (so runs read that grader again)."""
+    from django.core.management import call_command
+    from django.core.management.base import CommandError
+
+    a, b, _ = _graders(campaign)
+    units = list(Unit.objects.filter(campaign=campaign).order_by("pk"))
+    record(a, campaign, "broad_set", {"value": "SS"}, unit=units[0])
+    record(b, campaign, "broad_set", {"value": "NS"}, unit=units[1])
+    out = io.StringIO()
+    call_command("grader_tally", "--campaign", campaign.slug, stdout=out)
+    assert out.getvalue().strip() == "Every grader's counts agree with the tables."
+
+    GraderTally.objects.filter(campaign=campaign, grader=a).update(judgments=5, events=0)
+    GraderTally.objects.filter(campaign=campaign, grader=b).delete()
+    writes = _writes(campaign)
+    out = io.StringIO()
+    with pytest.raises(CommandError, match="2 row"):
+        call_command("grader_tally", "--campaign", str(campaign.pk), stdout=out)
+    assert f"grader {a.pk}: judgments 5 kept, 1 counted, events 0 kept, 1 counted" in out.getvalue()
+    assert f"grader {b.pk}: no row kept; counted judgments 1, kept 1, with_broad 1, events 1" in out.getvalue()
+    assert _tallied(campaign) != _counted(campaign)  # a check alone writes nothing
+
+    out = io.StringIO()
+    call_command("grader_tally", "--fix", stdout=out)
+    assert "Put right 2 row(s)." in out.getvalue()
+    assert _tallied(campaign) == _counted(campaign)
+    assert _writes(campaign)[a.pk] == writes[a.pk] + 1 and b.pk in _writes(campaign)
+    with pytest.raises(CommandError, match="no campaign"):
+        call_command("grader_tally", "--campaign", "nope")
