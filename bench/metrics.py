@@ -8,6 +8,8 @@ allocations included). Times are the best of ``--repeat`` runs. Aims: Fleiss >= 
 path, Krippendorff >= 2x the `krippendorff` package, each bootstrap under 5 s at 10^5 units. The
 bootstrap's sums over 2,000,000 units are timed against the same draws made one replicate at a time
 with ``Generator.integers`` (a ratio in one process, which a noisy machine does not move much).
+Per-unit confusability of a slice in unit order, as the per-unit table computes it, is timed
+against the same function's groupby path, equal to the last bit.
 """
 
 from __future__ import annotations
@@ -173,6 +175,33 @@ def blocked_sums_case(n_units: int, n_boot: int, repeat: int) -> None:
     )
 
 
+def confusability_case(n_units: int, repeat: int) -> None:
+    """Per-unit confusability of a slice of judgments in unit order (the per-unit table's, five
+    FINE scores a unit), against the same function's groupby path (units as text, which it groups):
+    the figures must be equal to the last bit."""
+    from analysis.metrics import unit_confusability
+
+    rng = np.random.default_rng(4)
+    unit = np.repeat(np.arange(1, n_units + 1), 5)
+    frame = pd.DataFrame(
+        {
+            "unit": unit,
+            "grader": np.tile(np.arange(5), n_units),
+            "value": np.clip(np.round(rng.normal(5, 2, unit.size), 1), 0, 10),
+        }
+    )
+    grouped = frame.assign(unit=frame["unit"].map("u{:08d}".format))  # zero-padded: the same order as text
+
+    our_time, ours = timed(lambda: unit_confusability(frame.copy()), repeat)
+    ref_time, reference = timed(lambda: unit_confusability(grouped.copy()), repeat)
+    equal = np.array_equal(ours.to_numpy(), reference.to_numpy(), equal_nan=True)
+    print(
+        f"{f'Unit confusability, {n_units:.0e} units x 5':<44} ours {our_time:8.3f} s"
+        f"   reference {ref_time:8.3f} s   ratio {ref_time / our_time:6.2f}x   equal {equal}",
+        flush=True,
+    )
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--quick", action="store_true", help="sizes divided by 10")
@@ -185,6 +214,7 @@ def main() -> None:
     alpha_case(10**5 // scale, args.repeat)
     bootstrap_cases(10**5 // scale, 1000, 1)
     blocked_sums_case(2 * 10**6, 1000 // scale, args.repeat)  # 2 * 10**6 units at any scale: beyond UNITS_AT_ONCE
+    confusability_case(10**5, args.repeat)  # a slice of the combining step's (about 500,000 judgments)
 
 
 if __name__ == "__main__":

@@ -39,13 +39,21 @@ def _majority(tally: pd.DataFrame, means: pd.Series) -> pd.Series:
     if np.unique(units[starts]).size != starts.size:  # a unit's rows apart: sort them together first
         tally = tally.sort_values("unit", kind="stable")
         return _majority(tally, means)
-    group = np.repeat(np.arange(starts.size), n)
     count, value = tally["count"].to_numpy(), tally["value"].to_numpy(dtype=float)
-    chosen = count == np.maximum.reduceat(count, starts)[group]
-    distance = np.where(chosen, np.abs(value - means.reindex(units[starts]).to_numpy()[group]), np.inf)
-    chosen &= distance == np.minimum.reduceat(distance, starts)[group]
-    majority = np.minimum.reduceat(np.where(chosen, value, np.inf), starts)
+    majority = _most_frequent(starts, n, count, value, means.reindex(units[starts]).to_numpy())
     return pd.Series(majority, index=pd.Index(units[starts], name="unit"), name="value").sort_index()
+
+
+def _most_frequent(
+    starts: np.ndarray, n: np.ndarray, count: np.ndarray, value: np.ndarray, mean: np.ndarray
+) -> np.ndarray:
+    """``_majority`` of tally rows given as arrays: each unit's ``n`` rows from ``starts`` (its
+    values and their counts), and the unit's mean."""
+    group = np.repeat(np.arange(starts.size), n)
+    chosen = count == np.maximum.reduceat(count, starts)[group]
+    distance = np.where(chosen, np.abs(value - mean[group]), np.inf)
+    chosen &= distance == np.minimum.reduceat(distance, starts)[group]
+    return np.minimum.reduceat(np.where(chosen, value, np.inf), starts)
 
 
 def _entropy(tally: pd.DataFrame, n: pd.Series) -> pd.Series:
@@ -114,22 +122,27 @@ def _in_unit_order(unit: np.ndarray, value: np.ndarray) -> pd.DataFrame | None:
     std[n < 2] = np.nan
     order = _by_value_within(value, starts, n)  # each unit's rows stay in its block, sorted by value
     ordered = value[order]
-    index = pd.Index(units, name="unit")
-    out = pd.DataFrame({"n": n, "mean": total / n}, index=index)
-    out["median"] = (ordered[starts + (n - 1) // 2] + ordered[starts + n // 2]) / 2
+    mean = total / n
     new = np.zeros(unit.size, dtype=bool)
     new[starts] = True
     new[1:] |= ordered[1:] != ordered[:-1]
     pairs = np.flatnonzero(new)  # where each (unit, value) starts among the sorted rows
     first = np.argsort(np.minimum.reduceat(order, pairs), kind="stable")  # as each pair first appears
     counts = np.diff(np.r_[pairs, unit.size])[first]
-    tally = pd.DataFrame({"unit": unit[pairs][first], "value": ordered[pairs][first], "count": counts})
-    out["majority"] = _majority(tally, out["mean"]).to_numpy()
-    out["dif"] = ordered[starts + n - 1] - ordered[starts]
-    out["std"] = std
-    share = counts / np.repeat(n, np.add.reduceat(new.astype(np.int64), starts))  # each pair's unit's n
-    out["entropy"] = _sums_in_order(-share * np.log2(share), *runs(tally["unit"].to_numpy())) + 0.0
-    return out[COLUMNS]
+    # The tally's rows, a unit's together and the units in order (its pairs first appear within
+    # the unit's own rows): each unit's are a run, in the order of ``units``.
+    pair_starts, pair_n = runs(unit[pairs][first])
+    share = counts / np.repeat(n, pair_n)  # each pair's unit's n
+    columns = {
+        "n": n,
+        "mean": mean,
+        "median": (ordered[starts + (n - 1) // 2] + ordered[starts + n // 2]) / 2,
+        "majority": _most_frequent(pair_starts, pair_n, counts, ordered[pairs][first], mean),
+        "dif": ordered[starts + n - 1] - ordered[starts],
+        "std": std,
+        "entropy": _sums_in_order(-share * np.log2(share), pair_starts, pair_n) + 0.0,
+    }
+    return pd.DataFrame(columns, index=pd.Index(units, name="unit"), copy=False)  # in COLUMNS order
 
 
 def _by_value_within(value: np.ndarray, starts: np.ndarray, n: np.ndarray) -> np.ndarray:
