@@ -343,8 +343,13 @@ def step_remove(campaign_id: int) -> dict:
     graders = list(get_user_model().objects.filter(username__startswith=NEW_GRADER).values_list("pk", flat=True))
     with transaction.atomic(), connection.cursor() as cur:
         cur.execute("SET LOCAL session_replication_role = replica")
-        tables = ("grading_gradingevent", "grading_judgment", "grading_gradertally", "grading_assignment")
-        for table in (*tables, "grading_campaignrole"):
+        for table in (
+            "grading_gradingevent",
+            "grading_judgment",
+            "grading_gradertally",
+            "grading_assignment",
+            "grading_campaignrole",
+        ):
             cur.execute(
                 f"DELETE FROM {table} WHERE campaign_id = %s AND {_user_column(table)} = ANY(%s)",
                 [campaign_id, graders],

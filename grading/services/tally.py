@@ -14,6 +14,7 @@ from grading.models import GraderTally, GradingEvent, Judgment
 
 COUNTED = ("judgments", "kept", "with_broad", "with_score", "with_label", "with_verdict")
 COUNTED += ("events", "first_event", "last_event")
+NOTHING = dict.fromkeys(COUNTED, 0) | {"first_event": None, "last_event": None}  # a grader with neither
 
 
 @dataclass(frozen=True)
@@ -49,12 +50,11 @@ def tally_check(*, campaign_id: int | None = None, fix: bool = False) -> list[Ta
         counted = tally_counted(campaign_id=campaign_id)
         rows = GraderTally.objects.all() if campaign_id is None else GraderTally.objects.filter(campaign_id=campaign_id)
         kept = {(r["campaign_id"], r["grader_id"]): r for r in rows.values("campaign_id", "grader_id", *COUNTED)}
-        nothing = dict.fromkeys(COUNTED, 0) | {"first_event": None, "last_event": None}
         differences = []
         for key in sorted(counted.keys() | kept.keys()):
             have = {name: kept[key][name] for name in COUNTED} if key in kept else {}
-            should = counted.get(key, nothing)
-            if have != should and (have or should != nothing):
+            should = counted.get(key, NOTHING)
+            if have != should and (have or should != NOTHING):
                 differences.append(TallyDifference(*key, kept=have, counted=should))
         if fix:
             for difference in differences:
@@ -92,8 +92,7 @@ def tally_counted(*, campaign_id: int | None = None) -> dict[tuple[int, int], di
         .annotate(events=Count("pk"), first_event=Min("server_ts"), last_event=Max("server_ts"))
     )
     counted: dict[tuple[int, int], dict] = {}
-    empty = dict.fromkeys(COUNTED, 0) | {"first_event": None, "last_event": None}
     for row in [*judged, *logged]:
         key = (row.pop("campaign_id"), row.pop("grader_id"))
-        counted.setdefault(key, dict(empty)).update(row)
+        counted.setdefault(key, dict(NOTHING)).update(row)
     return counted

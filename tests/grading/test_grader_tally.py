@@ -244,5 +244,6 @@ def test_a_row_left_wrong_is_found_and_put_right(campaign):
     assert "Put right 2 row(s)." in out.getvalue()
     assert _tallied(campaign) == _counted(campaign)
     assert _writes(campaign)[a.pk] == writes[a.pk] + 1 and b.pk in _writes(campaign)
-    with pytest.raises(CommandError, match="no campaign"):
+    with pytest.raises(CommandError, match="no campaign") as unknown:
         call_command("grader_tally", "--campaign", "nope")
+    assert unknown.value.returncode == 2  # not 1, which says that rows differ

@@ -4,7 +4,7 @@ from typing import Any
 
 from django.core.management.base import BaseCommand, CommandError, CommandParser
 
-from grading.models import Campaign
+from analysis.management.commands._campaign_arg import campaign_from_arg
 from grading.services.tally import tally_check
 
 
@@ -23,12 +23,10 @@ class Command(BaseCommand):
     def handle(self, *args: Any, **opts: Any) -> None:
         campaign_id = None
         if ref := opts["campaign"]:
-            campaign = Campaign.objects.filter(slug=ref).first() or (
-                Campaign.objects.filter(pk=ref).first() if ref.isdigit() else None
-            )
-            if campaign is None:
-                raise CommandError(f"no campaign with slug or id {ref!r}", returncode=2)
-            campaign_id = campaign.pk
+            try:
+                campaign_id = campaign_from_arg(ref).pk
+            except CommandError as exc:  # exit status 1 says that rows differ
+                raise CommandError(str(exc), returncode=2) from None
         differences = tally_check(campaign_id=campaign_id, fix=opts["fix"])
         for difference in differences:
             self.stdout.write(str(difference))
