@@ -8,9 +8,10 @@ from django.conf import settings
 from django.db import migrations, models
 
 COLUMNS = "campaign_id, grader_id, judgments, kept, with_broad, with_score, with_label, with_verdict, writes, events"
-# A judgment's contribution to each counted column, as SQL over the judgment's row (or a set of them).
+# The counted columns of a set of judgments (rows grouped by campaign and grader), named.
 JUDGMENT_SUMS = (
-    "count(*), count(*) FILTER (WHERE NOT skipped), count(broad), count(score), count(label), count(verdict)"
+    "count(*) AS n, count(*) FILTER (WHERE NOT skipped) AS kept, count(broad) AS broad, count(score) AS score,"
+    " count(label) AS label, count(verdict) AS verdict"
 )
 # The upsert's additions; ``t`` names the row already there (SQLite's triggers take no table alias).
 ADD_JUDGMENTS = """
@@ -35,9 +36,7 @@ BEGIN
             with_label = t.with_label - o.label, with_verdict = t.with_verdict - o.verdict,
             writes = t.writes + CASE WHEN TG_OP = 'DELETE' THEN o.n ELSE 0 END
         FROM (
-            SELECT campaign_id, grader_id, count(*) AS n, count(*) FILTER (WHERE NOT skipped) AS kept,
-                count(broad) AS broad, count(score) AS score, count(label) AS label, count(verdict) AS verdict
-            FROM old_judgments GROUP BY campaign_id, grader_id
+            SELECT campaign_id, grader_id, {JUDGMENT_SUMS} FROM old_judgments GROUP BY campaign_id, grader_id
         ) AS o
         WHERE t.campaign_id = o.campaign_id AND t.grader_id = o.grader_id;
     END IF;
