@@ -9,7 +9,8 @@ path, Krippendorff >= 2x the `krippendorff` package, each bootstrap under 5 s at
 bootstrap's sums over 2,000,000 units are timed against the same draws made one replicate at a time
 with ``Generator.integers`` (a ratio in one process, which a noisy machine does not move much).
 Per-unit confusability of a slice in unit order, as the per-unit table computes it, is timed
-against the same function's groupby path, equal to the last bit.
+against the same function's groupby path, equal to the last bit. The agreement section's two levels
+from their distinct count rows are timed against the same figures from the table of every unit.
 """
 
 from __future__ import annotations
@@ -202,6 +203,52 @@ def confusability_case(n_units: int, repeat: int) -> None:
     )
 
 
+def levels_case(n_units: int, n_boot: int, repeat: int) -> None:
+    """The agreement section's two levels (NS/SS/VS, and NS against SS+VS) of a count table of five
+    judgments a unit: kappa with its interval, per-category kappas, patterns and kinds, from the
+    distinct rows and how many units have each (as the section computes them), against the same
+    functions on the table of every unit. The intervals must be the same to the bit."""
+    from analysis.metrics import collapse_counts, distinct_rows, fleiss_kappa_per_category, kind_summary, pattern_table
+
+    rng = np.random.default_rng(5)
+    shares = rng.dirichlet([0.7, 0.7, 0.7], 4096)
+    table = np.array([rng.multinomial(5, shares[i]) for i in rng.integers(0, 4096, n_units)], dtype=np.uint8)
+    labels, mapping = ["NS", "SS", "VS"], {"SS": "S", "VS": "S"}
+
+    def figures(rows: np.ndarray, sizes: np.ndarray | None, names: list[str]) -> tuple:
+        est = fleiss_kappa_ci(rows, sizes=sizes, rng=np.random.default_rng(1), n_boot=n_boot)
+        per = fleiss_kappa_per_category(rows, sizes=sizes)
+        return est, per, pattern_table(rows, names, sizes=sizes), kind_summary(rows, sizes=sizes)
+
+    def ours() -> list[tuple]:
+        rows, _, sizes = distinct_rows(table)
+        collapsed, names = collapse_counts(rows, labels, mapping)
+        merged, inverse, _ = distinct_rows(collapsed)
+        merged_sizes = np.bincount(inverse, weights=sizes, minlength=len(merged)).astype(np.int64)
+        return [figures(rows, sizes, labels), figures(merged, merged_sizes, names)]
+
+    def reference() -> list[tuple]:
+        collapsed, names = collapse_counts(table, labels, mapping)
+        return [figures(table, None, labels), figures(collapsed, None, names)]
+
+    our_time, got = timed(ours, repeat)
+    ref_time, expected = timed(reference, repeat)
+    same = all(
+        g[0].ci_low == e[0].ci_low
+        and g[0].ci_high == e[0].ci_high
+        and np.isclose(g[0].value, e[0].value, rtol=0, atol=1e-12)
+        and np.allclose(g[1], e[1], rtol=0, atol=1e-12)
+        and g[2][["pattern", "count"]].equals(e[2][["pattern", "count"]])
+        and g[3] == e[3]
+        for g, e in zip(got, expected, strict=True)
+    )
+    print(
+        f"{f'Two levels, {n_units:.0e} units x 5, {n_boot} draws':<44} ours {our_time:8.3f} s"
+        f"   reference {ref_time:8.3f} s   ratio {ref_time / our_time:6.1f}x   same {same}",
+        flush=True,
+    )
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--quick", action="store_true", help="sizes divided by 10")
@@ -215,6 +262,7 @@ def main() -> None:
     bootstrap_cases(10**5 // scale, 1000, 1)
     blocked_sums_case(2 * 10**6, 1000 // scale, args.repeat)  # 2 * 10**6 units at any scale: beyond UNITS_AT_ONCE
     confusability_case(10**5, args.repeat)  # a slice of the combining step's (about 500,000 judgments)
+    levels_case(2 * 10**6 // scale, 1000, args.repeat)  # the combining step's at 10^7 judgments
 
 
 if __name__ == "__main__":

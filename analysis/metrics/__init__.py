@@ -35,7 +35,14 @@ from .patterns import (  # noqa: F401
     pattern_kinds,
     pattern_table,
 )
-from .shapes import collapse_counts, count_table, long_to_counts, long_to_wide, wide_to_counts  # noqa: F401
+from .shapes import (  # noqa: F401
+    collapse_counts,
+    count_table,
+    distinct_rows,
+    long_to_counts,
+    long_to_wide,
+    wide_to_counts,
+)
 from .stability import (  # noqa: F401
     engagement,
     engagement_summary,

@@ -71,7 +71,29 @@ def fleiss_from_sums(mean_agree: np.ndarray, category_share: np.ndarray) -> np.n
     return np.divide(mean_agree - p_e, denom, out=np.full(np.shape(p_e), np.nan), where=defined)
 
 
-def fleiss_kappa(counts: ArrayLike) -> float:
+def rated_groups(table: np.ndarray, sizes: ArrayLike | None) -> tuple[np.ndarray, np.ndarray | None]:
+    """The rows of ``table`` with two judgments or more, and their ``sizes`` (None: a unit a row)."""
+    keep = rated_units(table)
+    if sizes is None:
+        return rows_where(table, keep), None
+    sizes = np.asarray(sizes)
+    if sizes.shape != (table.shape[0],) or not np.issubdtype(sizes.dtype, np.integer) or (sizes < 0).any():
+        raise ValueError(
+            f"`sizes` must hold a non-negative integer for each of the {table.shape[0]} rows, "
+            f"got {short(sizes.tolist())}"
+        )
+    keep &= sizes > 0
+    return rows_where(table, keep), rows_where(sizes, keep)
+
+
+def weighted_mean(values: np.ndarray, sizes: np.ndarray | None) -> np.ndarray:
+    """The mean of ``values`` over its first axis, each row counted ``sizes`` times (None: once)."""
+    if sizes is None:
+        return values.mean(axis=0)
+    return sizes.astype(float) @ values / sizes.sum()
+
+
+def fleiss_kappa(counts: ArrayLike, *, sizes: ArrayLike | None = None) -> float:
     """Fleiss' kappa for an ``(n_units, n_categories)`` table of judgment counts.
 
     ``P_i = sum_j n_ij (n_ij - 1) / (n_i (n_i - 1))``, ``P = mean_i P_i``, ``p_j = sum_i n_ij / sum_i
@@ -83,6 +105,8 @@ def fleiss_kappa(counts: ArrayLike) -> float:
     Parameters
     ----------
     counts : (n_units, n_categories) array of non-negative integers.
+    sizes : how many units each row stands for (``shapes.distinct_rows``' counts: units with equal
+        rows are alike); None, one unit a row.
 
     Returns
     -------
@@ -90,15 +114,13 @@ def fleiss_kappa(counts: ArrayLike) -> float:
         kappa; an :class:`Undefined` NaN with a ``reason`` when every judgment falls in one category
         or no unit has two judgments.
     """
-    table = as_count_table(counts)
-    n_i = row_sums(table)
-    rated = n_i >= 2
-    if not rated.all():
-        table, n_i = table[rated], n_i[rated]
+    table, sizes = rated_groups(as_count_table(counts), sizes)
     if table.shape[0] == 0:
         return Undefined(TOO_FEW)
+    n_i = row_sums(table)
     agree = row_sums(table * (table - 1)) / (n_i * (n_i - 1))
-    kappa = fleiss_from_sums(agree.mean(), np.ones(table.shape[0]) @ table / n_i.sum())
+    weights = np.ones(table.shape[0]) if sizes is None else sizes.astype(float)
+    kappa = fleiss_from_sums(weighted_mean(agree, sizes), weights @ table / (weights @ n_i))
     return Undefined(IDENTICAL) if np.isnan(kappa) else float(kappa)
 
 
@@ -108,7 +130,7 @@ def per_category_from_sums(mean_disagree: np.ndarray, category_share: np.ndarray
     return np.divide(spread - mean_disagree, spread, out=np.full(np.shape(spread), np.nan), where=spread > 1e-12)
 
 
-def fleiss_kappa_per_category(counts: ArrayLike) -> np.ndarray:
+def fleiss_kappa_per_category(counts: ArrayLike, *, sizes: ArrayLike | None = None) -> np.ndarray:
     """Fleiss' kappa for each category against all others (Fleiss 1971, eq. 11).
 
     ``kappa_j = 1 - mean_i[n_ij (n_i - n_ij) / (n_i (n_i - 1))] / (p_j (1 - p_j))``; with equal
@@ -117,17 +139,20 @@ def fleiss_kappa_per_category(counts: ArrayLike) -> np.ndarray:
     Parameters
     ----------
     counts : (n_units, n_categories) array of non-negative integers.
+    sizes : how many units each row stands for, as for ``fleiss_kappa``; None, one unit a row.
 
     Returns
     -------
     (n_categories,) float array; NaN for a category nobody or everybody used.
     """
-    table = as_count_table(counts)
-    table = rows_where(table, rated_units(table))
+    table, sizes = rated_groups(as_count_table(counts), sizes)
     if table.shape[0] == 0:
         return np.full(table.shape[1], np.nan)
     _, n_i, disagree = fleiss_parts(table)
-    return per_category_from_sums(disagree.mean(axis=0), table.sum(axis=0) / n_i.sum())
+    if sizes is None:
+        return per_category_from_sums(disagree.mean(axis=0), table.sum(axis=0) / n_i.sum())
+    weights = sizes.astype(float)
+    return per_category_from_sums(weighted_mean(disagree, sizes), weights @ table / (weights @ n_i))
 
 
 def weight_matrix(k: int, weights: Weights) -> np.ndarray:

@@ -43,8 +43,7 @@ from .agreement import (
     fleiss_from_sums,
     fleiss_kappa,
     fleiss_parts,
-    rated_units,
-    rows_where,
+    rated_groups,
     weight_matrix,
 )
 from .shapes import distinct_rows
@@ -393,9 +392,17 @@ def _estimate(value: float, replicates: np.ndarray, confidence: float) -> Estima
 
 
 def fleiss_kappa_ci(
-    counts: ArrayLike, *, rng: np.random.Generator, n_boot: int = 1000, confidence: float = 0.95
+    counts: ArrayLike,
+    *,
+    rng: np.random.Generator,
+    n_boot: int = 1000,
+    confidence: float = 0.95,
+    sizes: ArrayLike | None = None,
 ) -> Estimate:
     """Fleiss' kappa with a bootstrap percentile interval, resampling units.
+
+    Units with equal rows are alike: the replicates draw how many units of each distinct row
+    (``shapes.distinct_rows``, in its order) they take.
 
     Parameters
     ----------
@@ -403,20 +410,24 @@ def fleiss_kappa_ci(
     rng : the random generator (seed it for a reproducible interval).
     n_boot : number of resamples.
     confidence : coverage of the interval.
+    sizes : given, the rows of ``counts`` are ``shapes.distinct_rows``' distinct rows, in its order,
+        and ``sizes`` how many units have each: the same estimate and the same draws as from the
+        table of every unit.
 
     Returns
     -------
     Estimate(value, ci_low, ci_high, reason)
     """
     table = as_count_table(counts)
-    value = fleiss_kappa(table)
-    table = rows_where(table, rated_units(table))
+    value = fleiss_kappa(table, sizes=sizes)
+    table, sizes = rated_groups(table, sizes)
     if table.shape[0] == 0:
         return _estimate(value, np.array([np.nan]), confidence)
-    distinct, _, sizes = distinct_rows(table)  # units with equal rows are alike
-    agree, n_i, _ = fleiss_parts(distinct)
-    per_group = np.column_stack([agree, n_i, distinct])
-    n = table.shape[0]
+    if sizes is None:
+        table, _, sizes = distinct_rows(table)
+    agree, n_i, _ = fleiss_parts(table)
+    per_group = np.column_stack([agree, n_i, table])
+    n = int(sizes.sum())
 
     def replicate(sums: np.ndarray) -> np.ndarray:
         return fleiss_from_sums(sums[:, 0] / n, sums[:, 2:] / sums[:, 1:2])

@@ -18,7 +18,7 @@ from numpy.typing import ArrayLike
 from scipy.stats import chi2_contingency
 
 from ._checks import as_count_table, as_labels, short
-from .agreement import rows_where
+from .agreement import rated_groups
 from .shapes import distinct_rows
 
 KINDS = ("full", "partial", "none")
@@ -70,13 +70,14 @@ def _pattern_label(row: np.ndarray, categories: Sequence[Any]) -> str:
     return ",".join(modal + [OTHER] * int(row.sum() - len(modal)))
 
 
-def pattern_table(counts: ArrayLike, categories: Sequence[Any]) -> pd.DataFrame:
+def pattern_table(counts: ArrayLike, categories: Sequence[Any], *, sizes: ArrayLike | None = None) -> pd.DataFrame:
     """Units tabulated by agreement pattern.
 
     Parameters
     ----------
     counts : (n_units, n_categories) count table; units with < 2 judgments are left out.
     categories : the column labels, in scale order (patterns list the highest first).
+    sizes : how many units each row stands for (``shapes.distinct_rows``' counts); None, one a row.
 
     Returns
     -------
@@ -88,12 +89,14 @@ def pattern_table(counts: ArrayLike, categories: Sequence[Any]) -> pd.DataFrame:
         raise ValueError(
             f"`categories` has {len(categories)} labels for {table.shape[1]} columns: {short(list(categories))}"
         )
-    table = rows_where(table, table.sum(axis=1) >= 2)
+    table, given = rated_groups(table, sizes)
     distinct, inverse, sizes = distinct_rows(table)
+    if given is not None:  # the units of the rows that are equal
+        sizes = np.bincount(inverse, weights=given, minlength=len(distinct)).astype(np.int64)
     labels = [_pattern_label(row, categories) for row in distinct]  # one per distinct count row
     frame = pd.DataFrame({"pattern": labels, "kind": pattern_kinds(distinct) if len(distinct) else [], "count": sizes})
     frame = frame.groupby(["pattern", "kind"], as_index=False)["count"].sum()
-    frame["percent"] = 100.0 * frame["count"] / max(1, table.shape[0])
+    frame["percent"] = 100.0 * frame["count"] / max(1, int(sizes.sum()))
     frame["rank"] = frame["kind"].map({k: i for i, k in enumerate(KINDS)})
     return (
         frame.sort_values(["rank", "count", "pattern"], ascending=[True, False, True])
@@ -102,13 +105,17 @@ def pattern_table(counts: ArrayLike, categories: Sequence[Any]) -> pd.DataFrame:
     )
 
 
-def kind_summary(counts: ArrayLike) -> dict[str, dict[str, float]]:
-    """Count and percent of units per pattern kind (full / partial / none)."""
-    codes = _kind_codes(as_count_table(counts))
-    total = max(1, int((codes != 0).sum()))
+def kind_summary(counts: ArrayLike, *, sizes: ArrayLike | None = None) -> dict[str, dict[str, float]]:
+    """Count and percent of units per pattern kind (full / partial / none); ``sizes``: how many units
+    each row stands for (None, one a row)."""
+    table = as_count_table(counts)
+    if sizes is not None:
+        table, sizes = rated_groups(table, sizes)
+    codes = _kind_codes(table)
+    per_kind = np.bincount(codes, weights=sizes, minlength=len(KINDS) + 1).astype(np.int64)
+    total = max(1, int(per_kind[1:].sum()))
     return {
-        k: {"count": int((codes == j).sum()), "percent": 100.0 * (codes == j).sum() / total}
-        for j, k in enumerate(KINDS, start=1)
+        k: {"count": int(per_kind[j]), "percent": 100.0 * per_kind[j] / total} for j, k in enumerate(KINDS, start=1)
     }
 
 
