@@ -46,12 +46,13 @@ def pattern_kinds(counts: ArrayLike) -> np.ndarray:
     -------
     (n_units,) array of str.
     """
-    return np.array(["", *KINDS])[_kind_codes(as_count_table(counts))]
+    return np.array(["", *KINDS])[kind_codes(as_count_table(counts))]
 
 
-def _kind_codes(table: np.ndarray) -> np.ndarray:
-    """Each unit's place in ``["", *KINDS]`` (int8): ``pattern_kinds`` without a string per unit,
-    which at 10^7 judgments were 56 MB per array of them."""
+def kind_codes(table: np.ndarray) -> np.ndarray:
+    """Each unit's place in ``["", *KINDS]`` (int8) from a count table (floats, as
+    ``as_count_table`` gives them, or integers): ``pattern_kinds`` without a string per unit, which
+    at 10^7 judgments were 56 MB per array of them."""
     n_i, top = table.sum(axis=1), table.max(axis=1)
     codes = np.full(table.shape[0], 1 + KINDS.index("none"), dtype=np.int8)
     codes[top >= 2] = 1 + KINDS.index("partial")  # the rules in reverse: the first that holds wins
@@ -111,7 +112,7 @@ def kind_summary(counts: ArrayLike, *, sizes: ArrayLike | None = None) -> dict[s
     table = as_count_table(counts)
     if sizes is not None:
         table, sizes = rated_groups(table, sizes)
-    codes = _kind_codes(table)
+    codes = kind_codes(table)
     per_kind = np.bincount(codes, weights=sizes, minlength=len(KINDS) + 1).astype(np.int64)
     total = max(1, int(per_kind[1:].sum()))
     return {
@@ -170,16 +171,28 @@ def chi2_queries(queries: ArrayLike, kinds: ArrayLike) -> Chi2:
     unknown = ~np.isin(kinds, [*KINDS, ""])
     if unknown.any():
         raise ValueError(f"`kinds` must be one of {KINDS}; got {short(kinds[unknown][0])}")
-    # pd.crosstab(queries, kinds) without "" by counting codes: rows the sorted queries, columns the
-    # sorted kinds, those without a count dropped (as crosstab has none). At 10^7 judgments
-    # crosstab's groupby held 400 MB.
-    rows, _ = pd.factorize(queries, sort=True)
-    columns = np.full(kinds.size, -1, dtype=np.int64)
-    for j, kind in enumerate(sorted(KINDS)):
-        columns[kinds == kind] = j
-    keep = (rows >= 0) & (columns >= 0)  # crosstab leaves out missing queries, as "" kinds
+    codes = np.zeros(kinds.size, dtype=np.int8)
+    for j, kind in enumerate(KINDS, start=1):
+        codes[kinds == kind] = j
+    return chi2_queries_coded(pd.factorize(queries, sort=True)[0], codes)
+
+
+def chi2_queries_coded(query_codes: np.ndarray, codes: np.ndarray) -> Chi2:
+    """``chi2_queries`` of each unit's query as a code (0.., -1 for none) and its kind as its place
+    in ``["", *KINDS]`` (``kind_codes``): the same table, with no string per unit.
+
+    ``pd.crosstab(queries, kinds)`` without "" by counting codes: rows the queries, columns the
+    kinds in the order of their names, those without a count dropped (as crosstab has none). At
+    10^7 judgments crosstab's groupby held 400 MB."""
+    query_codes, codes = np.asarray(query_codes), np.asarray(codes)
+    if query_codes.shape != codes.shape:
+        raise ValueError(f"`query_codes` and `codes` differ in length: {query_codes.size} != {codes.size}")
+    by_name = np.argsort(np.argsort(KINDS))  # each kind's column: full, none, partial
+    columns = np.r_[-1, by_name][codes.astype(np.intp)]
+    keep = (query_codes >= 0) & (columns >= 0)  # crosstab leaves out missing queries, as "" kinds
     k = len(KINDS)
-    table = np.bincount(rows[keep] * k + columns[keep], minlength=(int(rows.max()) + 1) * k).reshape(-1, k)
+    size = (int(query_codes.max()) + 1) * k if query_codes.size else 0
+    table = np.bincount(query_codes[keep] * k + columns[keep], minlength=size).reshape(-1, k)
     return chi2_independence(table[table.sum(axis=1) > 0][:, table.sum(axis=0) > 0])
 
 

@@ -147,3 +147,20 @@ def test_fine_within_broad_from_counts_of_tenths_is_the_groupby_of_the_scores(se
     assert got[exact].equals(expected[exact])
     np.testing.assert_allclose(got[["mean", "std"]], expected[["mean", "std"]], rtol=1e-14)
     assert got.loc["c1", "std"] != got.loc["c1", "std"] and got.loc["c0", "n"] == 0  # NaN, as pandas gives
+
+
+def test_chi2_queries_from_codes_is_chi2_queries_of_the_labels() -> None:
+    """The agreement section counts each unit's kind as a code (``kind_codes``), with no string per
+    unit: the same table, so the same test, as from the queries and kinds as labels."""
+    from analysis.metrics import chi2_queries_coded, kind_codes, pattern_kinds
+
+    rng = np.random.default_rng(8)
+    counts = rng.multinomial(4, [0.5, 0.3, 0.2], 3000)
+    counts[rng.random(3000) < 0.1] = [1, 0, 0]  # units of one judgment: of no kind
+    queries = rng.integers(0, 40, 3000)
+    codes = kind_codes(counts)
+    assert (np.array(["", "full", "partial", "none"])[codes] == pattern_kinds(counts)).all()
+    query_codes, _ = pd.factorize(queries)
+    assert chi2_queries_coded(query_codes, codes) == chi2_queries(query_codes, pattern_kinds(counts))
+    with pytest.raises(ValueError, match="differ in length"):
+        chi2_queries_coded(query_codes[:-1], codes)

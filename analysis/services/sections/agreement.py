@@ -198,21 +198,21 @@ def _categorical_agreement(
     # (a few dozen at 10^7 judgments, where each pass over the 2,000,000 rows cost 0.1-0.3 s), and
     # the bootstrap draws from the same groups, in the same order, as from the table of every unit.
     # The collapsed level's rows are the collapsed distinct rows, equal ones merged.
-    distinct, _, sizes = m.distinct_rows(counts)
+    distinct, inverse, sizes = m.distinct_rows(counts)
     level = {"rng": rng, "n_boot": n_boot, "confidence": confidence}
     out["levels"] = [_level(f"{len(cats)} levels", distinct, sizes, cats, **level)]
     if spec.collapse:
         collapsed, new_cats = m.collapse_counts(distinct, cats, spec.collapse)
-        merged, inverse, _ = m.distinct_rows(collapsed)
-        merged_sizes = np.bincount(inverse, weights=sizes, minlength=len(merged)).astype(np.int64)
+        merged, into, _ = m.distinct_rows(collapsed)  # each distinct row's collapsed row
+        merged_sizes = np.bincount(into, weights=sizes, minlength=len(merged)).astype(np.int64)
         out["levels"].append(_level(f"{len(new_cats)} levels", merged, merged_sizes, new_cats, **level))
     out["cohen"] = _cohen(judgments, spec, cats) if len(by_grader) == 2 else None
     query_of = pd.Series(_joined_arrays(queries))
     if rated.any() and query_of.notna().any():
-        kinds = m.pattern_kinds(counts)
+        kinds = m.kind_codes(distinct)[inverse]  # each unit's kind, from its row's
         has_query = query_of.notna().to_numpy()
         query_codes, _ = pd.factorize(query_of.to_numpy()[has_query])  # ids or names: only groups matter
-        out["chi2_queries"] = m.chi2_queries(query_codes, kinds[has_query])._asdict()
+        out["chi2_queries"] = m.chi2_queries_coded(query_codes, kinds[has_query])._asdict()
     return out
 
 

@@ -11,6 +11,7 @@ import numpy as np
 import pandas as pd
 
 from analysis import metrics as m
+from analysis.metrics.patterns import KINDS
 from analysis.services.judgments import Judgments, judgments_of
 from analysis.services.values import ValueSpec, places, sorted_unit_codes, valued
 
@@ -485,7 +486,12 @@ def _query_kinds(query: np.ndarray, unit: np.ndarray, codes: np.ndarray, k: int)
     counts = np.bincount(rated_codes * k + codes[rated], minlength=n_rated * k).reshape(n_rated, k)
     rated_query = np.empty(n_rated, dtype=query.dtype)
     rated_query[rated_codes] = query[rated]
-    return m.count_table(rated_query, m.pattern_kinds(counts), ["full", "partial", "none"])
+    # each rated unit's kind as its place in ["", *KINDS] (m.kind_codes), counted per query: what
+    # m.count_table of pattern_kinds' strings counts, with no string per unit
+    query_ids, of_unit = _sorted_codes(rated_query)
+    width = len(KINDS) + 1
+    table = np.bincount(of_unit * width + m.kind_codes(counts), minlength=query_ids.size * width)
+    return pd.DataFrame(table.reshape(-1, width)[:, 1:], index=pd.Index(query_ids), columns=list(KINDS))
 
 
 def queries(
