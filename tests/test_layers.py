@@ -164,6 +164,7 @@ def test_the_report_sections_are_one_package_of_one_module_each():
     assert found == {
         "agreement",
         "behaviour",
+        "graders_queries",
         "model",
         "ordering",
         "systems",

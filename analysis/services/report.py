@@ -20,7 +20,8 @@ from analysis.services import auto_exclusion
 from analysis.services.judgments import Judgments, StoredJudgments
 from analysis.services.sections.accounting import accounting
 from analysis.services.sections.agreement import agreement_report
-from analysis.services.sections.behaviour import Behaviour, graders, queries, stability
+from analysis.services.sections.behaviour import Behaviour, stability
+from analysis.services.sections.graders_queries import graders, queries
 from analysis.services.sections.hidden_units import hidden_units_section
 from analysis.services.sections.instrument import instrument_section
 from analysis.services.sections.model import model_truth

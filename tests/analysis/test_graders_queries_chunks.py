@@ -23,7 +23,8 @@ from analysis import metrics as m
 from analysis import selectors
 from analysis.services import values
 from analysis.services.judgments import FrameJudgments, StoredJudgments
-from analysis.services.sections.behaviour import Behaviour, behaviour_combine, graders, queries
+from analysis.services.sections.behaviour import Behaviour, behaviour_combine
+from analysis.services.sections.graders_queries import graders, queries
 from analysis.services.shards import (
     ShardPart,
     part_dumps,

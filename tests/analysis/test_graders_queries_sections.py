@@ -17,7 +17,8 @@ import pandas as pd
 import pytest
 
 from analysis import metrics as m
-from analysis.services.sections.behaviour import Behaviour, graders, queries
+from analysis.services.sections.behaviour import Behaviour
+from analysis.services.sections.graders_queries import graders, queries
 from analysis.services.values import ValueSpec, with_values
 from grading.models.choices import Scheme
 from tests.analysis.test_graders_queries_chunks import _pandas_graders, _pandas_queries

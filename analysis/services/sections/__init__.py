@@ -1,6 +1,7 @@
 """The sections of the campaign report (docs/design.md §5), one module each: `agreement` (with
 confusability and FINE within BROAD: the one builder the `agreement` command shares), `behaviour`
-(stability, engagement, graders, queries), `model` (Dawid–Skene, bias and noise), `ordering`,
+(what a shard keeps of the event log; stability, engagement), `graders_queries` (graders,
+queries), `model` (Dawid–Skene, bias and noise), `ordering`,
 `systems`, `instrument`, `accounting` and `hidden_units`.
 
 Each takes the campaign's data as `analysis.services.report` loads it (judgments with their value
