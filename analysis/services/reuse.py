@@ -34,13 +34,17 @@ from analysis.services import attempts
 from grading.models import Campaign
 
 ANALYSIS = Path(__file__).resolve().parents[1]
-# The code that makes a part from the data: a part stored by other code is read again.
+# The code that makes a part from the data: a part stored by other code is read again. Every
+# module of the app these reach is here (tests/analysis/test_part_code.py reads the code to check).
 PART_CODE = (
     "services/shards.py",
     "services/sections/behaviour.py",
     "services/values.py",
     "selectors.py",
     "pgcopy.py",
+    "models.py",
+    "metrics/stability.py",  # each grader's stability counts and engagement, computed in the shard
+    "metrics/_checks.py",
 )
 
 
