@@ -208,7 +208,14 @@ def levels_case(n_units: int, n_boot: int, repeat: int) -> None:
     judgments a unit: kappa with its interval, per-category kappas, patterns and kinds, from the
     distinct rows and how many units have each (as the section computes them), against the same
     functions on the table of every unit. The intervals must be the same to the bit."""
-    from analysis.metrics import collapse_counts, distinct_rows, fleiss_kappa_per_category, kind_summary, pattern_table
+    from analysis.metrics import (
+        collapse_counts,
+        collapse_groups,
+        distinct_rows,
+        fleiss_kappa_per_category,
+        kind_summary,
+        pattern_table,
+    )
 
     rng = np.random.default_rng(5)
     shares = rng.dirichlet([0.7, 0.7, 0.7], 4096)
@@ -222,9 +229,7 @@ def levels_case(n_units: int, n_boot: int, repeat: int) -> None:
 
     def ours() -> list[tuple]:
         rows, _, sizes = distinct_rows(table)
-        collapsed, names = collapse_counts(rows, labels, mapping)
-        merged, inverse, _ = distinct_rows(collapsed)
-        merged_sizes = np.bincount(inverse, weights=sizes, minlength=len(merged)).astype(np.int64)
+        merged, merged_sizes, names = collapse_groups(rows, sizes, labels, mapping)
         return [figures(rows, sizes, labels), figures(merged, merged_sizes, names)]
 
     def reference() -> list[tuple]:

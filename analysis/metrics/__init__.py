@@ -39,6 +39,7 @@ from .patterns import (  # noqa: F401
 )
 from .shapes import (  # noqa: F401
     collapse_counts,
+    collapse_groups,
     count_table,
     distinct_rows,
     long_to_counts,

@@ -93,6 +93,13 @@ def weighted_mean(values: np.ndarray, sizes: np.ndarray | None) -> np.ndarray:
     return sizes.astype(float) @ values / sizes.sum()
 
 
+def category_shares(table: np.ndarray, n_i: np.ndarray, sizes: np.ndarray | None) -> np.ndarray:
+    """p_j: each category's share of all judgments, each row counted ``sizes`` times (None: once).
+    Sums of whole numbers, exact in either order."""
+    weights = np.ones(table.shape[0]) if sizes is None else sizes.astype(float)
+    return weights @ table / (weights @ n_i)
+
+
 def fleiss_kappa(counts: ArrayLike, *, sizes: ArrayLike | None = None) -> float:
     """Fleiss' kappa for an ``(n_units, n_categories)`` table of judgment counts.
 
@@ -119,8 +126,7 @@ def fleiss_kappa(counts: ArrayLike, *, sizes: ArrayLike | None = None) -> float:
         return Undefined(TOO_FEW)
     n_i = row_sums(table)
     agree = row_sums(table * (table - 1)) / (n_i * (n_i - 1))
-    weights = np.ones(table.shape[0]) if sizes is None else sizes.astype(float)
-    kappa = fleiss_from_sums(weighted_mean(agree, sizes), weights @ table / (weights @ n_i))
+    kappa = fleiss_from_sums(weighted_mean(agree, sizes), category_shares(table, n_i, sizes))
     return Undefined(IDENTICAL) if np.isnan(kappa) else float(kappa)
 
 
@@ -149,10 +155,7 @@ def fleiss_kappa_per_category(counts: ArrayLike, *, sizes: ArrayLike | None = No
     if table.shape[0] == 0:
         return np.full(table.shape[1], np.nan)
     _, n_i, disagree = fleiss_parts(table)
-    if sizes is None:
-        return per_category_from_sums(disagree.mean(axis=0), table.sum(axis=0) / n_i.sum())
-    weights = sizes.astype(float)
-    return per_category_from_sums(weighted_mean(disagree, sizes), weights @ table / (weights @ n_i))
+    return per_category_from_sums(weighted_mean(disagree, sizes), category_shares(table, n_i, sizes))
 
 
 def weight_matrix(k: int, weights: Weights) -> np.ndarray:

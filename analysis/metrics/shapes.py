@@ -138,6 +138,18 @@ def count_table(rows: ArrayLike, columns: ArrayLike, column_labels: Sequence[Any
     return pd.DataFrame(flat.reshape(len(row_index), k), index=row_index, columns=list(column_labels))
 
 
+def collapse_groups(
+    rows: np.ndarray, sizes: np.ndarray, categories: Sequence[Any], mapping: Mapping[Any, Any]
+) -> tuple[np.ndarray, np.ndarray, list]:
+    """``collapse_counts`` of a table given as its distinct ``rows`` (``distinct_rows``) and how many
+    units have each: the collapsed table's distinct rows, in ``distinct_rows``' order, how many units
+    have each (rows that collapse alike merged), and the new categories. The same groups as
+    ``distinct_rows`` of ``collapse_counts`` of the table of every unit, from a pass over the rows."""
+    collapsed, new_categories = collapse_counts(rows, categories, mapping)
+    merged, into, _ = distinct_rows(collapsed)  # each row's collapsed row among them
+    return merged, np.bincount(into, weights=sizes, minlength=len(merged)).astype(np.int64), new_categories
+
+
 def runs(keys: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     """Where each run of equal consecutive ``keys`` starts, and its length (a group's rows when
     each group's rows are together)."""

@@ -9,7 +9,7 @@ import numpy as np
 import pytest
 
 from analysis import metrics as m
-from analysis.metrics.shapes import collapse_counts, distinct_rows
+from analysis.metrics.shapes import collapse_counts, collapse_groups, distinct_rows
 
 
 def _table(seed: int, units: int = 5000, k: int = 3) -> np.ndarray:
@@ -51,13 +51,12 @@ def test_collapsed_distinct_rows_merged_are_the_collapsed_tables(seed=6):
     rows of the collapsed table, with the same sizes."""
     table = _table(seed)
     rows, _, sizes = distinct_rows(table)
-    collapsed, _ = collapse_counts(rows, ["NS", "SS", "VS"], {"SS": "S", "VS": "S"})
-    merged, inverse, _ = distinct_rows(collapsed)
-    merged_sizes = np.bincount(inverse, weights=sizes).astype(np.int64)
-    every, _ = collapse_counts(table, ["NS", "SS", "VS"], {"SS": "S", "VS": "S"})
+    merged, merged_sizes, names = collapse_groups(rows, sizes, ["NS", "SS", "VS"], {"SS": "S", "VS": "S"})
+    every, expected_names = collapse_counts(table, ["NS", "SS", "VS"], {"SS": "S", "VS": "S"})
     expected_rows, _, expected_sizes = distinct_rows(every)
     np.testing.assert_array_equal(merged, expected_rows)
     np.testing.assert_array_equal(merged_sizes, expected_sizes)
+    assert names == expected_names
 
 
 def test_rows_of_no_unit_or_fewer_than_two_judgments_count_for_nothing():

@@ -16,6 +16,7 @@ import numpy as np
 import pandas as pd
 
 from analysis import metrics as m
+from analysis.metrics.agreement import rated_groups
 from analysis.reports.serialize import jsonable
 from analysis.services.judgments import Judgments, judgments_of
 from analysis.services.values import (
@@ -202,9 +203,7 @@ def _categorical_agreement(
     level = {"rng": rng, "n_boot": n_boot, "confidence": confidence}
     out["levels"] = [_level(f"{len(cats)} levels", distinct, sizes, cats, **level)]
     if spec.collapse:
-        collapsed, new_cats = m.collapse_counts(distinct, cats, spec.collapse)
-        merged, into, _ = m.distinct_rows(collapsed)  # each distinct row's collapsed row
-        merged_sizes = np.bincount(into, weights=sizes, minlength=len(merged)).astype(np.int64)
+        merged, merged_sizes, new_cats = m.collapse_groups(distinct, sizes, cats, spec.collapse)
         out["levels"].append(_level(f"{len(new_cats)} levels", merged, merged_sizes, new_cats, **level))
     out["cohen"] = _cohen(judgments, spec, cats) if len(by_grader) == 2 else None
     query_of = pd.Series(_joined_arrays(queries))
@@ -267,8 +266,7 @@ def _level(
     distinct count ``rows`` (``shapes.distinct_rows``' order) and how many units have each
     (``sizes``); rows of fewer than two judgments are left out."""
     labels = [str(c) for c in categories]
-    rated = (rows.sum(axis=1) >= 2) & (sizes > 0)
-    rows, sizes = rows[rated], sizes[rated]
+    rows, sizes = rated_groups(rows, sizes)
     if rows.shape[0] == 0:
         reason = "no unit has two or more judgments"
         return {
