@@ -21,19 +21,17 @@ from collections.abc import Iterator
 from dataclasses import asdict, dataclass
 from datetime import UTC, datetime
 from functools import partial
-from itertools import islice
 from json.encoder import encode_basestring
 from typing import Any, Literal
 
 import numpy as np
 import pandas as pd
-from django.db.models import Q
 
-from analysis import pgcopy
+from analysis import pgcopy, unit_blocks
 from analysis.metrics.consensus import consensus_category
-from analysis.models import AnalysisRun, UnitResult
+from analysis.models import AnalysisRun
 from analysis.services.values import value_spec
-from grading.models import Adjudication, GradingEvent
+from grading.models import Adjudication, GradingEvent, Unit
 
 Format = Literal["csv", "json", "parquet"]
 FORMATS: dict[str, str] = {"csv": "text/csv", "json": "application/json", "parquet": "application/vnd.apache.parquet"}
@@ -74,31 +72,19 @@ class Filters:
             raise ValueError(f"max_confusability must be a number ≥ 0; got {self.max_confusability!r}")
 
 
-def _ground_truth_qs(run: AnalysisRun, filters: Filters) -> Any:
-    qs = UnitResult.objects.filter(run=run, n__gte=filters.min_judgments).order_by("unit_id")
+def _kept(units: pd.DataFrame, filters: Filters) -> pd.DataFrame:
+    """The units the filters keep. A unit with one judgment has no std: it is not "above" the
+    threshold, so it stays."""
+    keep = units["n"].to_numpy() >= filters.min_judgments
     if filters.max_confusability is not None:
-        # A unit with one judgment has no std: it is not "above" the threshold, so it stays.
-        measure = filters.measure
-        qs = qs.filter(Q(**{f"{measure}__lte": filters.max_confusability}) | Q(**{f"{measure}__isnull": True}))
-    return qs
+        measure = units[filters.measure].to_numpy(dtype=float, na_value=np.nan)
+        keep &= np.isnan(measure) | (measure <= filters.max_confusability)
+    return units if keep.all() else units[keep]
 
 
-_GT_FIELDS = [
-    "unit__external_id",
-    "unit_id",
-    "unit__query__external_id",
-    "unit__candidate__public_id",
-    "n",
-    "mean",
-    "median",
-    "majority",
-    "dif",
-    "std",
-    "entropy",
-    *BROAD_COLUMNS,
-    "distribution",
-    *MODEL_COLUMNS,
-]
+_STORED = ["unit", "n", "mean", "median", "majority", "dif", "std", "entropy", *BROAD_COLUMNS, "distribution"]
+_STORED += MODEL_COLUMNS
+_KEYS = ["unit_id", "unit", "query", "candidate"]
 _GT_COLUMNS = [*COLUMNS, *BROAD_COLUMNS, "distribution", *MODEL_COLUMNS]
 
 
@@ -114,13 +100,14 @@ class _Shape:
     adjudicated: dict[int, str]
 
 
-def _shape_of(run: AnalysisRun, qs: Any) -> _Shape:
-    broad = qs.filter(n_ns__isnull=False).exists()
+def _shape_of(run: AnalysisRun, units: unit_blocks.RunUnits) -> _Shape:
+    """From what the run stored (its blocks' flags), whatever the filters keep."""
+    broad = units.has("broad")
     return _Shape(
         broad=broad,
-        distribution=not broad and qs.filter(distribution__isnull=False).exists(),
-        model_label=qs.filter(model_label__isnull=False).exists(),
-        model_score=qs.filter(model_score__isnull=False).exists(),
+        distribution=not broad and units.has("distribution"),
+        model_label=units.has("model_label"),
+        model_score=units.has("model_score"),
         categories=tuple(value_spec(run.campaign).categories),
         # as they stand at export time (adjudicated units are few)
         adjudicated=dict(Adjudication.objects.filter(campaign_id=run.campaign_id).values_list("unit_id", "value")),
@@ -129,20 +116,57 @@ def _shape_of(run: AnalysisRun, qs: Any) -> _Shape:
 
 def ground_truth_frame(run: AnalysisRun, filters: Filters) -> pd.DataFrame:
     """One row per unit of the run, filtered; floats exactly as the metrics computed them."""
-    qs = _ground_truth_qs(run, filters)
-    return _ground_truth_shape(_unit_frame(qs.values_list(*_GT_FIELDS), _GT_COLUMNS), _shape_of(run, qs))
+    frames = list(ground_truth_chunks(run, filters, size=1 << 62))
+    return frames[0] if len(frames) == 1 else pd.concat(frames, ignore_index=True)
 
 
 def ground_truth_chunks(run: AnalysisRun, filters: Filters, *, size: int = 50_000) -> Iterator[pd.DataFrame]:
     """The rows of :func:`ground_truth_frame` as frames of at most `size` rows (at least one frame,
-    perhaps empty), with the same columns throughout: memory stays flat however many units."""
-    qs = _ground_truth_qs(run, filters)
-    shape = _shape_of(run, qs)
-    rows = qs.values_list(*_GT_FIELDS).iterator(chunk_size=size)
+    perhaps empty), with the same columns throughout: memory stays flat however many units. The
+    run's blocks are read one after another, and the units' keys (external ids) once a frame."""
+    units = unit_blocks.RunUnits(run.pk)
+    shape = _shape_of(run, units)
+    pending: list[pd.DataFrame] = []
+    held = 0
     first = True
-    while (batch := list(islice(rows, size))) or first:
-        first = False
-        yield _ground_truth_shape(pd.DataFrame.from_records(batch, columns=_GT_COLUMNS), shape)
+    for block in units.blocks(_STORED):
+        block = _kept(block, filters)
+        if block.empty:
+            continue
+        pending.append(block)
+        held += len(block)
+        while held >= size:
+            rows = pd.concat(pending, ignore_index=True) if len(pending) > 1 else pending[0]
+            pending, held = ([rows.iloc[size:]], held - size) if held > size else ([], 0)
+            yield _ground_truth_shape(_with_keys(rows.iloc[:size]), shape)
+            first = False
+    if pending or first:
+        rows = pd.concat(pending, ignore_index=True) if pending else pd.DataFrame(columns=_STORED)
+        yield _ground_truth_shape(_with_keys(rows), shape)
+
+
+def ground_truth_counts(run: AnalysisRun, filters: Filters) -> tuple[int, int]:
+    """The units the export holds and those the run has (its units deleted since left out): one
+    pass over the blocks, reading the columns the filters need."""
+    exported = in_run = 0
+    for block in unit_blocks.RunUnits(run.pk).blocks(["n", filters.measure]):
+        exported += len(_kept(block, filters))
+        in_run += len(block)
+    return exported, in_run
+
+
+def _with_keys(units: pd.DataFrame) -> pd.DataFrame:
+    """The units with their external ids, the query's and the candidate's, in ``_GT_COLUMNS``' order."""
+    units = units.rename(columns={"unit": "unit_id"}).reset_index(drop=True)
+    if units.empty:
+        keys = pd.DataFrame({c: pd.Series(dtype="int64" if c == "unit_id" else object) for c in _KEYS})
+    else:
+        ids = units["unit_id"].to_numpy()
+        qs = Unit.objects.filter(pk__gte=int(ids[0]), pk__lte=int(ids[-1])).order_by("pk")
+        keys = _unit_frame(qs.values_list("pk", "external_id", "query__external_id", "candidate__public_id"), _KEYS)
+    units["unit_id"] = units["unit_id"].astype("int64")
+    keys["unit_id"] = keys["unit_id"].astype("int64")
+    return units.merge(keys, on="unit_id", how="inner", sort=False)[_GT_COLUMNS]
 
 
 def _ground_truth_shape(frame: pd.DataFrame, shape: _Shape) -> pd.DataFrame:
@@ -218,7 +242,7 @@ def _unit_frame(qs: Any, columns: list[str]) -> pd.DataFrame:
     return pgcopy.query_frame(qs, columns, types)
 
 
-def ground_truth_metadata(run: AnalysisRun, filters: Filters, *, exported: int) -> dict[str, Any]:
+def ground_truth_metadata(run: AnalysisRun, filters: Filters, *, exported: int, in_run: int) -> dict[str, Any]:
     result = run.result or {}
     agreement = result.get("agreement", {})
     kappas = {level["name"]: level["kappa"] for level in agreement.get("levels", [])}
@@ -238,7 +262,7 @@ def ground_truth_metadata(run: AnalysisRun, filters: Filters, *, exported: int) 
         "confusability": (result.get("confusability") or {}).get("summary"),
         "filters": asdict(filters),
         "units_exported": exported,
-        "units_in_run": UnitResult.objects.filter(run=run).count(),
+        "units_in_run": in_run,
         "exported_at": datetime.now(UTC).isoformat(),
     }
 
@@ -247,7 +271,7 @@ def ground_truth_bytes(run: AnalysisRun, filters: Filters, fmt: str) -> bytes:
     if fmt not in FORMATS:
         raise ValueError(f"format must be one of {', '.join(FORMATS)}; got {fmt!r}")
     frame = ground_truth_frame(run, filters)
-    meta = ground_truth_metadata(run, filters, exported=len(frame))
+    meta = ground_truth_metadata(run, filters, exported=len(frame), in_run=ground_truth_counts(run, filters)[1])
     if fmt == "csv":
         head = "".join(f"# {key}: {json.dumps(value, ensure_ascii=False)}\n" for key, value in meta.items())
         return (head + frame_to_csv(frame)).encode()

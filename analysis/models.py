@@ -132,73 +132,31 @@ class KeptSum(models.Model):
         return f"kept block {self.key} of run {self.run_id}"
 
 
-# The advisory lock of a campaign's per-unit rows: (namespace, campaign id modulo 2^31 - 1), held
-# shared by a run's store and exclusively by a unit's deletion (migration analysis/0013's trigger).
-UNIT_ROWS_LOCK_NAMESPACE = 1431917653
+class UnitBlock(models.Model):
+    """A block of consecutive units (by id) of one run's per-unit results: their aggregates,
+    confusability and model-based truth, as an Arrow IPC stream compressed with zstd
+    (``analysis.unit_blocks``, which writes and reads them; docs/analysis.md, "Storing a run's
+    results"). ``first_unit`` and ``last_unit`` bound the block's unit ids, ``rows`` counts its
+    units, and the four flags say whether any of them has a BROAD distribution, label counts, a
+    model label or a model score."""
 
-
-def unit_rows_lock(campaign_id: int) -> tuple[int, int]:
-    """The two keys of ``pg_advisory_xact_lock*`` for the per-unit rows of ``campaign_id``."""
-    return UNIT_ROWS_LOCK_NAMESPACE, campaign_id % (2**31 - 1)
-
-
-class UnitResult(models.Model):
-    """One unit's aggregates and confusability as computed by one analysis run.
-
-    Stored as rows rather than inside ``AnalysisRun.result`` so that a campaign of 200,000 units
-    does not make every report view parse a huge JSON document: the report queries the few rows it
-    shows, and the ground-truth export streams them.
-    """
-
-    # Keyed by (run, unit), with no id of its own: each index costs each of a run's rows an insert,
-    # and the id's and the (run, unit) constraint's took 3 of the 9 s of storing 2,000,000 rows
-    # (migration analysis/0014). No index of its own on run: the key begins with it. Nor on a measure: the
-    # run picks the units the report shows by std (``sections.agreement.extremes``), and every index
-    # costs each of a run's rows an insert (storing a run's 2,000,000 rows took 65 s with the two on
-    # std and entropy, 43 s without).
-    # Nor a foreign-key constraint: checking it took a lock on the run once for each of a run's rows,
-    # 16 s of the 52 s of storing 2,000,000 of them. The rows are written only by the run's store
-    # (``execute._store``), which holds the run's row locked until they are committed, and a trigger
-    # deletes a deleted run's rows in the database, whoever deletes it and even mid-store (migration
-    # analysis/0012; docs/analysis.md, "Storing a run's results").
-    pk = models.CompositePrimaryKey("run", "unit")
-    run = models.ForeignKey(
-        AnalysisRun, on_delete=models.CASCADE, related_name="unit_results", db_index=False, db_constraint=False
-    )
-    # Nor on the unit: checking it locked each unit's row at the COMMIT, 9 of the 22 s of storing
-    # 2,000,000 rows. The store holds a lock of the campaign shared (``unit_rows_lock``) and drops
-    # the rows of units gone since the run read them; deleting a unit takes that lock exclusively
-    # and deletes the unit's rows in the database (migration analysis/0013). For that delete the
-    # unit has an index outside the model's state: BRIN on PostgreSQL (almost free to insert into,
-    # as a run writes its rows in unit order), a B-tree on SQLite (migration analysis/0014).
-    unit = models.ForeignKey(
-        "grading.Unit", on_delete=models.CASCADE, related_name="+", db_index=False, db_constraint=False
-    )
-    query_id = models.BigIntegerField(null=True, blank=True)
-    n = models.PositiveIntegerField()
-    mean = models.FloatField(null=True)
-    median = models.FloatField(null=True)
-    majority = models.FloatField(null=True)
-    dif = models.FloatField(null=True)
-    std = models.FloatField(null=True)
-    entropy = models.FloatField(null=True)
-    # The BROAD distribution (broad_fine campaigns), or label counts (categorical) in `distribution`.
-    n_ns = models.PositiveIntegerField(null=True)
-    n_ss = models.PositiveIntegerField(null=True)
-    n_vs = models.PositiveIntegerField(null=True)
-    distribution = models.JSONField(null=True, blank=True)
-    # Model-based truth (docs/design.md §5.6): the Dawid–Skene label (its position in the scale, like
-    # `majority`) with its posterior probability; the bias + noise model's score with its standard error.
-    model_label = models.FloatField(null=True)
-    model_probability = models.FloatField(null=True)
-    model_score = models.FloatField(null=True)
-    model_se = models.FloatField(null=True)
+    run = models.ForeignKey(AnalysisRun, on_delete=models.CASCADE, related_name="unit_blocks", db_index=False)
+    index = models.PositiveIntegerField()
+    first_unit = models.BigIntegerField()
+    last_unit = models.BigIntegerField()
+    rows = models.PositiveIntegerField()
+    broad = models.BooleanField(default=False)
+    distribution = models.BooleanField(default=False)
+    model_label = models.BooleanField(default=False)
+    model_score = models.BooleanField(default=False)
+    data = models.BinaryField()
 
     class Meta:
-        ordering = ["run_id", "unit_id"]
+        constraints = [models.UniqueConstraint(fields=["run", "index"], name="analysis_unitblock_unique_index")]
+        ordering = ["run_id", "index"]
 
     def __str__(self) -> str:
-        return f"unit {self.unit_id} in run {self.run_id}"
+        return f"block {self.index} of run {self.run_id}"
 
 
 class SystemEvaluation(models.Model):

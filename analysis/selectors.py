@@ -23,8 +23,8 @@ from django.db.models import Case, Count, Exists, FloatField, Max, Min, OuterRef
 from django.db.models.fields.json import KT
 from django.db.models.functions import Cast, Coalesce
 
-from analysis import pgcopy
-from analysis.models import AnalysisRun, RunStatus, SystemEvaluation, UnitResult
+from analysis import pgcopy, unit_blocks
+from analysis.models import AnalysisRun, RunStatus, SystemEvaluation
 from grading.models import (
     Assignment,
     Campaign,
@@ -605,8 +605,9 @@ def run_active(*, campaign_id: int) -> AnalysisRun | None:
     )
 
 
-def unit_results(*, run_id: int) -> QuerySet[UnitResult]:
-    return UnitResult.objects.filter(run_id=run_id).order_by("unit_id")
+def unit_results(*, run_id: int) -> unit_blocks.RunUnits:
+    """A run's stored per-unit results (``unit_blocks.RunUnits``: read a block at a time)."""
+    return unit_blocks.RunUnits(run_id)
 
 
 # --- permissions ----------------------------------------------------------------------------------
@@ -708,11 +709,8 @@ def system_unit_scores_frame(*, campaign_id: int) -> pd.DataFrame:
 
 def unit_results_frame(*, run_id: int) -> pd.DataFrame:
     """A run's per-unit aggregates and confusability, indexed by unit."""
-    rows = UnitResult.objects.filter(run_id=run_id).values_list(
-        "unit_id", "n", "mean", "median", "majority", "dif", "std", "entropy"
-    )
-    frame = pd.DataFrame(list(rows), columns=["unit", "n", "mean", "median", "majority", "dif", "std", "entropy"])
-    return frame.set_index("unit").astype(float)
+    columns = ["unit", "n", "mean", "median", "majority", "dif", "std", "entropy"]
+    return unit_blocks.RunUnits(run_id).frame(columns).set_index("unit").astype(float)
 
 
 def unit_keys_frame(*, campaign_id: int) -> pd.DataFrame:
@@ -764,8 +762,9 @@ def unit_event_rows(*, unit: Unit, limit: int = UNIT_PAGE_MAX_EVENTS) -> list[di
     )
 
 
-def unit_result(*, run: AnalysisRun | None, unit: Unit) -> UnitResult | None:
-    return UnitResult.objects.filter(run=run, unit=unit).first() if run else None
+def unit_result(*, run: AnalysisRun | None, unit: Unit) -> dict[str, Any] | None:
+    """The unit's values in the run's per-unit results (``unit_blocks.COLUMNS``), or None."""
+    return unit_blocks.RunUnits(run.pk).row(unit.pk) if run else None
 
 
 def unit_provenance(*, unit: Unit) -> list[Any]:

@@ -50,8 +50,8 @@ def _csv_text(rows: list[list[Any]]) -> str:
 
 def ground_truth_csv(run: AnalysisRun, filters: export.Filters) -> Iterator[str]:
     """The same text as ``export.ground_truth_bytes(..., "csv")``, a chunk at a time."""
-    exported = export._ground_truth_qs(run, filters).count()
-    meta = export.ground_truth_metadata(run, filters, exported=exported)
+    exported, in_run = export.ground_truth_counts(run, filters)
+    meta = export.ground_truth_metadata(run, filters, exported=exported, in_run=in_run)
     yield "".join(f"# {key}: {json.dumps(value, ensure_ascii=False)}\n" for key, value in meta.items())
     for i, frame in enumerate(export.ground_truth_chunks(run, filters, size=CHUNK)):
         text = export.frame_to_csv(frame)
@@ -59,8 +59,8 @@ def ground_truth_csv(run: AnalysisRun, filters: export.Filters) -> Iterator[str]
 
 
 def ground_truth_json(run: AnalysisRun, filters: export.Filters) -> Iterator[str]:
-    exported = export._ground_truth_qs(run, filters).count()
-    meta = export.ground_truth_metadata(run, filters, exported=exported)
+    exported, in_run = export.ground_truth_counts(run, filters)
+    meta = export.ground_truth_metadata(run, filters, exported=exported, in_run=in_run)
     yield '{"metadata": ' + json.dumps(meta, ensure_ascii=False) + ', "units": ['
     first = True
     for frame in export.ground_truth_chunks(run, filters, size=CHUNK):
@@ -90,8 +90,8 @@ def ground_truth_parquet(run: AnalysisRun, filters: export.Filters) -> IO[bytes]
     import pyarrow as pa
     import pyarrow.parquet as pq
 
-    exported = export._ground_truth_qs(run, filters).count()
-    meta = export.ground_truth_metadata(run, filters, exported=exported)
+    exported, in_run = export.ground_truth_counts(run, filters)
+    meta = export.ground_truth_metadata(run, filters, exported=exported, in_run=in_run)
     out = tempfile.TemporaryFile()
     writer = None
     for frame in export.ground_truth_chunks(run, filters, size=CHUNK):

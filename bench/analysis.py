@@ -595,7 +595,7 @@ def _stream_step(campaign_id: int, stream: str) -> dict:
     from analysis import export, selectors, streams
 
     run = selectors.run_latest_good(campaign_id=campaign_id)
-    rows = selectors.unit_results(run_id=run.pk).count()
+    rows = selectors.unit_results(run_id=run.pk).stored
     backend = _backend_pid()
     t0, c0 = time.perf_counter(), time.process_time() + _pid_cpu(backend)
     size = sum(len(chunk) for chunk in getattr(streams, stream)(run, export.Filters()))

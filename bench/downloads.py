@@ -43,9 +43,12 @@ def setup(data_dir: str) -> None:
 
 
 def seed(n: int) -> tuple:
+    import numpy as np
+    import pandas as pd
     from django.contrib.auth import get_user_model
 
-    from analysis.models import AnalysisRun, RunStatus, UnitResult
+    from analysis import unit_blocks
+    from analysis.models import AnalysisRun, RunStatus
     from grading.models import Candidate, Judgment, Unit
     from grading.services.campaigns import campaign_create, role_grant
 
@@ -69,23 +72,11 @@ def seed(n: int) -> tuple:
     run = AnalysisRun.objects.create(
         campaign=campaign, number=1, status=RunStatus.SUCCEEDED, result={}, parameters={"n_boot": 10}
     )
-    UnitResult.objects.bulk_create(
-        [
-            UnitResult(
-                run=run,
-                unit_id=u,
-                n=2,
-                mean=i % 10 + 0.5,
-                median=i % 10 + 0.5,
-                majority=i % 10,
-                dif=1.0,
-                std=0.7071067811865476,
-                entropy=1.0,
-            )
-            for i, u in enumerate(units)
-        ],
-        batch_size=5000,
-    )
+    i = np.arange(len(units))
+    stored = pd.DataFrame({"unit": np.asarray(units, dtype=np.int64), "n": 2, "mean": i % 10 + 0.5})
+    stored = stored.assign(median=stored["mean"], majority=(i % 10).astype(float), dif=1.0)
+    stored = stored.assign(std=0.7071067811865476, entropy=1.0)
+    unit_blocks.write(run.pk, stored)
     Judgment.objects.bulk_create(
         [
             Judgment(campaign=campaign, grader=g, unit_id=u, score=float(i % 11))

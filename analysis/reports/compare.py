@@ -7,16 +7,18 @@ order differ in the last bits); everything else compares exactly.
 
 from __future__ import annotations
 
+import json
 import math
 import re
 from collections.abc import Iterator
 from numbers import Real
 from typing import Any
 
-from analysis.models import AnalysisRun, UnitResult
+from analysis import unit_blocks
+from analysis.models import AnalysisRun
 
 _NAME = re.compile(r"[A-Za-z_][A-Za-z0-9_]*\Z")
-_UNIT_FIELDS = [f.attname for f in UnitResult._meta.concrete_fields if f.attname not in ("id", "run_id", "unit_id")]
+_UNIT_FIELDS = [c for c in unit_blocks.COLUMNS if c != "unit"]
 
 
 def results_differences(a: Any, b: Any, *, tolerance: float = 1e-9) -> list[str]:
@@ -33,9 +35,9 @@ def results_differences(a: Any, b: Any, *, tolerance: float = 1e-9) -> list[str]
 
 
 def unit_results_differences(run_a: AnalysisRun | int, run_b: AnalysisRun | int, tolerance: float = 1e-9) -> list[str]:
-    """Where two runs' per-unit rows (UnitResult) differ, unit by unit, as ``results_differences``
+    """Where two runs' per-unit results (``unit_blocks``) differ, unit by unit, as ``results_differences``
     compares values: ``["unit 17.mean: 2.5 != 2.75", "unit 18: only in the first run", ...]``.
-    The rows are read in unit order, a batch at a time, so that 10^6 units fit in memory."""
+    The units are read in unit order, a block at a time, so that 10^6 units fit in memory."""
     if not tolerance >= 0:
         raise ValueError(f"tolerance must be a number ≥ 0; got {tolerance!r}")
     found = []
@@ -57,13 +59,17 @@ def unit_results_differences(run_a: AnalysisRun | int, run_b: AnalysisRun | int,
 
 def _unit_rows(run: AnalysisRun | int) -> Iterator[tuple[int, tuple[Any, ...]]]:
     run_id = run if isinstance(run, int) else run.pk
-    rows = UnitResult.objects.filter(run_id=run_id).order_by("unit_id").values_list("unit_id", *_UNIT_FIELDS)
-    for unit_id, *values in rows.iterator(chunk_size=10_000):
-        yield unit_id, tuple(values)
+    for block in unit_blocks.RunUnits(run_id).blocks():
+        block = block.astype(object).where(block.notna(), None)  # missing as None: equal rows compare equal
+        for unit_id, *values in block.itertuples(index=False, name=None):
+            yield int(unit_id), tuple(values)
 
 
 def _named(values: tuple[Any, ...]) -> dict[str, Any]:
-    return dict(zip(_UNIT_FIELDS, values, strict=True))
+    named = dict(zip(_UNIT_FIELDS, values, strict=True))
+    if named["distribution"] is not None:  # stored as JSON text: compared as what it says
+        named["distribution"] = json.loads(named["distribution"])
+    return named
 
 
 def _differences(a: Any, b: Any, path: str, tolerance: float) -> Iterator[str]:

@@ -2,36 +2,30 @@
 
 from __future__ import annotations
 
-import json
 import logging
-import math
 import threading
 import time
 from collections.abc import Callable
 from contextlib import nullcontext
 from typing import Any
 
-import numpy as np
 import pandas as pd
 from django.db import InterfaceError, OperationalError, connection, transaction
-from django.db.models import Exists, F, OuterRef
+from django.db.models import F
 from django.utils import timezone
 
-from analysis import pgcopy, selectors
-from analysis.models import AnalysisRun, RunShard, RunStatus, UnitResult, unit_rows_lock
+from analysis import pgcopy, selectors, unit_blocks
+from analysis.models import AnalysisRun, RunShard, RunStatus
 from analysis.selectors import GraderSpan
 from analysis.services import attempts, reuse
 from analysis.services.model_handover import grader_model_hand_over
 from analysis.services.report import DEFAULT_TOLERANCE, exclusions_before_reading, report_compute
 from analysis.services.shards import ShardPart, part_dumps, part_loads, shard_compute, shard_plan
 from analysis.services.values import memory_release
-from grading.models import Campaign, Unit
+from grading.models import Campaign
 from grading.services.payloads import VALUE_FIELD
 
 logger = logging.getLogger(__name__)
-STORE_BATCH = 5_000
-UNIT_FIELDS = ["n", "mean", "median", "majority", "dif", "std", "entropy", "n_ns", "n_ss", "n_vs"]
-UNIT_FIELDS += ["model_label", "model_probability", "model_score", "model_se"]  # model-based truth (§5.6)
 
 
 class Transient(Exception):
@@ -320,13 +314,13 @@ def _stored_together(
 
 
 def _rows_write(run: AnalysisRun, units: pd.DataFrame) -> bool:
-    """Inside the store's transaction: lock the run, and write its per-unit rows in place of any it had.
-    False (nothing written) if this attempt no longer owns the run.
+    """Inside the store's transaction: lock the run, and write its per-unit results (as blocks,
+    ``unit_blocks.write``) in place of any it had. False (nothing written) if this attempt no
+    longer owns the run.
 
-    The run's row stays locked until the rows are committed: it is what keeps their run_id valid, as
-    no foreign-key constraint does (migration analysis/0012). On PostgreSQL the lock is FOR KEY SHARE:
-    a delete of the run waits for it, while the stage and the heartbeat that this attempt writes
-    meanwhile (``_StoreAlongside``) do not."""
+    On PostgreSQL the lock is FOR KEY SHARE: the blocks' foreign key to the run needs no more, a
+    delete of the run waits for it, and the stage and the heartbeat that this attempt writes
+    meanwhile (``_StoreAlongside``) do not wait."""
     if connection.vendor == "postgresql":
         with connection.cursor() as cursor:
             owned = attempts.run_owned(run_id=run.pk, attempt=run.attempts).values("pk").order_by()
@@ -336,16 +330,7 @@ def _rows_write(run: AnalysisRun, units: pd.DataFrame) -> bool:
                 return False
     elif not attempts.run_owned(run_id=run.pk, attempt=run.attempts).select_for_update().exists():
         return False
-    UnitResult.objects.filter(run_id=run.pk).delete()
-    if connection.vendor == "postgresql":
-        _units_hold(run.campaign_id)
-    if pgcopy.available():
-        _copy_unit_rows(run.pk, units)
-    else:
-        for start in range(0, len(units), STORE_BATCH):
-            UnitResult.objects.bulk_create(_unit_rows(run.pk, units.iloc[start : start + STORE_BATCH]))
-    # Units deleted since the run read their judgments: their rows go (no constraint refuses them).
-    UnitResult.objects.filter(run_id=run.pk).exclude(Exists(Unit.objects.filter(pk=OuterRef("unit_id")))).delete()
+    unit_blocks.write(run.pk, units)
     return True
 
 
@@ -443,75 +428,3 @@ class _StoreAlongside:
             self._outcome = exc
         finally:
             connection.close()  # this thread's own
-
-
-def _units_hold(campaign_id: int) -> None:
-    """PostgreSQL: hold the campaign's per-unit rows lock (``models.unit_rows_lock``) shared until
-    the COMMIT. A unit's deletion takes it exclusively before it deletes the unit's rows (migration
-    analysis/0013), so it waits for rows this store has not committed yet, and this store waits for
-    a deletion under way, whose unit the check after the rows are written then finds gone."""
-    with connection.cursor() as cursor:
-        cursor.execute("SELECT pg_advisory_xact_lock_shared(%s, %s)", unit_rows_lock(campaign_id))
-
-
-def _num(value: Any) -> float | None:
-    return None if value is None or (isinstance(value, float) and math.isnan(value)) else float(value)
-
-
-def _unit_rows(run_id: int, frame: pd.DataFrame) -> list[UnitResult]:
-    frame = frame.astype(object).where(frame.notna(), None)
-    rows = []
-    for rec in frame.to_dict("records"):
-        data = {name: _num(rec.get(name)) for name in UNIT_FIELDS}
-        for name in ("n", "n_ns", "n_ss", "n_vs"):
-            data[name] = None if data[name] is None else int(data[name])
-        rows.append(
-            UnitResult(
-                run_id=run_id,
-                unit_id=int(rec["unit"]),
-                query_id=None if rec.get("query") is None else int(rec["query"]),
-                distribution=rec.get("distribution"),
-                **data,
-            )
-        )
-    return rows
-
-
-def _copy_unit_rows(run_id: int, frame: pd.DataFrame) -> None:
-    """PostgreSQL: COPY the per-unit rows in COPY's binary format, ``COPY_BLOCK`` at a time
-    (``pgcopy.binary_rows``): no Python object per value, and no number written as text for the
-    server to parse (2,000,000 rows as CSV: 2.8 s of CPU to write, 300 MB for the server to read)."""
-    fields = ["run_id", "unit_id", "query_id", *UNIT_FIELDS, "distribution"]
-    kinds = {f.column: f.db_type(connection) for f in UnitResult._meta.concrete_fields}
-    types = [kinds[name] for name in fields]
-    blocks = (
-        pgcopy.binary_rows(_unit_columns(run_id, frame.iloc[start : start + COPY_BLOCK], types))
-        for start in range(0, len(frame), COPY_BLOCK)
-    )
-    pgcopy.copy_in_binary(UnitResult._meta.db_table, fields, blocks)
-
-
-COPY_BLOCK = 50_000
-
-
-def _unit_columns(run_id: int, frame: pd.DataFrame, types: list[str]) -> list[pgcopy.BinaryColumn]:
-    """The per-unit rows' columns for ``pgcopy.binary_rows``, in the order of ``_copy_unit_rows``'
-    fields (their PostgreSQL ``types``): numbers with NULL where missing (NaN), the distribution
-    as JSON text."""
-    rows = len(frame)
-    out: list[pgcopy.BinaryColumn] = [(types[0], np.full(rows, run_id, dtype=np.int64), None)]
-    for kind, name in zip(types[1:], ["unit", "query", *UNIT_FIELDS, "distribution"], strict=True):
-        if name == "distribution":
-            given = frame[name] if name in frame else [None] * rows
-            texts = [
-                None if d is None or (isinstance(d, float) and math.isnan(d)) else json.dumps(d).encode() for d in given
-            ]
-            out.append((kind, texts, None))
-        elif name not in frame:
-            out.append((kind, np.zeros(rows), np.ones(rows, dtype=bool)))
-        elif frame[name].dtype.kind in "iu":  # integers as they are (ids beyond 2**53 stay exact)
-            out.append((kind, frame[name].to_numpy(), None))
-        else:
-            values = frame[name].to_numpy(dtype=float)
-            out.append((kind, values, np.isnan(values)))
-    return out

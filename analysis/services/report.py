@@ -1,7 +1,7 @@
 """The campaign report: load the campaign from the database, run the metrics stage by stage.
 
 ``report_compute`` returns the JSON result stored on the AnalysisRun and the per-unit table stored
-as UnitResult rows. Each stage reports its name and progress (which also heartbeats the run).
+as blocks of units (``unit_blocks``). Each stage reports its name and progress (which also heartbeats the run).
 """
 
 from __future__ import annotations

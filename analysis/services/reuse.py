@@ -42,6 +42,7 @@ PART_CODE = (
     "services/values.py",
     "selectors.py",
     "pgcopy.py",
+    "unit_blocks.py",  # selectors reads a run's stored per-unit results through it
     "models.py",
     "metrics/stability.py",  # each grader's stability counts and engagement, computed in the shard
     "metrics/_checks.py",

@@ -4,9 +4,11 @@ from __future__ import annotations
 
 import math
 
+import pandas as pd
 import pytest
 
-from analysis.models import AnalysisRun, UnitResult
+from analysis import unit_blocks
+from analysis.models import AnalysisRun
 from analysis.reports.compare import results_differences, unit_results_differences
 from tests.factories import make_campaign
 
@@ -86,15 +88,16 @@ def test_unit_rows_are_compared_unit_by_unit():
     first, second = (AnalysisRun.objects.create(campaign=campaign, status="succeeded") for _ in range(2))
     units = list(campaign.units.order_by("pk"))
 
-    def rows(run, means):
-        UnitResult.objects.bulk_create(
-            UnitResult(run=run, unit=unit, n=2, mean=mean, std=None, distribution={"NS": 1, "VS": 1})
+    def rows(run, means, first_distribution):
+        stored = [
+            {"unit": unit.pk, "n": 2, "mean": mean, "std": None, "distribution": {"NS": 1, "VS": 1}}
             for unit, mean in zip(units, means, strict=False)
-        )
+        ]
+        stored[0]["distribution"] = first_distribution
+        unit_blocks.write(run.pk, pd.DataFrame(stored))
 
-    rows(first, [1.0, 2.0, 3.0])
-    rows(second, [1.0, 2.0 + 1e-12, 3.5, 4.0])
-    UnitResult.objects.filter(run=second, unit=units[0]).update(distribution={"NS": 2})
+    rows(first, [1.0, 2.0, 3.0], {"NS": 1, "VS": 1})
+    rows(second, [1.0, 2.0 + 1e-12, 3.5, 4.0], {"NS": 2})
     assert unit_results_differences(first, second) == [
         f"unit {units[0].pk}.distribution.NS: 1 != 2",
         f"unit {units[0].pk}.distribution.VS: only in the first",

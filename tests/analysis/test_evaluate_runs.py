@@ -14,8 +14,9 @@ import pytest
 from django.core.files.uploadedfile import SimpleUploadedFile
 from django.core.management import CommandError, call_command
 
+from analysis import unit_blocks
 from analysis.metrics.systems import friedman
-from analysis.models import AnalysisRun, UnitResult
+from analysis.models import AnalysisRun
 from analysis.run_evaluation import measures_parse, measures_split
 from analysis.services.execute import run_execute
 from analysis.services.runs import run_create
@@ -267,10 +268,9 @@ def confused_pool(judged_pool) -> Campaign:
 
 def _unit_confusability(campaign: Campaign, column: str) -> dict[tuple[str, str], float]:
     run = AnalysisRun.objects.filter(campaign=campaign, status="succeeded").latest("pk")
-    return {
-        (r.unit.query.external_id, r.unit.candidate.external_id): getattr(r, column)
-        for r in UnitResult.objects.filter(run=run, n__gte=2).select_related("unit__query", "unit__candidate")
-    }
+    units = unit_blocks.RunUnits(run.pk).frame(["n", column]).set_index("unit")
+    keys = campaign.units.filter(pk__in=units.index[units["n"] >= 2].tolist()).select_related("query", "candidate")
+    return {(u.query.external_id, u.candidate.external_id): float(units.at[u.pk, column]) for u in keys}
 
 
 @pytest.mark.parametrize("option, column", [("std", "std"), ("range", "dif"), ("entropy", "entropy")])

@@ -1,19 +1,16 @@
 """The most and least confusable units are chosen by the run (``sections.agreement.extremes``), by
-the rule the database's ORDER BY over the stored per-unit rows follows; runs stored before have
-theirs chosen by the migration that dropped the per-unit indexes on std and entropy."""
+the rule an ORDER BY over the stored per-unit rows followed when they were rows (by the measure,
+ties by unit id), so the report reads none of a run's per-unit results."""
 
 from __future__ import annotations
-
-import copy
-import importlib
 
 import numpy as np
 import pandas as pd
 import pytest
-from django.apps import apps
 from django.urls import reverse
 
-from analysis.models import AnalysisRun, RunStatus, UnitResult
+from analysis import unit_blocks
+from analysis.models import AnalysisRun, RunStatus, UnitBlock
 from analysis.services import runs
 from analysis.services.execute import run_execute
 from analysis.services.sections.agreement import extremes
@@ -74,10 +71,14 @@ def test_names_as_units_and_a_missing_figure_as_none():
 
 
 def _ordered(run: AnalysisRun, order: str, limit: int) -> list[dict]:
-    """What the database's ORDER BY gives of the stored rows: the rule the report followed before."""
-    rows = UnitResult.objects.filter(run=run, n__gte=2, std__isnull=False).order_by(order, "unit_id")
-    wanted = ["unit_id" if f == "unit" else f for f in FIELDS]
-    return [{("unit" if k == "unit_id" else k): v for k, v in r.items()} for r in rows.values(*wanted)[:limit]]
+    """The stored units ordered by std (``order``: "std" or "-std"), ties by unit id: the rule the
+    report followed when it asked the database."""
+    units = unit_blocks.RunUnits(run.pk).frame(FIELDS)
+    units = units[(units["n"] >= 2) & units["std"].notna()].copy()
+    units["key"] = -units["std"] if order.startswith("-") else units["std"]
+    units = units.sort_values(["key", "unit"], kind="stable").head(limit)
+    units = units[FIELDS].astype(object).where(units[FIELDS].notna(), None)
+    return [{k: v.item() if hasattr(v, "item") else v for k, v in r.items()} for r in units.to_dict("records")]
 
 
 @pytest.fixture
@@ -95,24 +96,9 @@ def run(db):
 @pytest.mark.django_db
 def test_the_run_chooses_what_the_database_orders_first(run):
     chosen = run.result["confusability"]["extremes"]
-    assert UnitResult.objects.filter(run=run).count() == 30
+    assert unit_blocks.RunUnits(run.pk).stored == 30
     assert chosen["most"] == _ordered(run, "-std", 10)
     assert chosen["least"] == _ordered(run, "std", 10)
-    assert run.page_result["confusability"]["extremes"] == chosen
-
-
-@pytest.mark.both_backends
-@pytest.mark.django_db
-def test_the_migration_chooses_for_a_run_stored_before_what_the_run_chooses_now(run):
-    chosen = run.result["confusability"]["extremes"]
-    stored = copy.deepcopy(run.result)
-    for result in (run.result, run.page_result):
-        del result["confusability"]["extremes"]
-    run.save(update_fields=["result", "page_result"])
-    migration = importlib.import_module("analysis.migrations.0011_unit_result_extremes_in_run")
-    migration.choose_extremes(apps, None)
-    run.refresh_from_db()
-    assert run.result == stored
     assert run.page_result["confusability"]["extremes"] == chosen
 
 
@@ -138,7 +124,7 @@ def test_the_report_page_reads_no_per_unit_row(client, run):
     with CaptureQueriesContext(connection) as queries:
         assert client.get(reverse("analysis:report", args=[run.campaign_id])).status_code == 200
     assert queries.captured_queries
-    assert not [q["sql"] for q in queries.captured_queries if UnitResult._meta.db_table in q["sql"]]
+    assert not [q["sql"] for q in queries.captured_queries if UnitBlock._meta.db_table in q["sql"]]
 
 
 @pytest.mark.django_db

@@ -8,7 +8,7 @@ import pytest
 from django.db import connection
 from django.test.utils import CaptureQueriesContext
 
-from analysis import selectors
+from analysis import selectors, unit_blocks
 from analysis.models import AnalysisRun
 from analysis.presentation.report_tables import report_tables
 from analysis.services import runs
@@ -56,7 +56,7 @@ def test_gold_judgments_leave_agreement_and_truth_and_are_scored_per_grader(judg
     for g in gold["graders"]:
         assert g["n"] == 1 and g["accuracy"] == (1.0 if judged[g["grader"]] == "VS" else 0.0)
     assert run.result["agreement"]["units_rated"] == 14
-    assert unit.pk not in {u.unit_id for u in run.unit_results.all()}
+    assert unit.pk not in set(unit_blocks.RunUnits(run.pk).frame(["unit"])["unit"])
     table = report_tables(run, show_names=False)["gold"]
     assert len(table.rows) == 3 and {r["score"] for r in table.rows} <= {0.0, 1.0}
 

@@ -7,7 +7,8 @@ from datetime import timedelta
 import pytest
 from django.utils import timezone
 
-from analysis.models import AnalysisRun, RunStatus, RunTrigger, UnitResult
+from analysis import unit_blocks
+from analysis.models import AnalysisRun, RunStatus, RunTrigger, UnitBlock
 from analysis.reports.serialize import jsonable
 from analysis.services import execute, runs
 from analysis.services.execute import run_execute
@@ -30,7 +31,7 @@ def test_executing_a_run_stores_exactly_what_the_report_computes(judged_campaign
     assert run.result == jsonable(expected)
     assert run.status == RunStatus.SUCCEEDED and run.progress == 100 and run.stage == "done"
     assert run.attempts == 1 and run.finished_at >= run.started_at
-    assert UnitResult.objects.filter(run=run).count() == len(units) == 15
+    assert unit_blocks.RunUnits(run.pk).stored == len(units) == 15
 
 
 def test_the_same_seed_gives_the_same_intervals(judged_campaign):
@@ -139,7 +140,7 @@ def test_a_worker_that_lost_its_run_to_the_sweeper_discards_its_result(judged_ca
 
     monkeypatch.setattr(execute, "report_compute", swept_midway)
     assert run_execute(run_id=run.pk) == "lost"
-    assert not UnitResult.objects.filter(run=run).exists()
+    assert not UnitBlock.objects.filter(run=run).exists()
 
 
 def test_an_ordering_campaign_gets_consensus_and_ed_tables(ordering_campaign):

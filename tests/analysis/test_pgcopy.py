@@ -1,41 +1,31 @@
-"""The COPY fast path (analysis.pgcopy) and the ORM path give the same frames and rows, row for row.
+"""The COPY fast path (analysis.pgcopy, unit_blocks._copy) and the ORM path give the same frames and
+the same stored blocks, row for row and byte for byte.
 
-On PostgreSQL the first of each pair goes through COPY; with ``available`` patched off, the ORM.
-On SQLite both are the ORM path: the test then checks the frames' types the callers rely on.
+On PostgreSQL the first of each pair goes through COPY; with ``available`` patched off (or, for the
+blocks, ``unit_blocks.write`` told it is not on PostgreSQL), the ORM. On SQLite both are the ORM
+path: the test then checks the frames' types the callers rely on.
 """
 
 from __future__ import annotations
 
 import io
+import json
+from functools import partial
+from types import SimpleNamespace
 
 import pandas as pd
 import pytest
 from django.db import connection
 
-from analysis import export, pgcopy, selectors
-from analysis.models import AnalysisRun, UnitResult
+from analysis import export, pgcopy, selectors, unit_blocks
+from analysis.models import AnalysisRun, UnitBlock
 from analysis.services import runs
 from analysis.services.execute import run_execute
-from grading.models import Assignment
+from grading.models import Assignment, Unit
 from grading.models.choices import Scheme
 from tests.factories import make_campaign, record
 
 pytestmark = [pytest.mark.django_db, pytest.mark.both_backends]
-UNIT_ROW = [
-    "unit_id",
-    "query_id",
-    "n",
-    "mean",
-    "median",
-    "majority",
-    "dif",
-    "std",
-    "entropy",
-    "n_ns",
-    "n_ss",
-    "n_vs",
-    "distribution",
-]
 
 
 @pytest.fixture
@@ -89,7 +79,7 @@ def test_the_ground_truth_frame_is_the_same_through_copy_and_the_orm(judged_camp
 
 @pytest.fixture(params=["broad_fine", "categorical"])
 def stored_campaign(request, judged_campaign):
-    """A judged campaign of each kind of per-unit row: BROAD counts, or a label distribution (JSON)."""
+    """A judged campaign of each kind of per-unit results: BROAD counts, or a label distribution (JSON)."""
     if request.param == "broad_fine":
         return judged_campaign
     campaign = make_campaign(scheme=Scheme.CATEGORICAL, n_queries=3, n_candidates=5, graders=3)
@@ -99,17 +89,49 @@ def stored_campaign(request, judged_campaign):
     return campaign
 
 
-def test_unit_rows_stored_through_copy_equal_those_stored_through_the_orm(stored_campaign, monkeypatch):
+@pytest.fixture
+def block_copies(monkeypatch) -> list[int]:
+    """The number of blocks each COPY of a run's blocks wrote (``unit_blocks._copy``), to show which path ran."""
+    seen: list[int] = []
+    real = unit_blocks._copy
+
+    def spy(run_id, blocks):
+        blocks = list(blocks)
+        seen.append(len(blocks))
+        return real(run_id, blocks)
+
+    monkeypatch.setattr(unit_blocks, "_copy", spy)
+    return seen
+
+
+def _bulk_create(patch: pytest.MonkeyPatch) -> None:
+    """``unit_blocks.write`` takes its other path, ``bulk_create``, whatever the database."""
+    patch.setattr(unit_blocks, "connection", SimpleNamespace(vendor="not postgresql"))
+
+
+def _blocks(run: AnalysisRun) -> list[tuple]:
+    """The run's blocks as stored, every field but the ids, the bytes as bytes."""
+    fields = ["index", "first_unit", "last_unit", "rows", "broad", "distribution", "model_label", "model_score"]
+    return [(*rest, bytes(data)) for *rest, data in UnitBlock.objects.filter(run=run).values_list(*fields, "data")]
+
+
+def test_unit_blocks_stored_through_copy_equal_those_stored_through_bulk_create(
+    stored_campaign, monkeypatch, block_copies
+):
     judged_campaign = stored_campaign
     copied = _run(judged_campaign, seed=11)
+    assert block_copies == ([1] if connection.vendor == "postgresql" else [])
     with monkeypatch.context() as patch:
         patch.setattr(pgcopy, "available", lambda: False)
+        _bulk_create(patch)
         orm = _run(judged_campaign, seed=11)
-    rows = [
-        list(UnitResult.objects.filter(run=run).order_by("unit_id").values_list(*UNIT_ROW)) for run in (copied, orm)
-    ]
-    assert len(rows[0]) == judged_campaign.units.count()
-    assert rows[0] == rows[1]
+    assert len(block_copies) == (connection.vendor == "postgresql")
+    assert _blocks(copied) == _blocks(orm) and _blocks(copied)[0][3] == judged_campaign.units.count()
+    frames = [unit_blocks.RunUnits(run.pk).frame() for run in (copied, orm)]
+    pd.testing.assert_frame_equal(frames[0], frames[1], check_exact=True)
+    assert list(frames[0]["unit"]) == list(judged_campaign.units.order_by("pk").values_list("pk", flat=True))
+    kind = "distribution" if judged_campaign.scheme == Scheme.CATEGORICAL else "broad"
+    assert unit_blocks.RunUnits(copied.pk).has(kind) and unit_blocks.RunUnits(orm.pk).has(kind)
 
 
 def test_copy_keeps_null_apart_from_the_empty_string(judged_campaign, monkeypatch, copies):
@@ -138,38 +160,58 @@ def test_a_copy_that_fails_raises_the_databases_error_and_leaves_the_connection_
         assert cursor.fetchone() == (2,)
 
 
-@pytest.mark.postgres
-def test_unit_rows_written_in_copys_binary_format_read_back_as_the_values_they_were(judged_campaign):
-    """Doubles to the last bit (denormals and extremes included), NaN as NULL, integers from floats
-    and from integers, and JSON with commas, quotes, new lines and accents."""
+def test_blocks_written_by_copy_and_by_bulk_create_are_the_same_and_read_back_as_the_values_they_were(
+    judged_campaign, monkeypatch, block_copies
+):
+    """Doubles to the last bit (denormals and extremes included), NaN as missing, integers from floats
+    and from integers, ids beyond 2**53 exact, and JSON with commas, quotes, new lines and accents;
+    blocks of two units, so that COPY writes several rows."""
     import numpy as np
 
-    from analysis.services import execute
-
-    run = _run(judged_campaign, seed=5)
-    UnitResult.objects.filter(run=run).delete()
-    units = list(judged_campaign.units.order_by("pk").values_list("pk", flat=True)[:6])
+    big = 2**53 + 1  # units with ids no double holds, so that reading them back keeps them
+    first = judged_campaign.units.order_by("pk").first()
+    for pk in range(big, big + 6):
+        Unit.objects.create(pk=pk, campaign=judged_campaign, external_id=f"u{pk}", candidate=first.candidate)
+    monkeypatch.setattr(unit_blocks, "encoded", partial(unit_blocks.encoded, size=2))
     awkward = [1 / 3, 5e-324, 1.7976931348623157e308, -0.0, 0.1 + 0.2, float("nan")]
     frame = pd.DataFrame(
         {
-            "unit": units,
-            "query": [None, 7, 8, 9, 10, 11],
+            "unit": np.arange(big + 5, big - 1, -1, dtype=np.int64),  # in no order
+            "query": [np.nan, 7, 8, 9, 10, 11],
             "n": [2, 3, 4, 5, 6, 7],
             "mean": awkward,
             "std": awkward[::-1],
             "n_ns": [np.nan, 1, 2, 3, 4, 5],
             "distribution": [{"a,b": 1}, {'say "hi"': 2}, {"line\nnext": 3}, {"é": 4}, {"": 0}, None],
+            "model_score": [np.nan, 0.5, 1.5, 2.5, 3.5, 4.5],
         }
     )
-    execute._copy_unit_rows(run.pk, frame)
-    fields = ["query_id", "mean", "std", "n_ns", "distribution"]
-    stored = list(UnitResult.objects.filter(run=run).order_by("unit_id").values_list(*fields))
-    for row, (query, mean, std, n_ns, distribution) in zip(frame.itertuples(), stored, strict=True):
-        assert query == (None if pd.isna(row.query) else int(row.query))
-        for want, got in ((row.mean, mean), (row.std, std)):
-            assert (got is None) if np.isnan(want) else (np.float64(got).tobytes() == np.float64(want).tobytes())
-        assert n_ns == (None if np.isnan(row.n_ns) else int(row.n_ns))
-        assert distribution == row.distribution
+    runs_ = [AnalysisRun.objects.create(campaign=judged_campaign) for _ in range(2)]
+    assert unit_blocks.write(runs_[0].pk, frame) == 3
+    assert block_copies == ([3] if connection.vendor == "postgresql" else [])
+    with monkeypatch.context() as patch:
+        _bulk_create(patch)
+        assert unit_blocks.write(runs_[1].pk, frame) == 3
+    assert len(block_copies) == (connection.vendor == "postgresql")
+    assert _blocks(runs_[0]) == _blocks(runs_[1])
+    assert [b[:4] for b in _blocks(runs_[0])] == [
+        (0, big, big + 1, 2),
+        (1, big + 2, big + 3, 2),
+        (2, big + 4, big + 5, 2),
+    ]
+    read = [unit_blocks.RunUnits(run.pk).frame() for run in runs_]
+    pd.testing.assert_frame_equal(read[0], read[1], check_exact=True)
+    stored, given = read[0], frame.iloc[::-1].reset_index(drop=True)
+    assert stored["unit"].tolist() == list(range(big, big + 6))
+    assert [None if pd.isna(q) else int(q) for q in stored["query"]] == [11, 10, 9, 8, 7, None]
+    for name in ("mean", "std", "model_score"):
+        want, got = given[name].to_numpy(), stored[name].to_numpy()
+        assert np.array_equal(np.isnan(got), np.isnan(want))
+        assert got[~np.isnan(want)].tobytes() == want[~np.isnan(want)].tobytes()  # -0.0 and 5e-324 too
+    assert [None if pd.isna(v) else int(v) for v in stored["n_ns"]] == [5, 4, 3, 2, 1, None]
+    assert [None if d is None else json.loads(d) for d in stored["distribution"]] == list(given["distribution"])
+    assert unit_blocks.RunUnits(runs_[1].pk).row(big)["distribution"] is None
+    assert unit_blocks.RunUnits(runs_[1].pk).row(big + 3)["distribution"] == {"line\nnext": 3}
 
 
 def test_binary_rows_lay_out_copys_binary_format_field_by_field():

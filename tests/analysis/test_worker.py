@@ -23,7 +23,8 @@ from django.conf import settings
 from django.db import connection
 from django.utils import timezone
 
-from analysis.models import AnalysisRun, RunShard, RunStatus, UnitResult
+from analysis import unit_blocks
+from analysis.models import AnalysisRun, RunShard, RunStatus
 from analysis.reports.serialize import jsonable
 from analysis.services import runs
 from analysis.services.report import report_compute
@@ -183,7 +184,8 @@ def test_a_real_worker_runs_an_analysis_and_stores_what_the_metrics_compute(camp
     assert {"loading judgments", "agreement", "storing results", "total"} <= set(done.timings)
     expected, units = report_compute(campaign_id=campaign.pk, parameters=params, seed=run.seed)
     assert done.result == jsonable(expected)
-    stored = {r.unit_id: (r.n, r.mean, r.std, r.entropy, r.n_vs) for r in UnitResult.objects.filter(run=done)}
+    stored = unit_blocks.RunUnits(done.pk).frame().itertuples()
+    stored = {r.unit: (r.n, r.mean, r.std, r.entropy, r.n_vs) for r in stored}
     assert stored == {int(u.unit): (u.n, u.mean, u.std, u.entropy, u.n_vs) for u in units.itertuples()}
 
 
@@ -228,7 +230,8 @@ def test_two_real_workers_share_a_sharded_run_and_store_what_one_reading_compute
     assert any(status == "running" for status, _, _ in seen)
     expected, units = report_compute(campaign_id=campaign.pk, parameters=params, seed=run.seed)
     assert done.result == jsonable(expected)
-    stored = {r.unit_id: (r.n, r.mean, r.std, r.entropy, r.n_vs) for r in UnitResult.objects.filter(run=done)}
+    stored = unit_blocks.RunUnits(done.pk).frame().itertuples()
+    stored = {r.unit: (r.n, r.mean, r.std, r.entropy, r.n_vs) for r in stored}
     assert stored == {int(u.unit): (u.n, u.mean, u.std, u.entropy, u.n_vs) for u in units.itertuples()}
     assert {"planning shards", "reading shards", "loading judgments", "storing results"} <= set(done.timings)
 
