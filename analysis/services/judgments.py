@@ -275,9 +275,8 @@ class StoredJudgments(Judgments):
             return pd.DataFrame({c: _as(piece[c].to_numpy(), self._dtypes[c]) for c in columns})
         units = np.concatenate([p["unit"].to_numpy() for p in pieces])
         order = np.argsort(units, kind="stable")
-        return pd.DataFrame(
-            {c: np.concatenate([_as(p[c].to_numpy(), self._dtypes[c]) for p in pieces])[order] for c in columns}
-        )
+        merged = {c: np.concatenate([_as(p[c].to_numpy(), self._dtypes[c]) for p in pieces])[order] for c in columns}
+        return pd.DataFrame(merged, copy=False)  # fresh arrays: not stacked (copied) by dtype, as in ``read``
 
     def _unit_counts(self) -> tuple[np.ndarray, np.ndarray]:
         """Every unit judged (sorted) and its number of judgments, summed over the parts one part at
@@ -366,9 +365,10 @@ class _Spill:
 
     def read(self, i: int, columns: list[str]) -> pd.DataFrame:
         start, rows, stored = self.slices[i]
-        return pd.DataFrame(
-            {name: self._read(name, stored[name], rows) for name in columns}, index=pd.RangeIndex(start, start + rows)
-        )
+        columns_read = {name: self._read(name, stored[name], rows) for name in columns}
+        # copy=False: the columns, read fresh, are kept as they are, not stacked into one block per
+        # dtype (a copy of every slice each pass: 0.75 s of the combining step at 10^7 judgments)
+        return pd.DataFrame(columns_read, index=pd.RangeIndex(start, start + rows), copy=False)
 
     def _read(self, name: str, stored: _Stored, rows: int) -> np.ndarray:
         values = np.empty(rows, dtype=stored.dtype)
