@@ -138,11 +138,11 @@ def ground_truth_chunks(run: AnalysisRun, filters: Filters, *, size: int = 50_00
         while held >= size:
             rows = pd.concat(pending, ignore_index=True) if len(pending) > 1 else pending[0]
             pending, held = ([rows.iloc[size:]], held - size) if held > size else ([], 0)
-            yield _ground_truth_shape(_with_keys(rows.iloc[:size]), shape)
+            yield _ground_truth_shape(_with_keys(rows.iloc[:size], run.campaign_id), shape)
             first = False
     if pending or first:
         rows = pd.concat(pending, ignore_index=True) if pending else pd.DataFrame(columns=_STORED)
-        yield _ground_truth_shape(_with_keys(rows), shape)
+        yield _ground_truth_shape(_with_keys(rows, run.campaign_id), shape)
 
 
 def ground_truth_counts(run: AnalysisRun, filters: Filters) -> tuple[int, int]:
@@ -155,14 +155,14 @@ def ground_truth_counts(run: AnalysisRun, filters: Filters) -> tuple[int, int]:
     return exported, in_run
 
 
-def _with_keys(units: pd.DataFrame) -> pd.DataFrame:
+def _with_keys(units: pd.DataFrame, campaign_id: int) -> pd.DataFrame:
     """The units with their external ids, the query's and the candidate's, in ``_GT_COLUMNS``' order."""
     units = units.rename(columns={"unit": "unit_id"}).reset_index(drop=True)
     if units.empty:
         keys = pd.DataFrame({c: pd.Series(dtype="int64" if c == "unit_id" else object) for c in _KEYS})
     else:
         ids = units["unit_id"].to_numpy()
-        qs = Unit.objects.filter(pk__gte=int(ids[0]), pk__lte=int(ids[-1])).order_by("pk")
+        qs = Unit.objects.filter(campaign_id=campaign_id, pk__gte=int(ids[0]), pk__lte=int(ids[-1])).order_by("pk")
         keys = _unit_frame(qs.values_list("pk", "external_id", "query__external_id", "candidate__public_id"), _KEYS)
     units["unit_id"] = units["unit_id"].astype("int64")
     keys["unit_id"] = keys["unit_id"].astype("int64")

@@ -22,9 +22,10 @@ import numpy as np
 import pandas as pd
 import pyarrow as pa
 from django.db import connection
+from django.db.models import Subquery
 
 from analysis import pgcopy
-from analysis.models import UnitBlock
+from analysis.models import AnalysisRun, UnitBlock
 from grading.models import Unit
 
 BLOCK_UNITS = 4096
@@ -235,11 +236,17 @@ class RunUnits:
         return values
 
     def _present(self) -> Any:
-        """A test of unit ids: which still exist (ids of the run's range, read once)."""
+        """A test of unit ids: which still exist (the ids of the run's campaign in the run's range,
+        read once: another campaign's units among them would only cost their reading)."""
         if not self._blocks:
             return lambda units: np.ones(len(units), dtype=bool)
         low, high = self._blocks[0][1], self._blocks[-1][2]
-        qs = Unit.objects.filter(pk__gte=low, pk__lte=high).order_by("pk").values_list("pk")
+        campaign = AnalysisRun.objects.filter(pk=self.run_id).values("campaign_id")
+        qs = (
+            Unit.objects.filter(campaign_id=Subquery(campaign), pk__gte=low, pk__lte=high)
+            .order_by("pk")
+            .values_list("pk")
+        )
         existing = pgcopy.query_frame(qs, ["unit"], {"unit": "int"})["unit"].to_numpy(dtype=np.int64)
         if not len(existing):
             return lambda units: np.zeros(len(units), dtype=bool)
