@@ -6,8 +6,6 @@
   stored doubles to the last bit). Elsewhere the ORM in chunks. Both give the same frame.
 - ``copy_out``: the blocks of ``COPY (…) TO STDOUT WITH (FORMAT csv)``, for a response to stream.
 - ``copy_out_into``: the same rows written into a file at once (``query_frame``'s read).
-- ``copy_in_binary`` with ``binary_rows``: columns of numbers (and JSON) into a table with COPY's
-  binary format, laid out by NumPy: no text to write nor for the server to parse.
 
 A COPY CSV writes NULL as an unquoted empty field and an empty string as ``""``; the reader keeps
 the two apart.
@@ -21,7 +19,6 @@ from collections.abc import Iterable, Iterator, Mapping, Sequence
 from itertools import islice
 from typing import Any, BinaryIO, Literal
 
-import numpy as np
 import pandas as pd
 import psycopg
 from django.db import connection
@@ -72,100 +69,6 @@ def copy_out_into(sql: str, params: Sequence[Any], out: BinaryIO) -> None:
                     failed = result
         if failed is not None:
             raise psycopg.errors.error_from_result(failed, encoding=conn.info.encoding)
-
-
-# COPY's binary format (PostgreSQL's documentation, "COPY", "Binary Format"): a signature, flags and
-# the length of an extension (both zero), rows, and -1 as the trailer; every number big-endian.
-BINARY_HEADER = b"PGCOPY\n\xff\r\n\x00" + bytes(8)
-BINARY_TRAILER = b"\xff\xff"
-# The PostgreSQL types ``binary_rows`` writes, as NumPy's big-endian types; jsonb is written as text.
-BINARY_TYPES = {"bigint": ">i8", "integer": ">i4", "smallint": ">i2", "double precision": ">f8"}
-BinaryColumn = tuple[str, Any, Any]  # (PostgreSQL type, values, missing: a bool per row, or None)
-
-
-def copy_in_binary(table: str, columns: Sequence[str], blocks: Iterable[np.ndarray]) -> None:
-    """Write ``binary_rows`` blocks (``columns`` in order) with ``COPY table (columns) FROM STDIN
-    WITH (FORMAT binary)``. The server reads each value as it is stored (a double's eight bytes),
-    so it parses no text, and nothing is formatted as text here (PostgreSQL only)."""
-    sql = f"COPY {table} ({', '.join(columns)}) FROM STDIN WITH (FORMAT binary)"
-    with connection.cursor() as cursor, cursor.cursor.copy(sql) as copy:
-        pgconn = cursor.cursor.connection.pgconn
-        copy.write(BINARY_HEADER)
-        for block in blocks:
-            copy.write(block.data)  # a memoryview: psycopg asks a block whether it is empty
-            # psycopg flushes a COPY only on macOS: whatever the server has not taken yet stays in
-            # libpq's buffer, which grows to the whole table's rows when the server is the slower side
-            # (0.3 GB for 2,000,000 per-unit rows). Once the block is sent, one block at most is held.
-            _sent(pgconn)
-        copy.write(BINARY_TRAILER)
-
-
-def binary_rows(columns: Sequence[BinaryColumn]) -> np.ndarray:
-    """The rows of ``columns`` in COPY's binary format, as bytes (``np.uint8``), without a Python
-    object per value: per row the number of fields, then per field its length (-1 for NULL) and its
-    bytes. Each column is (PostgreSQL type, values, missing): a type of ``BINARY_TYPES`` with a
-    NumPy array of values (any numeric dtype that holds them exactly; a missing row's value is not
-    read), or "jsonb" with a list of JSON texts as bytes, None for NULL (``missing`` unused)."""
-    rows = len(columns[0][1]) if columns else 0
-    lengths, payloads = [], []
-    for kind, values, missing in columns:
-        if kind == "jsonb":  # jsonb's binary form: a version byte (1), then the text
-            texts = [None if t is None else b"\x01" + t for t in values]
-            length = np.fromiter((-1 if t is None else len(t) for t in texts), dtype=np.int64, count=rows)
-            payloads.append(texts)
-        else:
-            dtype = np.dtype(BINARY_TYPES[kind])
-            length = np.full(rows, dtype.itemsize, dtype=np.int64)
-            if missing is not None:
-                length[np.asarray(missing, dtype=bool)] = -1
-            payloads.append(np.asarray(values))
-        lengths.append(length)
-    if rows and all(length[0] == length[-1] and (length == length[0]).all() for length in lengths):
-        return _binary_rows_alike(columns, [int(length[0]) for length in lengths], payloads)
-    sizes = [np.maximum(length, 0) for length in lengths]
-    row_size = 2 + sum(4 + size for size in sizes)
-    out = np.empty(int(row_size.sum()), dtype=np.uint8)
-    at = np.cumsum(row_size) - row_size
-    _put(out, at, np.full(rows, len(columns), dtype=">i2"))
-    at = at + 2
-    for (kind, _, _), length, size, values in zip(columns, lengths, sizes, payloads, strict=True):
-        _put(out, at, length.astype(">i4"))
-        at = at + 4
-        present = length >= 0
-        if kind == "jsonb":
-            texts = [t for t in values if t is not None]
-            if texts:
-                starts, data = at[present], np.frombuffer(b"".join(texts), dtype=np.uint8)
-                offsets = np.arange(data.size) - np.repeat(np.cumsum(size[present]) - size[present], size[present])
-                out[np.repeat(starts, size[present]) + offsets] = data
-        elif present.any():
-            _put(out, at[present], values[present].astype(BINARY_TYPES[kind]))
-        at = at + size
-    return out
-
-
-def _binary_rows_alike(columns: Sequence[BinaryColumn], lengths: list[int], payloads: list[Any]) -> np.ndarray:
-    """``binary_rows`` when every row has the same fields NULL (most blocks: a column is missing in
-    every row or in none): every row has one layout, so the rows are one packed structured array,
-    each column copied into its field at once, 20 times faster than placing each value's bytes."""
-    fields: list[tuple[str, str]] = [("fields", ">i2")]
-    for i, ((kind, _, _), length) in enumerate(zip(columns, lengths, strict=True)):
-        fields.append((f"length{i}", ">i4"))
-        if length >= 0:
-            fields.append((f"value{i}", BINARY_TYPES[kind] if kind != "jsonb" else f"S{length}"))
-    out = np.empty(len(columns[0][1]), dtype=np.dtype(fields))  # packed: no padding between fields
-    out["fields"] = len(columns)
-    for i, ((kind, _, _), length, values) in enumerate(zip(columns, lengths, payloads, strict=True)):
-        out[f"length{i}"] = length
-        if length >= 0:
-            out[f"value{i}"] = values if kind != "jsonb" else np.array(values, dtype=f"S{length}")
-    return out.view(np.uint8)
-
-
-def _put(out: np.ndarray, at: np.ndarray, values: np.ndarray) -> None:
-    """Write each of ``values``' bytes (a fixed-size dtype) into ``out`` from the offset ``at`` of its row."""
-    width = values.dtype.itemsize
-    out[at[:, None] + np.arange(width)] = values.view(np.uint8).reshape(-1, width)
 
 
 def _sent(pgconn: Any) -> None:
