@@ -14,7 +14,7 @@ from __future__ import annotations
 
 import json
 from collections.abc import Iterable, Iterator, Sequence
-from dataclasses import dataclass
+from dataclasses import astuple, dataclass, fields
 from itertools import islice
 from typing import Any
 
@@ -150,26 +150,23 @@ def write(run_id: int, units: pd.DataFrame) -> int:
     return written
 
 
-_FIELDS = ("run_id", "index", "first_unit", "last_unit", "rows", "broad", "distribution", "model_label", "model_score")
+_FLAGS = ("broad", "distribution", "model_label", "model_score")  # Block's and UnitBlock's own fields
 _TYPES = ("bigint", "integer", "bigint", "bigint", "integer", "boolean", "boolean", "boolean", "boolean", "bytea")
 
 
 def _copy(run_id: int, blocks: Iterable[Block]) -> int:
     """PostgreSQL: COPY in binary, so the bytes travel as they are (bytea as text is twice as long)."""
     table = connection.ops.quote_name(UnitBlock._meta.db_table)
-    names = ", ".join(connection.ops.quote_name(UnitBlock._meta.get_field(f).column) for f in (*_FIELDS, "data"))
+    given = ("run_id", *(f.name for f in fields(Block)))  # in the order of Block's fields
+    names = ", ".join(connection.ops.quote_name(UnitBlock._meta.get_field(f).column) for f in given)
     sql = f"COPY {table} ({names}) FROM STDIN (FORMAT BINARY)"
     with connection.cursor() as cursor, cursor.cursor.copy(sql) as copy:
         copy.set_types(list(_TYPES))
         written = 0
         for b in blocks:
-            copy.write_row((run_id, b.index, b.first_unit, b.last_unit, b.rows, *_flags(b), b.data))
+            copy.write_row((run_id, *astuple(b)))
             written += 1
     return written
-
-
-def _flags(block: Block) -> tuple[bool, bool, bool, bool]:
-    return block.broad, block.distribution, block.model_label, block.model_score
 
 
 # --- reading ---------------------------------------------------------------------------------------
@@ -183,25 +180,26 @@ class RunUnits:
         self._blocks = list(
             UnitBlock.objects.filter(run_id=run_id)
             .order_by("index")
-            .values_list("pk", "first_unit", "last_unit", "rows", "broad", "distribution", "model_label", "model_score")
+            .values_list("pk", "first_unit", "last_unit", "rows", *_FLAGS, named=True)
         )
 
     @property
     def stored(self) -> int:
         """The number of units the run stored (deleted units included)."""
-        return sum(b[3] for b in self._blocks)
+        return sum(b.rows for b in self._blocks)
 
     def has(self, column: str) -> bool:
         """Whether any stored unit has a value in ``column``: "broad", "distribution", "model_label", "model_score"."""
-        at = {"broad": 4, "distribution": 5, "model_label": 6, "model_score": 7}[column]
-        return any(b[at] for b in self._blocks)
+        if column not in _FLAGS:
+            raise KeyError(f"no such flag of a block: {column}; the flags are {', '.join(_FLAGS)}")
+        return any(getattr(b, column) for b in self._blocks)
 
     def blocks(self, columns: Sequence[str] | None = None) -> Iterator[pd.DataFrame]:
         """Each block's units in unit order, as a frame of ``columns`` and "unit" (in ``COLUMNS``' order)."""
         wanted = None if columns is None else _wanted(columns)
         present = self._present()
         for start in range(0, len(self._blocks), _FETCH):
-            ids = [b[0] for b in self._blocks[start : start + _FETCH]]
+            ids = [b.pk for b in self._blocks[start : start + _FETCH]]
             datas = dict(UnitBlock.objects.filter(pk__in=ids).values_list("pk", "data"))
             for pk in ids:
                 frame = _frame(decode(datas.pop(pk), wanted))
@@ -240,7 +238,7 @@ class RunUnits:
         read once: another campaign's units among them would only cost their reading)."""
         if not self._blocks:
             return lambda units: np.ones(len(units), dtype=bool)
-        low, high = self._blocks[0][1], self._blocks[-1][2]
+        low, high = self._blocks[0].first_unit, self._blocks[-1].last_unit
         campaign = AnalysisRun.objects.filter(pk=self.run_id).values("campaign_id")
         qs = (
             Unit.objects.filter(campaign_id=Subquery(campaign), pk__gte=low, pk__lte=high)
