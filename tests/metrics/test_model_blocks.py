@@ -107,7 +107,8 @@ def test_patterns_equal_the_padded_ones(n_graders, k, chunk):
 
 
 def whole_bias_noise(frame, tol=1e-6, max_iter=500):
-    """bias_noise as it was, on whole arrays (np.bincount over every judgment)."""
+    """bias_noise on whole arrays (np.bincount over every judgment): the residuals' squares from Σ r² − b Σ r,
+    the leverages' sum from Σ 1 / (Σ w on the unit)."""
     unit, grader, y, units, graders = whole_coded(frame)
     n_units, n_graders = units.size, graders.size
     per_unit, per_grader = np.bincount(unit, minlength=n_units), np.bincount(grader, minlength=n_graders)
@@ -122,20 +123,21 @@ def whole_bias_noise(frame, tol=1e-6, max_iter=500):
         new = np.bincount(unit, weights=w * (y - bias[grader]), minlength=n_units) / np.bincount(
             unit, weights=w, minlength=n_units
         )
-        bias = np.bincount(grader, weights=y - new[unit], minlength=n_graders) / per_grader
+        off = np.bincount(grader, weights=y - new[unit], minlength=n_graders)
+        bias = off / per_grader
+        squares = np.bincount(grader, weights=(y - new[unit]) ** 2, minlength=n_graders) - bias * off
         shift = bias.mean()
         bias, new = bias - shift, new + shift
-        residual = y - new[unit] - bias[grader]
-        leverage = w / np.bincount(unit, weights=w, minlength=n_units)[unit]
-        dof = np.maximum(np.bincount(grader, weights=1 - leverage, minlength=n_graders), 1e-9)
-        new_var = np.maximum(np.bincount(grader, weights=residual**2, minlength=n_graders) / dof, floor**2)
+        weights = 1.0 / np.bincount(unit, weights=w, minlength=n_units)
+        dof = np.maximum(per_grader - np.bincount(grader, weights=weights[unit], minlength=n_graders) / var, 1e-9)
+        new_var = np.maximum(squares / dof, floor**2)
         change = max(float(np.abs(new - score).max()), float(np.abs(np.sqrt(new_var) - np.sqrt(var)).max()))
         score, var, iterations = new, new_var, iterations + 1
         if change < tol:
             break
-    score_se = 1.0 / np.sqrt(np.bincount(unit, weights=1.0 / var[grader], minlength=n_units))
+    score_se = 1.0 / np.sqrt(np.bincount(unit, weights=(1.0 / var)[grader], minlength=n_units))
     residual = y - score[unit] - bias[grader]
-    log_likelihood = float(-0.5 * (np.log(2 * np.pi * var[grader]) + residual**2 / var[grader]).sum())
+    log_likelihood = float(-0.5 * (np.log(2 * np.pi * var)[grader] + residual**2 / var[grader]).sum())
     return score, score_se, bias, np.sqrt(var), log_likelihood, iterations
 
 
