@@ -23,7 +23,7 @@ import io
 import logging
 import os
 import tempfile
-from collections.abc import Iterator, Sequence
+from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any, Protocol
 
@@ -32,6 +32,7 @@ import pandas as pd
 
 from analysis.services import values
 from analysis.services.values import ValueSpec, memory_release, unit_chunks, value_sources, with_values
+from grading.models.choices import Scheme
 
 
 class ShardPart(Protocol):
@@ -173,6 +174,7 @@ class StoredJudgments(Judgments):
         self._n = int(self._counts.sum())
         self._bounds = _chunk_bounds(self._units, self._counts, rows or values.CHUNK_ROWS)
         self._spill: _Spill | None = None  # every slice, once a full pass has written it
+        self._as_is = _derived_as_is(spec, self._dtypes)
         memory_release()  # the parts' unit columns, read to count (190 MB of C heap at 10^7)
 
     def __len__(self) -> int:
@@ -224,7 +226,7 @@ class StoredJudgments(Judgments):
                 chunk.index = pd.RangeIndex(start, start + len(chunk))
                 start += len(chunk)
                 chunk = with_values(chunk, self.spec, copy=False, only=derive) if derive else chunk
-                if spill is not None and not spill.write(chunk):
+                if spill is not None and not spill.write(chunk, same=self._as_is):
                     spill = None  # no room for it: this pass and every later one read the parts
                 yield chunk if list(chunk.columns) == wanted else chunk[wanted]
                 del chunk  # not held while the next slice is read
@@ -332,10 +334,16 @@ class _Spill:
         self.slices: list[tuple[int, int, dict[str, _Stored]]] = []  # (first row, rows, columns)
         self.complete = False
 
-    def write(self, chunk: pd.DataFrame) -> bool:
-        """Add the next slice; False when it could not be written (the spill is then closed)."""
+    def write(self, chunk: pd.DataFrame, *, same: Mapping[str, str] | None = None) -> bool:
+        """Add the next slice; False when it could not be written (the spill is then closed).
+        ``same``: columns that hold another column's values as they are (``_derived_as_is``), read
+        back from that column's file instead of written again."""
+        same = same or {}
+        stored: dict[str, _Stored] = {}
         try:
-            stored = {name: self._written(name, chunk[name].to_numpy()) for name in chunk.columns}
+            for name in chunk.columns:
+                source = same.get(name)
+                stored[name] = stored[source] if source in stored else self._written(name, chunk[name].to_numpy())
         except OSError as exc:  # a full disk: the passes read the parts instead
             logger.warning("the judgments' slices are read from the parts on every pass: %s", exc)
             self.close()
@@ -356,7 +364,7 @@ class _Spill:
         offset = self.sizes[name]
         self.files[name].write(values.data)
         self.sizes[name] += values.nbytes
-        return _Stored(offset, values.dtype, uniques, fill)
+        return _Stored(name, offset, values.dtype, uniques, fill)
 
     def finish(self) -> None:
         for file in self.files.values():
@@ -374,7 +382,7 @@ class _Spill:
         values = np.empty(rows, dtype=stored.dtype)
         buffer, done = memoryview(values).cast("B"), 0
         while done < values.nbytes:
-            got = os.preadv(self.files[name].fileno(), [buffer[done:]], stored.offset + done)
+            got = os.preadv(self.files[stored.column].fileno(), [buffer[done:]], stored.offset + done)
             if not got:
                 raise OSError(f"the spilled column {name} ends before its slice")
             done += got
@@ -398,9 +406,10 @@ class _Spill:
 
 @dataclass(frozen=True)
 class _Stored:
-    """Where a slice's column is in its spill file, and how to read it back: ``uniques`` and
-    ``fill`` for text (the codes' values, and what a missing value was)."""
+    """Where a slice's column is (the spill file of ``column``, from ``offset``), and how to read it
+    back: ``uniques`` and ``fill`` for text (the codes' values, and what a missing value was)."""
 
+    column: str
     offset: int
     dtype: np.dtype
     uniques: np.ndarray | None
@@ -416,6 +425,19 @@ def _missing_fill(missing: np.ndarray) -> Any:
     if isinstance(first, float) and all(isinstance(v, float) and v != v for v in missing):
         return first
     return missing.copy()
+
+
+def _derived_as_is(spec: ValueSpec, dtypes: Mapping[str, Any]) -> dict[str, str]:
+    """The value columns ``values.with_values`` sets to one of the parts' columns as it is: ``cat``
+    to the scheme's categorical answer (a NUMERIC campaign's are its rounded scores), ``num`` to a
+    numeric answer already of floats. The spill writes each such pair once: for BROAD+FINE, a
+    hashing of every BROAD label and 8 bytes a judgment less (0.45 s of the first pass at 10^7)."""
+    out = {}
+    if spec.cat_column is not None and spec.scheme != Scheme.NUMERIC and spec.cat_column in dtypes:
+        out["cat"] = spec.cat_column
+    if spec.num_column in dtypes and dtypes[spec.num_column] == np.dtype(float):
+        out["num"] = spec.num_column
+    return out
 
 
 def _chunk_bounds(units: np.ndarray, counts: np.ndarray, rows: int) -> list[int]:
@@ -475,10 +497,35 @@ class _PartReader:
 
 
 def _parquet_batches(data: bytes, columns: list[str], size: int) -> Iterator[pd.DataFrame]:
+    """The part's rows ``size`` at a time, as ``to_pandas`` gives them (the same dtypes and values:
+    integers with a missing value as floats, text as objects with None for a missing value).
+
+    Text is read as a dictionary and each batch's objects taken from its few distinct values (a
+    BROAD label is one of three), not one object made per row: with the columns put side by side
+    as they are, 0.6 s less of the first pass at 10^7 judgments; the values sharing their objects,
+    hashing them later (the spill, ``category_positions``) is faster too."""
+    import pyarrow as pa
     import pyarrow.parquet as pq
 
-    for batch in pq.ParquetFile(io.BytesIO(data)).iter_batches(batch_size=size, columns=columns):
-        yield batch.to_pandas()
+    schema = pq.read_schema(io.BytesIO(data))
+    text = [
+        c for c in columns if pa.types.is_string(schema.field(c).type) or pa.types.is_large_string(schema.field(c).type)
+    ]
+    for batch in pq.ParquetFile(io.BytesIO(data), read_dictionary=text).iter_batches(batch_size=size, columns=columns):
+        yield pd.DataFrame({name: _as_numpy(batch.column(name)) for name in batch.schema.names}, copy=False)
+
+
+def _as_numpy(array: Any) -> np.ndarray:
+    """An Arrow column as ``to_pandas`` makes it, writable."""
+    import pyarrow as pa
+
+    if pa.types.is_dictionary(array.type):
+        words = np.empty(len(array.dictionary) + 1, dtype=object)  # a missing value takes the last: None
+        words[:-1] = array.dictionary.to_numpy(zero_copy_only=False)
+        return words[array.indices.fill_null(len(array.dictionary)).to_numpy(zero_copy_only=False)]
+    if pa.types.is_null(array.type):
+        return np.full(len(array), None, dtype=object)
+    return array.to_numpy(zero_copy_only=False, writable=True)
 
 
 def _part_dtypes(part: ShardPart) -> dict[str, Any]:

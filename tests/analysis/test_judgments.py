@@ -4,6 +4,8 @@ with the same dtypes, whichever shards the run was split into, with graders excl
 
 from __future__ import annotations
 
+import io
+
 import numpy as np
 import pandas as pd
 import pytest
@@ -11,7 +13,7 @@ import pytest
 from analysis.services import judgments as judgments_module
 from analysis.services.judgments import FrameJudgments, StoredJudgments, judgments_of
 from analysis.services.shards import part_dumps, part_loads, shard_compute, shard_plan
-from analysis.services.values import unit_chunks, value_spec, with_values
+from analysis.services.values import unit_chunks, value_sources, value_spec, with_values
 from grading.models import Judgment
 from tests.analysis.conftest import judge_broad_fine
 from tests.factories import make_campaign
@@ -55,7 +57,8 @@ def _assert_slices_equal(judgments, whole):
     if isinstance(judgments, StoredJudgments):
         assert judgments._spill is not None and judgments._spill.complete
         for chunk, rows in zip(judgments.chunks(["query", "cat"]), slices, strict=True):
-            assert list(chunk.columns) == ["unit", "grader", "query", "broad", "cat"]
+            sources = value_sources(judgments.spec, "cat")  # the columns cat is made from, read with it
+            assert list(chunk.columns) == ["unit", "grader", "query", *(c for c in whole if c in sources), "cat"]
             pd.testing.assert_frame_equal(chunk, whole.iloc[rows][list(chunk.columns)])
     assert len(judgments) == len(whole)
     units, counts = judgments.units()
@@ -212,3 +215,58 @@ def test_each_units_judgments_are_counted_over_the_parts_as_one_frame_counts_the
         assert counted[0].dtype == counted[1].dtype == np.int64
     stored.parts = [_UnitsOnly([], [])]
     assert [a.size for a in stored._unit_counts()] == [0, 0]
+
+
+@pytest.mark.parametrize(
+    ("scheme", "field", "values", "written_once"),
+    [
+        ("numeric", "score", [0.25, 3.5, 7.0, 10.0], {"num": "score"}),  # cat: the rounded scores, written
+        ("categorical", "label", ["bad", "ok", "good"], {"cat": "label"}),  # num: positions, written
+    ],
+)
+def test_a_value_column_that_is_an_answer_as_it_is_is_spilled_once_and_read_back_the_same(
+    scheme, field, values, written_once
+):
+    """The spill writes ``cat`` and ``num`` once where they hold an answer column as it is
+    (``judgments._derived_as_is``), and reads them back as the one frame has them."""
+    from grading.models import Assignment
+
+    campaign = make_campaign(scheme=scheme, n_queries=4, n_candidates=5, graders=6, overlap=4)
+    rng = np.random.default_rng(3)
+    Judgment.objects.bulk_create(
+        Judgment(
+            campaign=campaign, grader_id=a.grader_id, unit_id=a.unit_id, **{field: values[rng.integers(len(values))]}
+        )
+        for a in Assignment.objects.filter(campaign=campaign)
+    )
+    judgments = StoredJudgments(_parts(campaign, 7), value_spec(campaign), rows=ROWS)
+    _assert_slices_equal(judgments, _whole(campaign))
+    columns = judgments._spill.slices[0][2]
+    assert {name: stored.column for name, stored in columns.items() if stored.column != name} == written_once
+
+
+def test_a_parts_batches_are_what_to_pandas_makes_of_them():
+    """``judgments._parquet_batches`` reads text as a dictionary and puts numpy columns side by side:
+    the frames are ``to_pandas``'s, dtypes, None and NaN included."""
+    import pyarrow.parquet as pq
+
+    from analysis.services.shards import _parquet
+
+    frame = pd.DataFrame(
+        {
+            "unit": np.arange(10, dtype=np.int64),
+            "query": [1, None, 3, 4, None, 6, 7, 8, 9, 10],  # integers with a missing one: floats
+            "broad": ["NS", None, "VS", "SS", "NS", None, "VS", "VS", "SS", "NS"],
+            "nothing": [None] * 10,  # Arrow's null type
+            "fine": [0.5, np.nan, 1.0, 2.5, 3.0, 4.0, np.nan, 6.0, 7.5, 10.0],
+        }
+    )
+    data = _parquet(frame)
+    batches = list(judgments_module._parquet_batches(data, list(frame.columns), 4))
+    expected = [b.to_pandas() for b in pq.ParquetFile(io.BytesIO(data)).iter_batches(batch_size=4)]
+    assert len(batches) == len(expected) == 3
+    for got, want in zip(batches, expected, strict=True):
+        pd.testing.assert_frame_equal(got, want)
+        for name in ("broad", "nothing"):
+            assert [type(v) for v in got[name]] == [type(v) for v in want[name]]
+        got["unit"].to_numpy()[0] = -1  # writable, as to_pandas's columns are
