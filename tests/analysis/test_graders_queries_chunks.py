@@ -301,3 +301,29 @@ def test_a_campaigns_shards_give_the_sections_of_its_one_frame(scheme, small, mo
     _compare(got, graders(frame, spec, behaviour, pseudonyms))
     units = _units(frame)
     _compare(queries(stored, spec, units, labels), queries(frame, spec, units, labels))
+
+
+def _pandas_deviation(units, values):
+    series = pd.Series(values)
+    groups = series.groupby(units)
+    others = groups.transform("sum") - series
+    size = groups.transform("size")
+    return (series - others / (size - 1).where(size > 1)).abs().to_numpy()
+
+
+@pytest.mark.parametrize("seed", range(6))
+def test_deviation_from_others_by_runs_of_units_equals_pandas_groupby(seed):
+    """Rows in unit order (a slice's) are summed per unit by their runs, as pandas' groupby sums
+    them (compensated, in row order): the deviations are the groupby's to the last bit, on values
+    whose plain sums would round differently; rows out of order go through the groupby itself."""
+    from analysis.services.sections.graders_queries import _deviation_from_others
+
+    rng = np.random.default_rng(seed)
+    counts = rng.integers(1, 8, 2000)
+    units = np.repeat(np.sort(rng.choice(10**6, counts.size, replace=False)), counts)
+    scale = [1.0, 1e-7, 1e7, 1e15][seed % 4]
+    values = np.round(rng.uniform(0, 10, units.size), seed % 3) * scale + rng.uniform(0, 1, units.size) * (seed > 3)
+    assert np.array_equal(_deviation_from_others(units, values), _pandas_deviation(units, values), equal_nan=True)
+    shuffled = rng.permutation(units.size)
+    units, values = units[shuffled], values[shuffled]
+    assert np.array_equal(_deviation_from_others(units, values), _pandas_deviation(units, values), equal_nan=True)
