@@ -100,7 +100,7 @@ def _in_unit_order(unit: np.ndarray, value: np.ndarray) -> pd.DataFrame | None:
     when the units are not so ordered).
 
     Every unit's k-th row is taken at once, k = 0, 1, …: the mean as pandas' groupby sums it (Kahan's
-    compensated sum, in row order: ``_sums_in_order``), the std as it accumulates it (Welford's
+    compensated sum, in row order: ``sums_in_order``), the std as it accumulates it (Welford's
     update, in row order); the median, range and tally from the rows sorted by value within each
     unit; the tally in the order in which each (unit, value) first appears, as ``_tally`` has it, so
     the entropy is summed in pandas' order too (compensated). 2.8 s of the per-unit table's
@@ -109,7 +109,7 @@ def _in_unit_order(unit: np.ndarray, value: np.ndarray) -> pd.DataFrame | None:
     units = unit[starts]
     if not unit.size or (units.size > 1 and (np.diff(units) <= 0).any()):
         return None
-    total = _sums_in_order(value, starts, n)
+    total = sums_in_order(value, starts, n)
     running, squares = np.zeros(units.size), np.zeros(units.size)
     for k in range(int(n.max())):
         live = np.flatnonzero(n > k)
@@ -140,7 +140,7 @@ def _in_unit_order(unit: np.ndarray, value: np.ndarray) -> pd.DataFrame | None:
         "majority": _most_frequent(pair_starts, pair_n, counts, ordered[pairs][first], mean),
         "dif": ordered[starts + n - 1] - ordered[starts],
         "std": std,
-        "entropy": _sums_in_order(-share * np.log2(share), pair_starts, pair_n) + 0.0,
+        "entropy": sums_in_order(-share * np.log2(share), pair_starts, pair_n) + 0.0,
     }
     return pd.DataFrame(columns, index=pd.Index(units, name="unit"), copy=False)  # in COLUMNS order
 
@@ -160,7 +160,7 @@ def _by_value_within(value: np.ndarray, starts: np.ndarray, n: np.ndarray) -> np
     return (starts[:, None] + within)[filled]
 
 
-def _sums_in_order(terms: np.ndarray, starts: np.ndarray, n: np.ndarray) -> np.ndarray:
+def sums_in_order(terms: np.ndarray, starts: np.ndarray, n: np.ndarray) -> np.ndarray:
     """Per group (its ``n`` rows from ``starts``), the sum of its ``terms`` as pandas' groupby sums
     them: Kahan's compensated sum, in row order; every group's k-th row at once."""
     total, compensation = np.zeros(starts.size), np.zeros(starts.size)

@@ -21,10 +21,6 @@ def jsonable(value: Any) -> Any:
         return value if math.isfinite(value) else None
     if kind in _AS_THEY_ARE:
         return value
-    if kind is dict:
-        return {str(k): jsonable(v) for k, v in value.items()}
-    if kind is list:
-        return [jsonable(v) for v in value]
     if isinstance(value, dict):
         return {str(k): jsonable(v) for k, v in value.items()}
     if isinstance(value, list | tuple):

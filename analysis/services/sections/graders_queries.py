@@ -13,7 +13,7 @@ import numpy as np
 import pandas as pd
 
 from analysis import metrics as m
-from analysis.metrics.confusability import _sums_in_order
+from analysis.metrics.confusability import sums_in_order
 from analysis.metrics.patterns import KINDS
 from analysis.metrics.shapes import runs
 from analysis.services.judgments import Judgments, judgments_of
@@ -77,12 +77,12 @@ def _deviation_from_others(units: np.ndarray, values: np.ndarray) -> np.ndarray:
     score).
 
     A slice's rows come by unit: each unit's sum is then taken over its run of rows as pandas'
-    groupby sums it (compensated, in row order: ``confusability._sums_in_order``), the same to the
+    groupby sums it (compensated, in row order: ``confusability.sums_in_order``), the same to the
     last bit without hashing every unit id (0.4 s of the graders section at 10^7 judgments)."""
     if units.size and units.dtype.kind in "iu" and (units[1:] >= units[:-1]).all():
         starts, n = runs(units)
         group = np.repeat(np.arange(starts.size), n)
-        others = _sums_in_order(values, starts, n)[group] - values
+        others = sums_in_order(values, starts, n)[group] - values
         size = n[group]
         others /= np.where(size > 1, size - 1, np.nan)
         return np.abs(values - others)
