@@ -159,8 +159,8 @@ class StoredJudgments(Judgments):
     Each part holds its graders' judgments in (unit, grader) order and the parts come in the order
     of their graders, so the rows of every judgment in (unit, grader) order are the parts' rows
     merged by unit, each unit's rows in the order of the parts. The slices are cut where
-    ``values.unit_chunks`` cuts that whole: from each unit's number of judgments, found once
-    (O(units)). Each part is then read once per pass, in order, as far as the slice reaches."""
+    ``values.unit_chunks`` cuts that whole (``values.slice_ends``, from each unit's number of
+    judgments, found once: O(units)). Each part is then read once per pass, in order, as far as the slice reaches."""
 
     def __init__(
         self, parts: list[ShardPart], spec: ValueSpec, *, excluded: set[int] | None = None, rows: int | None = None
@@ -172,7 +172,7 @@ class StoredJudgments(Judgments):
         self._dtypes = _common_dtypes([_part_dtypes(p) for p in self.parts])
         self._units, self._counts = self._unit_counts()
         self._n = int(self._counts.sum())
-        self._bounds = _chunk_bounds(self._units, self._counts, rows or values.CHUNK_ROWS)
+        self._bounds = values.slice_ends(self._units, self._counts, rows).tolist()
         self._spill: _Spill | None = None  # every slice, once a full pass has written it
         self._as_is = _derived_as_is(spec, self._dtypes)
         memory_release()  # the parts' unit columns, read to count (190 MB of C heap at 10^7)
@@ -439,22 +439,6 @@ def _derived_as_is(spec: ValueSpec, dtypes: Mapping[str, Any]) -> dict[str, str]
     if spec.num_column in dtypes and dtypes[spec.num_column] == np.dtype(float):
         out["num"] = spec.num_column
     return out
-
-
-def _chunk_bounds(units: np.ndarray, counts: np.ndarray, rows: int) -> list[int]:
-    """The last unit of each slice that ``values.unit_chunks`` cuts from rows of these units (each
-    unit's rows together, in unit order): a slice starts at the first row of the unit holding
-    every ``rows``-th row."""
-    n = int(counts.sum())
-    if not n:
-        return []
-    if n <= rows:
-        return [int(units[-1])]
-    first = np.cumsum(counts) - counts  # each unit's first row
-    holding = np.searchsorted(first, np.arange(0, n, rows), side="right") - 1  # the unit of each such row
-    starts = np.unique(holding)  # each slice's first unit
-    ends = [*(starts[1:] - 1).tolist(), units.size - 1]
-    return [int(units[i]) for i in ends]
 
 
 class _PartReader:

@@ -199,8 +199,31 @@ def _long(frame: pd.DataFrame, keep: np.ndarray, column: str, dtype: Any = None)
 CHUNK_ROWS = 500_000
 
 
+def slice_ends(units: np.ndarray, counts: np.ndarray, rows: int | None = None) -> np.ndarray:
+    """The last unit of each slice of judgments of these ``units`` (sorted, with their ``counts``
+    of judgments): spans of unit ids of one width, a power of two, with about ``rows`` judgments
+    each on average (every unit's rows in one slice).
+
+    The spans are fixed ranges of ids (``unit // width``), not cut from the rows: new judgments on
+    some units leave every other slice as it was, which is what lets a run take the sums of the
+    slices that did not change (docs/analysis.md, "Reusing slices"). The width follows the average
+    number of judgments per id, so it changes only when that crosses a power of two; a slice holds
+    more than ``rows`` judgments only where its units are judged more often than the average."""
+    rows = rows or CHUNK_ROWS
+    n = int(counts.sum())
+    if not n:
+        return units[:0]
+    if n <= rows:
+        return units[-1:]
+    ids = int(units[-1]) - int(units[0]) + 1
+    shift = max(0, int(np.floor(np.log2(rows * ids / n))))  # the width: 2**shift ids
+    spans = units >> shift
+    last = np.flatnonzero(np.append(spans[1:] != spans[:-1], True))
+    return units[last]
+
+
 def unit_chunks(frame: pd.DataFrame, rows: int | None = None) -> list[slice]:
-    """Row slices of ``frame`` of about ``rows`` rows each, every unit's rows in one slice.
+    """Row slices of ``frame``, every unit's rows in one slice, cut where ``slice_ends`` cuts.
 
     A per-unit statistic computed slice by slice equals the statistic of the whole frame (each
     unit's rows keep their order), while pandas' groupby and the long frames' copies need memory
@@ -210,9 +233,11 @@ def unit_chunks(frame: pd.DataFrame, rows: int | None = None) -> list[slice]:
     n, rows = len(frame), rows or CHUNK_ROWS
     if n <= rows or not frame["unit"].is_monotonic_increasing:
         return [slice(0, n)]
-    units = frame["unit"].to_numpy()
-    starts = np.unique(np.searchsorted(units, units[::rows], side="left")).tolist()  # each a unit's first row
-    return [slice(a, b) for a, b in zip(starts, [*starts[1:], n], strict=True)]
+    units = frame["unit"].to_numpy().astype(np.int64, copy=False)
+    starts = np.flatnonzero(np.append(True, units[1:] != units[:-1]))
+    counts = np.diff(np.append(starts, n))
+    stops = np.searchsorted(units, slice_ends(units[starts], counts, rows), side="right").tolist()
+    return [slice(a, b) for a, b in zip([0, *stops[:-1]], stops, strict=True)]
 
 
 def sorted_unit_codes(units: np.ndarray) -> tuple[np.ndarray, int]:

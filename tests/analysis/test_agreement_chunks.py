@@ -66,9 +66,24 @@ def test_slices_with_fine_scores_in_tenths_and_not_give_the_same_fine_within_bro
 
 def test_unit_chunks_keep_units_whole_and_leave_unsorted_frames_whole() -> None:
     frame = pd.DataFrame({"unit": [1, 1, 1, 2, 3, 3, 4, 4, 4, 4, 5]})
+    # 11 judgments over 5 ids: at 2 a slice, spans of one id (the largest power of two <= 2*5/11 is 1)
     chunks = unit_chunks(frame, rows=2)
-    assert [(c.start, c.stop) for c in chunks] == [(0, 4), (4, 6), (6, 10), (10, 11)]
+    assert [(c.start, c.stop) for c in chunks] == [(0, 3), (3, 4), (4, 6), (6, 10), (10, 11)]
+    # at 5 a slice, spans of two ids (the largest power of two <= 5*5/11): ids 0-1, 2-3, 4-5
+    assert [(c.start, c.stop) for c in unit_chunks(frame, rows=5)] == [(0, 3), (3, 6), (6, 11)]
     assert unit_chunks(frame.iloc[::-1], rows=2) == [slice(0, 11)]
+
+
+def test_slices_are_fixed_spans_of_unit_ids_that_new_judgments_leave_alone() -> None:
+    units = np.arange(1000, 3000)
+    counts = np.full(units.size, 5)
+    ends = values.slice_ends(units, counts, rows=1000)  # 5 judgments an id: spans of 128 ids
+    assert (np.diff(ends[:-1]) == 128).all() and ((ends[:-1] + 1) % 128 == 0).all()
+    more = counts.copy()
+    more[:100] += 1  # a new grader on the first 100 units
+    assert np.array_equal(values.slice_ends(units, more, rows=1000), ends)
+    wider = values.slice_ends(np.arange(1000, 3010), np.full(2010, 5), rows=1000)  # new units at the end
+    assert np.array_equal(wider[: ends.size - 1], ends[:-1])
 
 
 def test_heap_release_runs_wherever_it_is_called() -> None:
