@@ -19,18 +19,19 @@ Reading everything at once (``frame``) is there for what needs it, and says so.
 
 from __future__ import annotations
 
+import hashlib
 import io
 import logging
 import os
 import tempfile
-from collections.abc import Iterator, Mapping, Sequence
+from collections.abc import Collection, Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any, Protocol
 
 import numpy as np
 import pandas as pd
 
-from analysis.services import values
+from analysis.services import slice_memo, values
 from analysis.services.values import ValueSpec, memory_release, unit_chunks, value_sources, with_values
 from grading.models.choices import Scheme
 
@@ -71,12 +72,21 @@ class Judgments:
         """Every column a slice has (the value columns included)."""
         raise NotImplementedError
 
-    def chunks(self, columns: Sequence[str] | None = None) -> Iterator[pd.DataFrame]:
+    def chunks(
+        self, columns: Sequence[str] | None = None, only: Collection[int] | None = None
+    ) -> Iterator[pd.DataFrame]:
         """Slices of whole units, in order; each has at least ``columns`` (every column: None).
+        ``only``: the slices of these places in that order, the others left out.
 
         A slice's index is its rows' positions in the whole. Slices are made as they are asked
         for: keep what a slice gives, not the slice."""
         raise NotImplementedError
+
+    def slice_keys(self, lent: Mapping[str, bytes]) -> list[str] | None:
+        """A digest of each slice's rows, in the order of ``chunks`` (``slice_memo``): slices of
+        equal keys hold the same rows, with the same columns, read by the same code. None: not
+        known here. ``lent`` holds what a run before kept (the parts' digests among it)."""
+        return None
 
     def units(self) -> tuple[np.ndarray, np.ndarray]:
         """The units judged, sorted, and how many judgments each has (O(units), not O(judgments))."""
@@ -124,11 +134,14 @@ class FrameJudgments(Judgments):
     def columns(self) -> list[str]:
         return list(self.data.columns)
 
-    def chunks(self, columns: Sequence[str] | None = None) -> Iterator[pd.DataFrame]:
+    def chunks(
+        self, columns: Sequence[str] | None = None, only: Collection[int] | None = None
+    ) -> Iterator[pd.DataFrame]:
         if self.data.empty:
             return
-        for rows in unit_chunks(self.data, self.rows):
-            yield self.data.iloc[rows]
+        slices = unit_chunks(self.data, self.rows)
+        for i in range(len(slices)) if only is None else only:
+            yield self.data.iloc[slices[i]]
 
     def units(self) -> tuple[np.ndarray, np.ndarray]:
         ids, counts = np.unique(self.data["unit"].to_numpy(), return_counts=True)
@@ -175,6 +188,7 @@ class StoredJudgments(Judgments):
         self._bounds = values.slice_ends(self._units, self._counts, rows).tolist()
         self._spill: _Spill | None = None  # every slice, once a full pass has written it
         self._as_is = _derived_as_is(spec, self._dtypes)
+        self._keys: list[str] | None = None
         memory_release()  # the parts' unit columns, read to count (190 MB of C heap at 10^7)
 
     def __len__(self) -> int:
@@ -200,14 +214,19 @@ class StoredJudgments(Judgments):
             return self
         return StoredJudgments(self.parts, self.spec, excluded=self.excluded | set(graders), rows=self.rows)
 
-    def chunks(self, columns: Sequence[str] | None = None) -> Iterator[pd.DataFrame]:
+    def chunks(
+        self, columns: Sequence[str] | None = None, only: Collection[int] | None = None
+    ) -> Iterator[pd.DataFrame]:
         if not self._n:
             return
         wanted = self._slice_columns(columns)
         if self._spill is not None and self._spill.complete:
-            for i in range(len(self._bounds)):
+            for i in range(len(self._bounds)) if only is None else only:
                 yield self._spill.read(i, wanted)
             return
+        if only is not None and list(only) != sorted(set(only)):
+            raise ValueError("slices are read from the parts in order: ask for them in order")
+        asked = None if only is None else set(only)
         # With more than one slice, a pass while no other is writing reads every column and writes
         # each slice to the spill, for the passes after it to read; a pass left before its end
         # (a consumer that took what it needed) leaves no spill, and the next pass writes one.
@@ -218,7 +237,9 @@ class StoredJudgments(Judgments):
         readers = [_PartReader(part, stored, self.excluded) for part in self.parts]
         start = 0
         try:
-            for last in self._bounds:  # the last unit of each slice
+            for i, last in enumerate(self._bounds):  # the last unit of each slice
+                if asked is not None and not asked and spill is None:
+                    break  # every slice asked for is given, and no spill is being written
                 pieces = [reader.through(last) for reader in readers]
                 pieces = [p for p in pieces if len(p)] or pieces[:1]
                 chunk = self._merged(pieces, stored)
@@ -228,7 +249,10 @@ class StoredJudgments(Judgments):
                 chunk = with_values(chunk, self.spec, copy=False, only=derive) if derive else chunk
                 if spill is not None and not spill.write(chunk, same=self._as_is):
                     spill = None  # no room for it: this pass and every later one read the parts
-                yield chunk if list(chunk.columns) == wanted else chunk[wanted]
+                if asked is None or i in asked:
+                    yield chunk if list(chunk.columns) == wanted else chunk[wanted]
+                if asked is not None:
+                    asked.discard(i)
                 del chunk  # not held while the next slice is read
             if spill is not None:
                 spill.finish()
@@ -238,6 +262,23 @@ class StoredJudgments(Judgments):
                 self._spill = None
         del readers
         memory_release()
+
+    def slice_keys(self, memo: slice_memo.SliceMemo) -> list[str] | None:
+        """Each slice's key: a digest of what decides its rows (the scheme, the graders left out,
+        the columns' types, the slice's span of units) and of each part's rows in the slice
+        (``_part_slices``), in the parts' order. None while a part is held as a frame (a run of
+        one shard, which keeps nothing for the next)."""
+        if not self._n or any(p.stored is None for p in self.parts):
+            return None
+        if self._keys is None:
+            ends = np.asarray(self._bounds, dtype=np.int64)
+            context = repr((self.spec, sorted(self.excluded), {c: str(t) for c, t in self._dtypes.items()}))
+            digests = [_part_slices(part, ends, memo) for part in self.parts]
+            self._keys = [
+                slice_memo.key("slices", context, ends[max(i - 1, 0) : i + 1].tobytes(), *(d[i] for d in digests))
+                for i in range(ends.size)
+            ]
+        return self._keys
 
     def _slice_columns(self, columns: Sequence[str] | None) -> list[str]:
         """The columns of a slice asked for with ``columns``: the parts' columns it needs, then the
@@ -439,6 +480,33 @@ def _derived_as_is(spec: ValueSpec, dtypes: Mapping[str, Any]) -> dict[str, str]
     if spec.num_column in dtypes and dtypes[spec.num_column] == np.dtype(float):
         out["num"] = spec.num_column
     return out
+
+
+def _part_slices(part: ShardPart, ends: np.ndarray, memo: slice_memo.SliceMemo) -> list[bytes]:
+    """A digest of the part's rows in each slice (``ends``: each slice's last unit), every column
+    as stored. Lent by the run before when it read the same part (the same bytes) with the same
+    slices; computed from the part's columns otherwise (a part read by this run)."""
+    stored = slice_memo.key("part slices", hashlib.blake2b(part.stored, digest_size=16).digest(), ends.tobytes())
+    lent = memo.lend(stored)
+    if lent is None:
+        import pyarrow.parquet as pq
+
+        table = pq.read_table(io.BytesIO(part.stored))
+        units = table.column("unit").to_numpy()
+        stops = np.searchsorted(units, ends, side="right")
+        digests = [hashlib.blake2b(digest_size=16) for _ in range(ends.size)]
+        for name in table.column_names:
+            values = _as_numpy(table.column(name).combine_chunks())
+            if values.dtype == object:  # text (and None): each value's 64-bit hash, as pandas makes it
+                values = pd.util.hash_array(values)
+            data = memoryview(np.ascontiguousarray(values)).cast("B")
+            width = values.dtype.itemsize
+            for digest, start, stop in zip(digests, [0, *stops[:-1]], stops, strict=True):
+                digest.update(f"{name}:{values.dtype.str}".encode())
+                digest.update(data[start * width : stop * width])
+        lent = b"".join(d.digest() for d in digests)
+    memo.keep(stored, lent)
+    return [lent[i * 16 : (i + 1) * 16] for i in range(ends.size)]
 
 
 class _PartReader:

@@ -28,6 +28,7 @@ from analysis.services.sections.model import model_truth
 from analysis.services.sections.ordering import orderings
 from analysis.services.sections.systems import systems_section
 from analysis.services.shards import ShardPart, parts_behaviour, shard_compute
+from analysis.services.slice_memo import SliceMemo
 from analysis.services.values import ValueSpec, heap_release, value_spec
 from grading.models import Campaign
 from grading.models.choices import Scheme
@@ -168,9 +169,11 @@ def report_compute(
         the sections that only read it, so that the caller can begin to store it meanwhile
         (``execute``); nothing changes the table after the call.
     kept : the bootstrap's blocks of the run before, lent to the agreement section, which keeps this
-        run's there (``metrics.KeptSums``); the figures are the same with it or without it.
+        run's there (``metrics.KeptSums``), and the sections' sums of slices the run before read
+        (``slice_memo``); the figures are the same with it or without it.
     """
     progress = progress or _NoProgress()
+    memo = SliceMemo(kept) if kept is not None else None
     progress.stage("loading judgments", 2)
     data, fitted = _data_after_thresholds(campaign_id, float(parameters["fine_tolerance"]), parts)
     rng = np.random.default_rng(seed)
@@ -208,7 +211,7 @@ def report_compute(
     if units_ready is not None:
         units_ready(units)
     progress.stage("graders", 80)
-    result["graders"] = graders(data.judgments, data.spec, data.behaviour, data.pseudonyms)
+    result["graders"] = graders(data.judgments, data.spec, data.behaviour, data.pseudonyms, memo)
     result["model"] = model
     result["accounting"] = accounting(  # §5.6
         campaign_id=campaign_id, model=result["model"], valued=log.valued if log is not None else None
@@ -231,7 +234,7 @@ def report_compute(
         excluded=excluded,
     )
     progress.stage("queries", 85)
-    result["queries"] = queries(data.judgments, data.spec, units, data.query_labels)
+    result["queries"] = queries(data.judgments, data.spec, units, data.query_labels, memo)
     if data.scheme == Scheme.ORDERING:
         progress.stage("orderings", 88)
         result["orderings"] = orderings(

@@ -18,6 +18,7 @@ from analysis.metrics.patterns import KINDS
 from analysis.metrics.shapes import runs
 from analysis.services.judgments import Judgments, judgments_of
 from analysis.services.sections.behaviour import Behaviour
+from analysis.services.slice_memo import SliceMemo, pieces
 from analysis.services.values import ValueSpec, places, sorted_unit_codes, valued
 
 
@@ -184,14 +185,20 @@ def _category_habits(totals: pd.DataFrame, categories: list[Any]) -> pd.DataFram
 
 
 def graders(
-    judgments: pd.DataFrame | Judgments, spec: ValueSpec, behaviour: Behaviour, pseudonyms: dict[int, str]
+    judgments: pd.DataFrame | Judgments,
+    spec: ValueSpec,
+    behaviour: Behaviour,
+    pseudonyms: dict[int, str],
+    memo: SliceMemo | None = None,
 ) -> list[dict[str, Any]]:
     """One row per grader: judgments, category usage, agreement with the majority, score habits, time.
 
     Counted and summed a slice of whole units at a time (``Judgments.chunks``), per grader: what a
-    grader's judgment is compared with (the unit's other judgments) is in the same slice."""
+    grader's judgment is compared with (the unit's other judgments) is in the same slice. A
+    slice's sums are taken from ``memo`` where a run before summed the same rows."""
     J = _judgments(judgments, spec)
-    slices = [_grader_slice(chunk, spec) for chunk in J.chunks(["unit", "grader", *_value_columns(spec)])]
+    columns = ["unit", "grader", *_value_columns(spec)]
+    slices = [p for (p,) in pieces(J, memo, "graders", columns, lambda chunk: (_grader_slice(chunk, spec),))]
     if not slices:
         return []
     every = _stacked(slices)  # one row per grader and slice
@@ -245,27 +252,39 @@ def _query_kinds(query: np.ndarray, unit: np.ndarray, codes: np.ndarray, k: int)
     return pd.DataFrame(table.reshape(-1, width)[:, 1:], index=pd.Index(query_ids), columns=list(KINDS))
 
 
+def _query_slice(chunk: pd.DataFrame, spec: ValueSpec) -> tuple[pd.DataFrame | None, pd.DataFrame | None]:
+    """A slice's units and judgments per query (``_query_sizes``) and its rated units per query and
+    kind (``_query_kinds``); None where it has none."""
+    query, unit = chunk["query"].to_numpy(), chunk["unit"].to_numpy()
+    has = ~pd.isna(query)
+    if not has.any():
+        return None, None
+    sizes = _query_sizes(query[has], unit[has])
+    if not spec.has_categories:
+        return sizes, None
+    return sizes, _query_kinds(query[has], unit[has], places(chunk, spec)[has], len(spec.categories))
+
+
 def queries(
-    judgments: pd.DataFrame | Judgments, spec: ValueSpec, units: pd.DataFrame, labels: dict[int, str]
+    judgments: pd.DataFrame | Judgments,
+    spec: ValueSpec,
+    units: pd.DataFrame,
+    labels: dict[int, str],
+    memo: SliceMemo | None = None,
 ) -> list[dict[str, Any]]:
     """One row per query: units, judgments, agreement kinds and the share of units in disagreement.
 
     Counted a slice of whole units at a time (``Judgments.chunks``): a unit has one query, so each
-    count per query is the sum of the slices'."""
+    count per query is the sum of the slices'. A slice's counts are taken from ``memo`` where a run
+    before counted the same rows."""
     J = _judgments(judgments, spec)
-    sizes, kinds = [], []
-    for chunk in J.chunks(["unit", "query", *_value_columns(spec)]):
-        query, unit = chunk["query"].to_numpy(), chunk["unit"].to_numpy()
-        has = ~pd.isna(query)
-        if not has.any():
-            continue
-        sizes.append(_query_sizes(query[has], unit[has]))
-        if spec.has_categories:
-            kinds.append(_query_kinds(query[has], unit[has], places(chunk, spec)[has], len(spec.categories)))
+    columns = ["unit", "query", *_value_columns(spec)]
+    counted = pieces(J, memo, "queries", columns, lambda chunk: _query_slice(chunk, spec))
+    sizes = [s for s, _ in counted if s is not None]
     if not sizes:
         return []
     table = _stacked(sizes).groupby(level=0).sum()
-    kinds = [k for k in kinds if k is not None]
+    kinds = [k for _, k in counted if k is not None]
     if kinds:
         tally = _stacked(kinds).groupby(level=0).sum()
         rated_units = tally.sum(axis=1)
