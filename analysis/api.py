@@ -52,6 +52,8 @@ class AnalysisRunSerializer(serializers.ModelSerializer):
             "shards_reused",
             "bootstrap_blocks",
             "bootstrap_blocks_reused",
+            "slices_total",
+            "slices_reused",
         ]
         read_only_fields = fields
         extra_kwargs = {
@@ -68,6 +70,14 @@ class AnalysisRunSerializer(serializers.ModelSerializer):
             "bootstrap_blocks_reused": {
                 "help_text": "of those blocks, how many were taken from the previous run, their units' values and "
                 "the draws unchanged: the figures are those of drawing every block"
+            },
+            "slices_total": {
+                "help_text": "spans of units whose judgments the combining step read a slice at a time, once the "
+                "run succeeded (0 for a run of one shard, which keeps nothing for the next)"
+            },
+            "slices_reused": {
+                "help_text": "of those slices, how many were not read: their judgments unchanged, the sections' sums "
+                "of them were taken from the previous run, and the figures are those of reading every slice"
             },
         }
 

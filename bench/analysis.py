@@ -30,9 +30,10 @@ peak_rss_mb_sharded), and whether the two runs' results and
 per-unit rows are the same to 1e-9 (analysis.reports.compare; the differences go to stderr).
 Then a grader joins and judges 1% more (one judgment in NEW_SHARE of the campaign's, with two
 events each), the workers run the analysis again, and the bench takes the new grader's rows away
-(docs/analysis.md, "Reusing shards"): seconds_after_new_work, shards_reused and
-bootstrap_blocks_reused are that run's. The full sharded run takes nothing from the one-process run
-before it: the bench drops what that run kept for the next (its bootstrap's blocks) first.
+(docs/analysis.md, "Reusing shards"): seconds_after_new_work, shards_reused,
+bootstrap_blocks_reused and slices_reused are that run's. The full sharded run takes nothing from
+the one-process run before it: the bench drops what that run kept for the next (its bootstrap's
+blocks and its slices' sums) first.
 Aims: analysis < 60 s and < 2 GB; report ≤ 30 ms at 10^6 judgments and ≤ 60 ms at 10^7; export
 ≥ 100,000 rows/s; streamed JSON at least as many rows/s as streamed CSV. With --workers at 10^7
 judgments on this 2-core machine: sharded on 2 workers ≤ 150 s, ≤ 1 GB in any process, identical.
@@ -462,6 +463,7 @@ def step_sharded(campaign_id: int) -> dict:
         "shards_done": run.shards_done,
         "shards_reused": run.shards_reused,
         "bootstrap_blocks_reused": f"{run.bootstrap_blocks_reused} of {run.bootstrap_blocks}",
+        "slices_reused": f"{run.slices_reused} of {run.slices_total}",
         "stages": run.timings,
         "error": run.error,
     }
@@ -705,6 +707,7 @@ def compare(campaign_id: int, n_units: int, args: argparse.Namespace) -> dict:
         "seconds_after_new_work": again["seconds"],  # NEW_SHARE: 1% more judgments, by a grader who joins
         "shards_reused": again["shards_reused"],
         "bootstrap_blocks_reused": again["bootstrap_blocks_reused"],
+        "slices_reused": again["slices_reused"],
     }
 
 

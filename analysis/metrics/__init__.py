@@ -29,11 +29,13 @@ from .patterns import (  # noqa: F401
     chi2_independence,
     chi2_queries,
     chi2_queries_coded,
+    chi2_queries_counted,
     fine_by_broad,
     fine_distributions,
     fine_within_broad,
     kind_codes,
     kind_summary,
+    kinds_per_query,
     pattern_kinds,
     pattern_table,
 )

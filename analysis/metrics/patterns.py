@@ -187,12 +187,25 @@ def chi2_queries_coded(query_codes: np.ndarray, codes: np.ndarray) -> Chi2:
     query_codes, codes = np.asarray(query_codes), np.asarray(codes)
     if query_codes.shape != codes.shape:
         raise ValueError(f"`query_codes` and `codes` differ in length: {query_codes.size} != {codes.size}")
-    by_name = np.argsort(np.argsort(KINDS))  # each kind's column: full, none, partial
-    columns = np.r_[-1, by_name][codes.astype(np.intp)]
-    keep = (query_codes >= 0) & (columns >= 0)  # crosstab leaves out missing queries, as "" kinds
-    k = len(KINDS)
-    size = (int(query_codes.max()) + 1) * k if query_codes.size else 0
-    table = np.bincount(query_codes[keep] * k + columns[keep], minlength=size).reshape(-1, k)
+    return chi2_queries_counted(kinds_per_query(query_codes, codes))
+
+
+def kinds_per_query(query_codes: np.ndarray, codes: np.ndarray) -> np.ndarray:
+    """How many units of each query (its code 0.., -1 for none: left out) are of each place in
+    ``["", *KINDS]`` (``kind_codes``): a (queries, 1 + len(KINDS)) table of counts."""
+    keep = query_codes >= 0
+    width = len(KINDS) + 1
+    size = (int(query_codes.max()) + 1) * width if query_codes.size else 0
+    counts = np.bincount(query_codes[keep] * width + codes[keep].astype(np.intp), minlength=size)
+    return counts.reshape(-1, width)
+
+
+def chi2_queries_counted(counts: np.ndarray) -> Chi2:
+    """``chi2_queries`` of a table of queries (in the order of their first unit) by places in
+    ``["", *KINDS]`` (``kinds_per_query``): the crosstab's rows and columns, those without a
+    count dropped, the kinds in the order of their names, "" left out."""
+    by_name = np.argsort(KINDS)  # the kinds in the order of their names: full, none, partial
+    table = np.asarray(counts)[:, 1:][:, by_name]
     return chi2_independence(table[table.sum(axis=1) > 0][:, table.sum(axis=0) > 0])
 
 

@@ -21,6 +21,7 @@ from analysis.services import attempts, reuse
 from analysis.services.model_handover import grader_model_hand_over
 from analysis.services.report import DEFAULT_TOLERANCE, exclusions_before_reading, report_compute
 from analysis.services.shards import ShardPart, part_dumps, part_loads, shard_compute, shard_plan
+from analysis.services.slice_memo import SliceMemo
 from analysis.services.values import memory_release
 from grading.models import Campaign
 from grading.services.payloads import VALUE_FIELD
@@ -184,6 +185,7 @@ def _complete(run: AnalysisRun, progress: attempts.Progress, parts: list[ShardPa
     last sections are computed (``_StoreAlongside``), in the transaction that then stores the result."""
     alongside = _StoreAlongside(run) if _StoreAlongside.possible() else None
     kept = reuse.sums_lent(run=run)
+    memo = SliceMemo(kept)  # the sections' sums of slices, kept beside the bootstrap's blocks
     try:
         result, units = report_compute(
             campaign_id=run.campaign_id,
@@ -194,9 +196,11 @@ def _complete(run: AnalysisRun, progress: attempts.Progress, parts: list[ShardPa
             log=selectors.EventLog.loaded(run.event_log),
             units_ready=alongside.start if alongside is not None else None,
             kept=kept,
+            memo=memo,
         )
         progress.stage("storing results", 95)
         run.bootstrap_blocks, run.bootstrap_blocks_reused = kept.blocks, kept.taken  # stored with the result
+        run.slices_total, run.slices_reused = memo.slices, memo.slices_reused
         if alongside is not None and alongside.started:
             stored = alongside.finish(result, progress)
         else:
@@ -351,6 +355,8 @@ def _result_write(run: AnalysisRun, result: dict[str, Any], progress: attempts.P
             heartbeat_at=timezone.now(),
             bootstrap_blocks=run.bootstrap_blocks,
             bootstrap_blocks_reused=run.bootstrap_blocks_reused,
+            slices_total=run.slices_total,
+            slices_reused=run.slices_reused,
         )
     )
 

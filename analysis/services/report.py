@@ -153,6 +153,7 @@ def report_compute(
     log: selectors.EventLog | None = None,
     units_ready: Callable[[pd.DataFrame], None] | None = None,
     kept: m.KeptSums | None = None,
+    memo: SliceMemo | None = None,
 ) -> tuple[dict[str, Any], pd.DataFrame]:
     """Every section of the campaign report (docs/design.md §5) and the per-unit results.
 
@@ -169,11 +170,12 @@ def report_compute(
         the sections that only read it, so that the caller can begin to store it meanwhile
         (``execute``); nothing changes the table after the call.
     kept : the bootstrap's blocks of the run before, lent to the agreement section, which keeps this
-        run's there (``metrics.KeptSums``), and the sections' sums of slices the run before read
-        (``slice_memo``); the figures are the same with it or without it.
+        run's there (``metrics.KeptSums``); the figures are the same with it or without it.
+    memo : the sections' sums of the slices the run before read (``slice_memo``, kept in ``kept``'s
+        store), lent to the sections that keep sums per slice, which keep this run's there; the
+        figures are the same with it or without it.
     """
     progress = progress or _NoProgress()
-    memo = SliceMemo(kept) if kept is not None else None
     progress.stage("loading judgments", 2)
     data, fitted = _data_after_thresholds(campaign_id, float(parameters["fine_tolerance"]), parts)
     rng = np.random.default_rng(seed)
@@ -193,7 +195,7 @@ def report_compute(
         )
     progress.stage("agreement", 20)
     shared, units = agreement_report(
-        data.judgments, data.spec, n_boot=n_boot, confidence=confidence, seed=seed, kept=kept
+        data.judgments, data.spec, n_boot=n_boot, confidence=confidence, seed=seed, kept=kept, memo=memo
     )
     result.update(shared)  # agreement, confusability, fine_within_broad
     progress.stage("stability", 70)

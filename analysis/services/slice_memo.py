@@ -37,8 +37,15 @@ class SliceMemo:
     """A run's lent and kept pieces of slices, and how many of its slices' pieces it took."""
 
     store: KeptSums = field(default_factory=KeptSums)
-    taken: int = 0
-    computed: int = 0
+    taken: int = 0  # sections' sums of a slice, taken
+    computed: int = 0  # and computed
+    slices: int = 0  # the run's slices, once a section asked for their keys
+    read: set[int] = field(default_factory=set)  # the places of those a section computed
+
+    @property
+    def slices_reused(self) -> int:
+        """The slices whose every section's sums were taken: never read."""
+        return self.slices - len(self.read)
 
     def lend(self, key: str) -> bytes | None:
         return self.store.before.get(key)
@@ -97,6 +104,8 @@ def pieces(
             memo.keep(stored[i], data)
     memo.taken += len(keys) - len(missing)
     memo.computed += len(missing)
+    memo.slices = len(keys)
+    memo.read.update(missing)
     return out  # type: ignore[return-value]
 
 

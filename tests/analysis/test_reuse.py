@@ -13,7 +13,7 @@ from analysis.metrics import bootstrap
 from analysis.models import AnalysisRun, KeptSum, RunShard, RunStatus
 from analysis.reports.serialize import jsonable
 from analysis.selectors import in_span
-from analysis.services import reuse, runs, slice_memo
+from analysis.services import reuse, runs, slice_memo, values
 from analysis.services.execute import combine_execute, run_execute, shard_execute
 from analysis.services.report import report_compute
 from analysis.services.shards import shard_plan
@@ -111,6 +111,23 @@ def test_workers_are_handed_only_the_shards_that_changed(campaign):
     run.refresh_from_db()
     expected, _ = report_compute(campaign_id=campaign.pk, parameters=run.parameters, seed=9)
     assert run.result == jsonable(expected) and run.result != first.result
+
+
+def test_a_run_takes_the_sums_of_the_slices_whose_judgments_did_not_change(campaign, monkeypatch):
+    """Slices of about 7 judgments; one judgment changes: the next run reads only that judgment's
+    slice (the others' sums taken from the run before) and reports what computing everything gives."""
+    monkeypatch.setattr(values, "CHUNK_ROWS", 7)
+    first = _run(campaign)
+    assert first.slices_total > 3 and first.slices_reused == 0
+    same = _run(campaign)
+    assert (same.slices_total, same.slices_reused) == (first.slices_total, first.slices_total)
+    assert same.result == first.result
+    _change(campaign, _graders(campaign)[1])
+
+    second = _run(campaign)
+    assert (second.slices_total, second.slices_reused) == (first.slices_total, first.slices_total - 1)
+    expected, _ = report_compute(campaign_id=campaign.pk, parameters=second.parameters, seed=9)
+    assert second.result == jsonable(expected) and second.result != first.result
 
 
 def test_a_run_takes_the_bootstrap_blocks_whose_units_did_not_change_and_reports_what_drawing_all_gives(

@@ -14,6 +14,7 @@ from analysis.metrics import KeptSums
 from analysis.reports.serialize import jsonable
 from analysis.services import slice_memo
 from analysis.services.judgments import StoredJudgments
+from analysis.services.sections.agreement import agreement
 from analysis.services.sections.graders_queries import graders, queries
 from analysis.services.shards import part_dumps, part_loads, parts_behaviour, shard_compute, shard_plan
 from analysis.services.slice_memo import SliceMemo, decoded, encoded
@@ -45,6 +46,7 @@ def _sections(parts, spec, memo=None, excluded=frozenset()):
     behaviour = parts_behaviour(copy.deepcopy(parts))  # it lets go of the parts' own
     return jsonable(
         {
+            "agreement": agreement(judgments, spec, rng=np.random.default_rng(5), n_boot=20, confidence=0.9, memo=memo),
             "graders": graders(judgments, spec, behaviour, {}, memo),
             "queries": queries(judgments, spec, units, {}, memo),
         }
@@ -65,11 +67,11 @@ def test_a_run_takes_the_slices_that_did_not_change_and_gives_what_computing_all
 
     first = SliceMemo()
     assert _sections(parts, spec, first) == expected
-    assert (first.taken, first.computed) == (0, 2 * slices)  # two sections, every slice computed
+    assert (first.taken, first.computed) == (0, 3 * slices)  # three sections, every slice computed
 
     again = _lent(first)
     assert _sections(_parts(campaign), spec, again) == expected  # the parts read again: the same rows
-    assert (again.taken, again.computed) == (2 * slices, 0)
+    assert (again.taken, again.computed) == (3 * slices, 0)
 
     judgment = Judgment.objects.filter(campaign=campaign).order_by("unit_id").last()
     Judgment.objects.filter(pk=judgment.pk).update(broad="NS" if judgment.broad != "NS" else "VS")
@@ -77,7 +79,8 @@ def test_a_run_takes_the_slices_that_did_not_change_and_gives_what_computing_all
     after = _lent(again)
     got = _sections(changed, spec, after)
     assert got == _sections(changed, spec) and got != expected
-    assert (after.taken, after.computed) == (2 * (slices - 1), 2)  # only the last unit's slice, per section
+    assert (after.taken, after.computed) == (3 * (slices - 1), 3)  # only the last unit's slice, per section
+    assert (after.slices, after.slices_reused, after.read) == (slices, slices - 1, {slices - 1})
 
 
 def test_graders_left_out_change_every_slice_key(campaign):

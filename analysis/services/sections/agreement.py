@@ -19,6 +19,7 @@ from analysis import metrics as m
 from analysis.metrics.agreement import rated_groups
 from analysis.reports.serialize import jsonable
 from analysis.services.judgments import Judgments, judgments_of
+from analysis.services.slice_memo import SliceMemo, pieces
 from analysis.services.values import (
     OUTSIDE,
     ValueSpec,
@@ -85,6 +86,7 @@ def agreement_report(
     confidence: float,
     seed: int,
     kept: m.KeptSums | None = None,
+    memo: SliceMemo | None = None,
 ) -> tuple[dict[str, Any], pd.DataFrame]:
     """The agreement, confusability and FINE-within-BROAD sections, and the per-unit table.
 
@@ -102,12 +104,14 @@ def agreement_report(
         generators its bootstrap intervals draw from).
     kept : the bootstrap's blocks kept by the run before, lent to alpha's interval, which keeps its own
         there (``metrics.KeptSums``); None for a ratings file.
+    memo : the sums of slices kept by the run before (``slice_memo``), lent to the sections that
+        keep sums per slice, which keep this run's there; None for a ratings file.
     """
     rng = np.random.default_rng(seed)
     judgments = _valued(judgments, spec)
     units = unit_table(judgments, spec)
     sections = {
-        "agreement": agreement(judgments, spec, rng=rng, n_boot=n_boot, confidence=confidence, kept=kept),
+        "agreement": agreement(judgments, spec, rng=rng, n_boot=n_boot, confidence=confidence, kept=kept, memo=memo),
         "confusability": confusability(units),
         "fine_within_broad": fine_within_broad(judgments, spec),
     }
@@ -126,6 +130,7 @@ def agreement(
     n_boot: int,
     confidence: float,
     kept: m.KeptSums | None = None,
+    memo: SliceMemo | None = None,
 ) -> dict[str, Any]:
     """Fleiss' kappa (all levels, collapsed levels), per-category kappas, patterns, χ² tests, alpha.
 
@@ -143,55 +148,49 @@ def agreement(
         "n_boot": n_boot,
     }
     if spec.has_categories:
-        out.update(_categorical_agreement(judgments, spec, rng=kappas, n_boot=n_boot, confidence=confidence))
+        out.update(_categorical_agreement(judgments, spec, rng=kappas, n_boot=n_boot, confidence=confidence, memo=memo))
     if spec.has_numbers:
         out["alpha"] = _alpha(judgments, spec, rng=alphas, n_boot=n_boot, confidence=confidence, kept=kept)
     return out
 
 
 def _categorical_agreement(
-    judgments: Judgments, spec: ValueSpec, *, rng: np.random.Generator, n_boot: int, confidence: float
+    judgments: Judgments,
+    spec: ValueSpec,
+    *,
+    rng: np.random.Generator,
+    n_boot: int,
+    confidence: float,
+    memo: SliceMemo | None = None,
 ) -> dict[str, Any]:
-    # The count table, each unit's query and the graders x categories table, a slice of whole units
-    # at a time: the long frame of every judgment, and the groupbys over it, held most of a
-    # gigabyte at 10^7 judgments.
-    # Each judgment's category is read as its place in the scale (values.places): the rows of
-    # values.categorical_long, counted as shapes.long_to_counts and a groupby of (grader, label)
-    # counted them, without hashing every label. A unit judged twice by one grader (which the
-    # database refuses) is refused by alpha's long_to_wide and by the model, as before.
+    # Counted a slice of whole units at a time (``_categorical_slice``): the long frame of every
+    # judgment, and the groupbys over it, held most of a gigabyte at 10^7 judgments. A slice gives
+    # its distinct count rows, its graders x categories table and its queries x kinds table; the
+    # campaign's are their sums, the same as from the table of every unit, and a slice's are
+    # taken from ``memo`` where a run before counted the same rows.
     k, cats = len(spec.categories), list(spec.categories)
-    tables, queries, graded = [], [], []
-    for chunk in judgments.chunks([*LONG, "place"]):
-        place = places(chunk, spec)
-        inside = place >= 0
-        if not inside.any():
-            continue
-        place = place[inside]
-        unit, grader = chunk["unit"].to_numpy()[inside], chunk["grader"].to_numpy()[inside]
-        codes, size = sorted_unit_codes(unit)  # each judgment's unit as its place among the sorted ids
-        grader_codes, graders = pd.factorize(grader, sort=True)  # the graders, sorted, by hashing
-        table = np.bincount(codes * k + place, minlength=size * k).reshape(size, k)
-        # Counts are a unit's judgments (a few): the smallest integer type holds them, an eighth of
-        # int64's 48 MB at 10^7; every metric reads them through as_count_table, as floats.
-        tables.append(table.astype(np.min_scalar_type(int(table.max()))))
-        queries.append(chunk["query"].to_numpy()[inside][_first_rows(codes, size)])  # each unit's first
-        by_place = np.bincount(grader_codes * k + place, minlength=graders.size * k).reshape(graders.size, k)
-        graded.append(pd.DataFrame(by_place, index=graders))
+    counted = pieces(judgments, memo, "categorical", [*LONG, "place"], lambda c: _categorical_slice(c, spec))
+    counted = [piece for piece in counted if piece[0] is not None]
     _released()
-    if not tables:
+    if not counted:
         return {"units_rated": 0, "units_excluded": 0}
-    counts = _joined_arrays(tables)
-    del tables
-    rated = counts.sum(axis=1) >= 2
+    slices = [rows for rows, _, _ in counted]
+    # every unit's count row among the distinct rows of them all, in distinct_rows' order: the rows
+    # of the slices' distinct rows, equal ones merged (their dtype that of the slices' tables joined)
+    every = _joined_arrays([rows.iloc[:, :k].to_numpy() for rows in slices])
+    distinct, into, _ = m.distinct_rows(every)
+    sizes = np.bincount(into, weights=np.concatenate([rows["units"].to_numpy() for rows in slices]))
+    sizes = sizes.astype(np.intp)
+    rated = distinct.sum(axis=1) >= 2
     # graders x categories, as pd.crosstab of graders and labels gave it: the graders (sorted) and
     # the categories used (in the order of their labels as text) with a judgment in the scale
-    by_grader = _joined(graded).groupby(level=0).sum()
+    by_grader = _joined([graded for _, graded, _ in counted]).groupby(level=0).sum()
     by_grader = by_grader.loc[by_grader.sum(axis=1).to_numpy() > 0]
     used = [j for j in sorted(range(k), key=lambda j: str(cats[j])) if by_grader[j].sum() > 0]
     by_grader = by_grader[used]
     out: dict[str, Any] = {
-        "units_rated": int(rated.sum()),
-        "units_excluded": int((~rated).sum()),
+        "units_rated": int(sizes[rated].sum()),
+        "units_excluded": int(sizes[~rated].sum()),
         "chi2_graders": m.chi2_independence(by_grader.to_numpy())._asdict(),
     }
     # Each level's figures are sums over units of a function of the unit's count row, and units with
@@ -199,20 +198,52 @@ def _categorical_agreement(
     # (a few dozen at 10^7 judgments, where each pass over the 2,000,000 rows cost 0.1-0.3 s), and
     # the bootstrap draws from the same groups, in the same order, as from the table of every unit.
     # The collapsed level's rows are the collapsed distinct rows, equal ones merged.
-    distinct, inverse, sizes = m.distinct_rows(counts)
     level = {"rng": rng, "n_boot": n_boot, "confidence": confidence}
     out["levels"] = [_level(f"{len(cats)} levels", distinct, sizes, cats, **level)]
     if spec.collapse:
         merged, merged_sizes, new_cats = m.collapse_groups(distinct, sizes, cats, spec.collapse)
         out["levels"].append(_level(f"{len(new_cats)} levels", merged, merged_sizes, new_cats, **level))
     out["cohen"] = _cohen(judgments, spec, cats) if len(by_grader) == 2 else None
-    query_of = pd.Series(_joined_arrays(queries))
-    if rated.any() and query_of.notna().any():
-        kinds = m.kind_codes(distinct)[inverse]  # each unit's kind, from its row's
-        has_query = query_of.notna().to_numpy()
-        query_codes, _ = pd.factorize(query_of.to_numpy()[has_query])  # ids or names: only groups matter
-        out["chi2_queries"] = m.chi2_queries_coded(query_codes, kinds[has_query])._asdict()
+    kinds = [by_query for _, _, by_query in counted if by_query is not None]
+    if rated.any() and kinds:
+        # the queries in the order of their first unit, as factorizing each unit's query numbers them
+        table = _joined(kinds).groupby(level=0, sort=False).sum()
+        out["chi2_queries"] = m.chi2_queries_counted(table.to_numpy())._asdict()
     return out
+
+
+def _categorical_slice(
+    chunk: pd.DataFrame, spec: ValueSpec
+) -> tuple[pd.DataFrame | None, pd.DataFrame | None, pd.DataFrame | None]:
+    """A slice's count rows (``shapes.distinct_rows`` of its units' counts in each category, with
+    how many units have each), its graders x categories counts, and its queries (in the order of
+    their first unit) x places in ``["", *KINDS]``; Nones when no judgment of it is in the scale.
+
+    Each judgment's category is read as its place in the scale (``values.places``): the rows of
+    ``values.categorical_long``, counted as ``shapes.long_to_counts`` and a groupby of (grader,
+    label) counted them, without hashing every label."""
+    k = len(spec.categories)
+    place = places(chunk, spec)
+    inside = place >= 0
+    if not inside.any():
+        return None, None, None
+    place = place[inside]
+    unit, grader = chunk["unit"].to_numpy()[inside], chunk["grader"].to_numpy()[inside]
+    codes, size = sorted_unit_codes(unit)  # each judgment's unit as its place among the sorted ids
+    grader_codes, graders = pd.factorize(grader, sort=True)  # the graders, sorted, by hashing
+    table = np.bincount(codes * k + place, minlength=size * k).reshape(size, k)
+    # Counts are a unit's judgments (a few): the smallest integer type holds them
+    distinct, inverse, sizes = m.distinct_rows(table.astype(np.min_scalar_type(int(table.max()))))
+    rows = pd.DataFrame(distinct, columns=[f"count_{j}" for j in range(k)]).assign(units=sizes.astype(np.int64))
+    by_place = np.bincount(grader_codes * k + place, minlength=graders.size * k).reshape(graders.size, k)
+    graded = pd.DataFrame(by_place, index=graders)
+    query = chunk["query"].to_numpy()[inside][_first_rows(codes, size)]  # each unit's, from its first row
+    has_query = ~pd.isna(query)
+    if not has_query.any():
+        return rows, graded, None
+    query_codes, queries = pd.factorize(query[has_query])  # in the order of their first unit
+    by_query = m.kinds_per_query(query_codes, m.kind_codes(distinct)[inverse][has_query])
+    return rows, graded, pd.DataFrame(by_query, index=queries)
 
 
 def _first_rows(codes: np.ndarray, size: int) -> np.ndarray:
@@ -519,8 +550,8 @@ def _fine_by_broad(judgments: Judgments, spec: ValueSpec) -> list[list[np.ndarra
         place, fine = place[both], fine[both]
         if (place == OUTSIDE).any():
             _outside_refused(judgments, categories)
-        for j, pieces in enumerate(scores):
-            pieces.append(_compact(fine[place == j]))
+        for j, kept in enumerate(scores):
+            kept.append(_compact(fine[place == j]))
     _released()
     return scores if seen else None
 
