@@ -274,8 +274,12 @@ class StoredJudgments(Judgments):
             ends = np.asarray(self._bounds, dtype=np.int64)
             context = repr((self.spec, sorted(self.excluded), {c: str(t) for c, t in self._dtypes.items()}))
             digests = [_part_slices(part, ends, memo) for part in self.parts]
+            # a part with no row in a slice (b"") adds nothing to it: a new grader's part leaves the
+            # keys of the slices it has no judgment in as they were
             self._keys = [
-                slice_memo.key("slices", context, ends[max(i - 1, 0) : i + 1].tobytes(), *(d[i] for d in digests))
+                slice_memo.key(
+                    "slices", context, ends[max(i - 1, 0) : i + 1].tobytes(), *(d[i] for d in digests if d[i])
+                )
                 for i in range(ends.size)
             ]
         return self._keys
@@ -484,8 +488,9 @@ def _derived_as_is(spec: ValueSpec, dtypes: Mapping[str, Any]) -> dict[str, str]
 
 def _part_slices(part: ShardPart, ends: np.ndarray, memo: slice_memo.SliceMemo) -> list[bytes]:
     """A digest of the part's rows in each slice (``ends``: each slice's last unit), every column
-    as stored. Lent by the run before when it read the same part (the same bytes) with the same
-    slices; computed from the part's columns otherwise (a part read by this run)."""
+    as stored; b"" for a slice it has no row in. Lent by the run before when it read the same part
+    (the same bytes) with the same slices; computed from the part's columns otherwise (a part read
+    by this run)."""
     stored = slice_memo.key("part slices", hashlib.blake2b(part.stored, digest_size=16).digest(), ends.tobytes())
     lent = memo.lend(stored)
     if lent is None:
@@ -504,9 +509,11 @@ def _part_slices(part: ShardPart, ends: np.ndarray, memo: slice_memo.SliceMemo) 
             for digest, start, stop in zip(digests, [0, *stops[:-1]], stops, strict=True):
                 digest.update(f"{name}:{values.dtype.str}".encode())
                 digest.update(data[start * width : stop * width])
-        lent = b"".join(d.digest() for d in digests)
+        empty = np.diff(np.append(0, stops)) == 0
+        lent = b"".join(bytes(16) if none else d.digest() for d, none in zip(digests, empty, strict=True))
     memo.keep(stored, lent)
-    return [lent[i * 16 : (i + 1) * 16] for i in range(ends.size)]
+    digests = [lent[i * 16 : (i + 1) * 16] for i in range(ends.size)]
+    return [b"" if d == bytes(16) else d for d in digests]
 
 
 class _PartReader:

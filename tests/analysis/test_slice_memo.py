@@ -19,9 +19,9 @@ from analysis.services.sections.graders_queries import graders, queries
 from analysis.services.shards import part_dumps, part_loads, parts_behaviour, shard_compute, shard_plan
 from analysis.services.slice_memo import SliceMemo, decoded, encoded
 from analysis.services.values import value_spec
-from grading.models import Judgment
+from grading.models import Judgment, Unit
 from tests.analysis.conftest import judge_broad_fine
-from tests.factories import make_campaign
+from tests.factories import make_campaign, make_user
 
 pytestmark = [pytest.mark.django_db, pytest.mark.both_backends]
 ROWS = 7  # a slice's rows: small, so that the campaign below is cut into many slices
@@ -81,6 +81,22 @@ def test_a_run_takes_the_slices_that_did_not_change_and_gives_what_computing_all
     assert got == _sections(changed, spec) and got != expected
     assert (after.taken, after.computed) == (3 * (slices - 1), 3)  # only the last unit's slice, per section
     assert (after.slices, after.slices_reused, after.read) == (slices, slices - 1, {slices - 1})
+
+
+def test_a_new_graders_part_changes_only_the_slices_of_the_units_they_judged(campaign):
+    spec = value_spec(campaign)
+    before = StoredJudgments(_parts(campaign, 1), spec, rows=ROWS)  # a part per grader
+    memo = SliceMemo()
+    keys = before.slice_keys(memo)
+    unit = Unit.objects.filter(campaign=campaign).order_by("pk").first()
+    Judgment.objects.create(campaign=campaign, grader=make_user(), unit=unit, broad="VS", fine=7)
+    after = StoredJudgments(_parts(campaign, 1), spec, rows=ROWS)
+    assert len(after.parts) == len(before.parts) + 1
+    lent = _lent(memo)
+    changed = [i for i, (a, b) in enumerate(zip(keys, after.slice_keys(lent), strict=True)) if a != b]
+    assert changed == [0]  # the first unit's slice alone
+    # the old parts' digests were lent, the new part's made: the next run is lent all of them
+    assert sum(1 for k in lent.store.kept if k not in lent.store.before) == 1
 
 
 def test_graders_left_out_change_every_slice_key(campaign):
