@@ -63,9 +63,10 @@ class AnalysisRun(models.Model):
     bootstrap_blocks_reused = models.PositiveIntegerField(default=0)
     # The slices of units the combining step read the judgments in (0 for a run of one shard, which
     # keeps nothing), and of those how many it never read, every section's sums of them taken from
-    # the run before (``analysis.services.slice_memo``).
-    slices_total = models.PositiveIntegerField(default=0)
-    slices_reused = models.PositiveIntegerField(default=0)
+    # the run before (``analysis.services.slice_memo``). A default in the database too, so that code
+    # from before them, still running while they are added, can make a run.
+    slices_total = models.PositiveIntegerField(default=0, db_default=0)
+    slices_reused = models.PositiveIntegerField(default=0, db_default=0)
     # The campaign's event log as the run counted it when it planned its shards (events, first and
     # last server time: ``selectors.EventLog``), for the report's overview; None before that.
     event_log = models.JSONField(null=True, blank=True, editable=False)

@@ -110,8 +110,8 @@ def pieces(
 
 
 def encoded(frames: tuple[Piece, ...]) -> bytes:
-    """Frames (or None) as bytes: each an Arrow IPC stream of the frame with its index, after its
-    length (0 for None)."""
+    """Frames (or None) as bytes: each an Arrow IPC stream of the frame with its index (a range
+    index as metadata alone), after its length (0 for None)."""
     out = io.BytesIO()
     out.write(struct.pack("<Q", len(frames)))
     for frame in frames:
@@ -119,7 +119,7 @@ def encoded(frames: tuple[Piece, ...]) -> bytes:
             out.write(struct.pack("<Q", 0))
             continue
         sink = pa.BufferOutputStream()
-        table = pa.Table.from_pandas(frame, preserve_index=True)
+        table = pa.Table.from_pandas(frame, preserve_index=None)
         with pa.ipc.new_stream(sink, table.schema) as writer:
             writer.write_table(table)
         data = sink.getvalue().to_pybytes()

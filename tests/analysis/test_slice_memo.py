@@ -147,10 +147,11 @@ def test_pieces_come_back_as_they_were_kept():
         pd.DataFrame({"n": np.array([1, 2], dtype=np.int64), "x": [0.1, np.nan]}, index=pd.Index([3, 9], name="g")),
         None,
         pd.DataFrame({"a": [1.0]}, index=pd.Index([2.5])),
+        pd.DataFrame({"count_0": np.array([3], dtype=np.uint8), "units": [7]}),  # a range index
     )
     back = decoded(encoded(frames))
     assert back[1] is None
-    for got, want in zip((back[0], back[2]), (frames[0], frames[2]), strict=True):
+    for got, want in zip((back[0], back[2], back[3]), (frames[0], frames[2], frames[3]), strict=True):
         pd.testing.assert_frame_equal(got, want, check_exact=True)
     assert decoded(encoded(())) == ()
 
