@@ -490,30 +490,53 @@ def _part_slices(part: ShardPart, ends: np.ndarray, memo: slice_memo.SliceMemo) 
     """A digest of the part's rows in each slice (``ends``: each slice's last unit), every column
     as stored; b"" for a slice it has no row in. Lent by the run before when it read the same part
     (the same bytes) with the same slices; computed from the part's columns otherwise (a part read
-    by this run)."""
+    by this run), one column at a time."""
     stored = slice_memo.key("part slices", hashlib.blake2b(part.stored, digest_size=16).digest(), ends.tobytes())
     lent = memo.lend(stored)
     if lent is None:
+        import pyarrow as pa
         import pyarrow.parquet as pq
 
-        table = pq.read_table(io.BytesIO(part.stored))
-        units = table.column("unit").to_numpy()
-        stops = np.searchsorted(units, ends, side="right")
+        schema = pq.read_schema(io.BytesIO(part.stored))
+        text = [f.name for f in schema if pa.types.is_string(f.type) or pa.types.is_large_string(f.type)]
+        file = pq.ParquetFile(io.BytesIO(part.stored), read_dictionary=text)
         digests = [hashlib.blake2b(digest_size=16) for _ in range(ends.size)]
-        for name in table.column_names:
-            values = _as_numpy(table.column(name).combine_chunks())
-            if values.dtype == object:  # text (and None): each value's 64-bit hash, as pandas makes it
-                values = pd.util.hash_array(values)
-            data = memoryview(np.ascontiguousarray(values)).cast("B")
+        for name in ["unit", *(n for n in schema.names if n != "unit")]:
+            values = _digested(file.read(columns=[name], use_threads=False).column(name))
+            if name == "unit":
+                stops = np.searchsorted(values, ends, side="right")
+                starts = np.append(0, stops[:-1])
+            data = memoryview(values).cast("B")
             width = values.dtype.itemsize
-            for digest, start, stop in zip(digests, [0, *stops[:-1]], stops, strict=True):
+            for digest, start, stop in zip(digests, starts.tolist(), stops.tolist(), strict=True):
                 digest.update(f"{name}:{values.dtype.str}".encode())
                 digest.update(data[start * width : stop * width])
-        empty = np.diff(np.append(0, stops)) == 0
+            del values, data
+        empty = starts == stops
         lent = b"".join(bytes(16) if none else d.digest() for d, none in zip(digests, empty, strict=True))
     memo.keep(stored, lent)
     digests = [lent[i * 16 : (i + 1) * 16] for i in range(ends.size)]
     return [b"" if d == bytes(16) else d for d in digests]
+
+
+_NULL_HASH = np.uint64(0x9E3779B97F4A7C15)  # a missing text value's, where every other has pandas' hash
+
+
+def _digested(column: Any) -> np.ndarray:
+    """A column's values as the bytes ``_part_slices`` digests: numbers as they are, text (read as
+    an Arrow dictionary) as each value's 64-bit hash (pandas' ``hash_array``), taken from the hashes
+    of each chunk's few distinct values (never an object a row)."""
+    import pyarrow as pa
+
+    if not pa.types.is_dictionary(column.type):
+        values = _as_numpy(column.combine_chunks())
+        return np.ascontiguousarray(pd.util.hash_array(values) if values.dtype == object else values)
+    out = []
+    for coded in column.chunks:
+        words = coded.dictionary.to_numpy(zero_copy_only=False)
+        hashes = np.append(pd.util.hash_array(words.astype(object)), _NULL_HASH)
+        out.append(hashes[coded.indices.fill_null(len(words)).to_numpy(zero_copy_only=False)])
+    return np.concatenate(out) if out else np.empty(0, dtype=np.uint64)
 
 
 class _PartReader:

@@ -20,6 +20,7 @@ from analysis.services.shards import part_dumps, part_loads, parts_behaviour, sh
 from analysis.services.slice_memo import SliceMemo, decoded, encoded
 from analysis.services.values import value_spec
 from grading.models import Judgment, Unit
+from grading.models.choices import Scheme
 from tests.analysis.conftest import judge_broad_fine
 from tests.factories import make_campaign, make_user
 
@@ -97,6 +98,27 @@ def test_a_new_graders_part_changes_only_the_slices_of_the_units_they_judged(cam
     assert changed == [0]  # the first unit's slice alone
     # the old parts' digests were lent, the new part's made: the next run is lent all of them
     assert sum(1 for k in lent.store.kept if k not in lent.store.before) == 1
+
+
+@pytest.mark.parametrize("scheme", [Scheme.BROAD_FINE, Scheme.CATEGORICAL, Scheme.NUMERIC])
+def test_campaigns_without_queries_and_of_other_schemes_take_what_did_not_change(scheme):
+    campaign = make_campaign(scheme=scheme, n_queries=0, n_candidates=12, graders=3, overlap=3)
+    spec = value_spec(campaign)
+    ratings = [Judgment(campaign=campaign, grader=a.grader, unit=a.unit) for a in campaign.assignments.all()]
+    for i, judgment in enumerate(ratings):
+        if scheme == Scheme.BROAD_FINE:
+            judgment.broad, judgment.fine = ["NS", "SS", "VS"][i % 3], i % 11
+        elif scheme == Scheme.CATEGORICAL:
+            judgment.label = spec.categories[i % len(spec.categories)]
+        else:
+            judgment.score = float(i % 7)
+    Judgment.objects.bulk_create(ratings)
+    first = SliceMemo()
+    expected = _sections(_parts(campaign), spec)
+    assert _sections(_parts(campaign), spec, first) == expected and first.slices > 1
+    again = _lent(first)
+    assert _sections(_parts(campaign), spec, again) == expected
+    assert again.slices_reused == again.slices
 
 
 def test_graders_left_out_change_every_slice_key(campaign):
