@@ -185,7 +185,7 @@ def _complete(run: AnalysisRun, progress: attempts.Progress, parts: list[ShardPa
     last sections are computed (``_StoreAlongside``), in the transaction that then stores the result."""
     alongside = _StoreAlongside(run) if _StoreAlongside.possible() else None
     kept = reuse.sums_lent(run=run)
-    memo = SliceMemo(kept)  # the sections' sums of slices, kept beside the bootstrap's blocks
+    memo = SliceMemo(kept, units=reuse.units_lent(run=run))  # the sections' sums of slices, kept beside the blocks
     try:
         result, units = report_compute(
             campaign_id=run.campaign_id,

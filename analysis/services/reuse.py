@@ -26,11 +26,12 @@ from django.db import transaction
 from django.db.models import Exists, Subquery
 from django.utils import timezone
 
-from analysis import selectors
+from analysis import selectors, unit_blocks
 from analysis.metrics import KeptSums
 from analysis.models import AnalysisRun, KeptSum, RunShard, RunStatus
 from analysis.selectors import GraderSpan
 from analysis.services import attempts
+from analysis.services.slice_memo import KEY_PREFIX, LentUnits
 from grading.models import Campaign
 
 ANALYSIS = Path(__file__).resolve().parents[1]
@@ -157,6 +158,23 @@ def sums_lent(*, run: AnalysisRun) -> KeptSums:
         .values_list("key", "sums")
     )
     return KeptSums(before={key: bytes(sums) for key, sums in rows})
+
+
+def units_lent(*, run: AnalysisRun) -> LentUnits | None:
+    """The per-unit rows stored by the campaign's latest succeeded run that kept slices' sums, and
+    the keys it kept (``slice_memo.LentUnits``), lent to ``run``; None when no run kept any."""
+    kept = KeptSum.objects.filter(key__startswith=KEY_PREFIX, run__status=RunStatus.SUCCEEDED)
+    lender = (
+        kept.filter(run__campaign_id=run.campaign_id)
+        .exclude(run_id=run.pk)
+        .order_by("-run_id")
+        .values_list("run_id", flat=True)
+        .first()
+    )
+    if lender is None:
+        return None
+    keys = frozenset(kept.filter(run_id=lender).values_list("key", flat=True))
+    return LentUnits(rows=unit_blocks.RunUnits(lender), keys=keys)
 
 
 def sums_keep(*, run: AnalysisRun, kept: KeptSums) -> None:

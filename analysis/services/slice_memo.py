@@ -22,6 +22,7 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from functools import cache
 from pathlib import Path
+from typing import Any
 
 import pandas as pd
 import pyarrow as pa
@@ -32,11 +33,22 @@ Piece = pd.DataFrame | None
 ANALYSIS = Path(__file__).resolve().parents[1]
 
 
+@dataclass(frozen=True)
+class LentUnits:
+    """The per-unit rows stored by the run that lent a memo (``unit_blocks.RunUnits``), and the
+    keys it kept: a slice whose mark (``unit_rows_mark``) is among them had the same rows in that
+    run, so its units' stored figures are this run's."""
+
+    rows: Any
+    keys: frozenset[str]
+
+
 @dataclass
 class SliceMemo:
     """A run's lent and kept pieces of slices, and how many of its slices' pieces it took."""
 
     store: KeptSums = field(default_factory=KeptSums)
+    units: LentUnits | None = None
     taken: int = 0  # sections' sums of a slice, taken
     computed: int = 0  # and computed
     slices: int = 0  # the run's slices, once a section asked for their keys

@@ -8,7 +8,7 @@ from datetime import UTC, datetime, timedelta
 import pandas as pd
 import pytest
 
-from analysis import unit_blocks
+from analysis import metrics, unit_blocks
 from analysis.metrics import bootstrap
 from analysis.models import AnalysisRun, KeptSum, RunShard, RunStatus
 from analysis.reports.serialize import jsonable
@@ -117,17 +117,30 @@ def test_a_run_takes_the_sums_of_the_slices_whose_judgments_did_not_change(campa
     """Slices of about 7 judgments; one judgment changes: the next run reads only that judgment's
     slice (the others' sums taken from the run before) and reports what computing everything gives."""
     monkeypatch.setattr(values, "CHUNK_ROWS", 7)
+    computed = []  # the slices whose units' figures were computed, not read from the run before's rows
+    confusability = metrics.unit_confusability
+    monkeypatch.setattr(metrics, "unit_confusability", lambda frame: computed.append(1) or confusability(frame))
     first = _run(campaign)
-    assert first.slices_total > 3 and first.slices_reused == 0
+    assert first.slices_total > 3 and first.slices_reused == 0 and len(computed) == first.slices_total
+    computed.clear()
     same = _run(campaign)
     assert (same.slices_total, same.slices_reused) == (first.slices_total, first.slices_total)
-    assert same.result == first.result
+    assert same.result == first.result and not computed
     _change(campaign, _graders(campaign)[1])
 
     second = _run(campaign)
     assert (second.slices_total, second.slices_reused) == (first.slices_total, first.slices_total - 1)
-    expected, _ = report_compute(campaign_id=campaign.pk, parameters=second.parameters, seed=9)
+    assert len(computed) == 1
+    expected, units = report_compute(campaign_id=campaign.pk, parameters=second.parameters, seed=9)
     assert second.result == jsonable(expected) and second.result != first.result
+    # the per-unit rows too: those of the slices not read were the run before's stored figures
+    stored = unit_blocks.RunUnits(second.pk).frame()
+    pd.testing.assert_frame_equal(stored[list(units.columns)], units, check_exact=True, check_dtype=False)
+    KeptSum.objects.all().delete()  # nothing to take: every slice is read
+    third = _run(campaign)
+    assert (third.slices_total, third.slices_reused) == (first.slices_total, 0)
+    assert third.result == second.result
+    pd.testing.assert_frame_equal(unit_blocks.RunUnits(third.pk).frame(), stored, check_exact=True)
 
 
 def test_a_run_takes_the_bootstrap_blocks_whose_units_did_not_change_and_reports_what_drawing_all_gives(

@@ -18,6 +18,7 @@ import pandas as pd
 from analysis import metrics as m
 from analysis.metrics.agreement import rated_groups
 from analysis.reports.serialize import jsonable
+from analysis.services import slice_memo
 from analysis.services.judgments import Judgments, judgments_of
 from analysis.services.slice_memo import SliceMemo, pieces
 from analysis.services.values import (
@@ -109,7 +110,7 @@ def agreement_report(
     """
     rng = np.random.default_rng(seed)
     judgments = _valued(judgments, spec)
-    units = unit_table(judgments, spec)
+    units = unit_table(judgments, spec, memo)
     sections = {
         "agreement": agreement(judgments, spec, rng=rng, n_boot=n_boot, confidence=confidence, kept=kept, memo=memo),
         "confusability": confusability(units),
@@ -385,12 +386,14 @@ def _no_interval_unless(n_boot: int, est: m.Estimate) -> m.Estimate:
 # --- per unit ---------------------------------------------------------------------------------------
 
 
-def unit_table(judgments: pd.DataFrame | Judgments, spec: ValueSpec) -> pd.DataFrame:
+def unit_table(judgments: pd.DataFrame | Judgments, spec: ValueSpec, memo: SliceMemo | None = None) -> pd.DataFrame:
     """Per unit: query, n, mean, median, majority, dif, std, entropy, and the BROAD/label distribution.
 
     Computed a slice of whole units at a time (``Judgments.chunks``), each slice's rows written
     into the table's columns: at 10^7 judgments, groupbys over every judgment, and pieces joined
-    and concatenated, held several times the 200 MB table."""
+    and concatenated, held several times the 200 MB table. The figures of the units' numbers
+    (``metrics.unit_confusability``, most of the table's time) of a slice whose rows did not change
+    are read from the per-unit rows the run before stored (``memo.units``), as it computed them."""
     judgments = _valued(judgments, spec)
     if judgments.empty or not (spec.has_numbers or spec.has_categories):
         return pd.DataFrame(columns=["unit", "query", "n"])
@@ -400,17 +403,23 @@ def unit_table(judgments: pd.DataFrame | Judgments, spec: ValueSpec) -> pd.DataF
     counts = np.zeros((len(index), len(spec.categories)), dtype=np.int64)
     any_numbers = False
     value_columns = [c for c, wanted in (("place", spec.has_categories), ("num", spec.has_numbers)) if wanted]
-    for chunk in judgments.chunks([*LONG, *value_columns]):
+    marks = _unit_rows_marks(judgments, memo) if numbers is not None else None
+    for i, chunk in enumerate(judgments.chunks([*LONG, *value_columns])):
         query_of = chunk[["unit", "query"]].drop_duplicates("unit")
         if "query" not in columns:  # every unit's, of the judgments' dtype
             columns["query"] = np.empty(len(index), query_of["query"].dtype)
         columns["query"][index.searchsorted(query_of["unit"])] = query_of["query"].to_numpy()
         if numbers is not None:
-            num = numeric_long(chunk)
-            if not num.empty:
-                per_unit = m.unit_confusability(num[["unit", "grader", "value"]])
-                numbers[index.searchsorted(per_unit.index)] = per_unit.to_numpy(dtype=float)
-                any_numbers = True
+            had = _numbers_taken(chunk, memo, marks[i], numbers, index) if marks is not None else None
+            if had is None:  # computed
+                num = numeric_long(chunk)
+                had = not num.empty
+                if had:
+                    per_unit = m.unit_confusability(num[["unit", "grader", "value"]])
+                    numbers[index.searchsorted(per_unit.index)] = per_unit.to_numpy(dtype=float)
+            any_numbers |= had
+            if marks is not None:
+                memo.keep(marks[i], b"numbers" if had else b"none")
         if spec.has_categories:  # each unit's judgments in each category of the scale, from their places in it
             counted, units = _category_counts(chunk["unit"].to_numpy(), places(chunk, spec), len(spec.categories))
             counts[index.searchsorted(units)] = counted
@@ -430,6 +439,34 @@ def unit_table(judgments: pd.DataFrame | Judgments, spec: ValueSpec) -> pd.DataF
             columns["n"] = counts.sum(axis=1)
     columns["n"] = pd.Series(columns["n"]).fillna(0).astype(int).to_numpy()
     return pd.DataFrame(columns, copy=False)  # the columns are laid out by dtype once (copy=True: twice)
+
+
+def _unit_rows_marks(judgments: Judgments, memo: SliceMemo | None) -> list[str] | None:
+    """Each slice's mark among the keys a run keeps (``slice_memo``): kept by every run that
+    stores its per-unit rows, it says that the run's stored rows of the slice's units were computed
+    from the slice's rows; b"numbers" or b"none" whether any of them had a number. None: no keys."""
+    keys = judgments.slice_keys(memo) if memo is not None else None
+    return None if keys is None else [slice_memo.key("slice", "unit rows", k) for k in keys]
+
+
+def _numbers_taken(
+    chunk: pd.DataFrame, memo: SliceMemo, mark: str, numbers: np.ndarray, index: pd.Index
+) -> bool | None:
+    """Fill the rows of ``numbers`` (``metrics.confusability.COLUMNS``) of the slice's units from
+    the per-unit rows the run before stored, when it marked the slice (``_unit_rows_marks``): True,
+    or False when none of its units had a number; None when they are to be computed. A unit of the
+    slice had a number when its stored n is more than 0 (the table's n is the count of its numbers)."""
+    lent = memo.units
+    if lent is None or mark not in lent.keys:
+        return None
+    had = memo.lend(mark)
+    if had != b"numbers":
+        return False if had == b"none" else None
+    units = chunk["unit"].to_numpy()
+    stored = lent.rows.span(int(units[0]), int(units[-1]), m.confusability.COLUMNS)
+    stored = stored[(stored["n"] > 0).to_numpy()]
+    numbers[index.searchsorted(stored["unit"].to_numpy())] = stored[m.confusability.COLUMNS].to_numpy(dtype=float)
+    return True
 
 
 def _category_counts(unit: np.ndarray, place: np.ndarray, k: int) -> tuple[np.ndarray, np.ndarray]:
