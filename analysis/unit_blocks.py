@@ -214,20 +214,23 @@ class RunUnits:
             return _frame(SCHEMA.empty_table().select(list(wanted)))
         return pd.concat(frames, ignore_index=True) if len(frames) > 1 else frames[0]
 
-    def span(self, low: int, high: int, columns: Sequence[str]) -> pd.DataFrame:
-        """The stored rows of the units ``low``..``high`` as the run stored them (units deleted
-        since included), as a frame of ``columns`` and "unit", in unit order: the blocks that hold
-        them, and nothing else, are read."""
+    def span(self, low: int, high: int, columns: Sequence[str]) -> dict[str, np.ndarray]:
+        """The stored values of the units ``low``..``high`` as the run stored them (units deleted
+        since included), in unit order: ``columns`` and "unit", each an array (a missing number
+        NaN). Only the blocks that hold them are read, and made into arrays once, together."""
         wanted = _wanted(columns)
         ids = [b.pk for b in self._blocks if b.first_unit <= high and b.last_unit >= low]
         datas = dict(UnitBlock.objects.filter(pk__in=ids).values_list("pk", "data")) if ids else {}
-        frames = [_frame(decode(datas.pop(pk), wanted)) for pk in ids]
-        if not frames:
-            return _frame(SCHEMA.empty_table().select(list(wanted)))
-        frame = pd.concat(frames, ignore_index=True) if len(frames) > 1 else frames[0]
-        units = frame["unit"].to_numpy()
+        tables = [decode(datas.pop(pk), wanted) for pk in ids]
+        table = pa.concat_tables(tables) if tables else SCHEMA.empty_table().select(list(wanted))
+        units = table.column("unit").to_numpy()
         inside = (units >= low) & (units <= high)
-        return frame if inside.all() else frame[inside].reset_index(drop=True)
+        out = {}
+        for name in wanted:
+            values = table.column(name)
+            values = values.to_numpy() if values.null_count == 0 else values.to_numpy(zero_copy_only=False)
+            out[name] = values if inside.all() else values[inside]
+        return out
 
     def row(self, unit_id: int) -> dict[str, Any] | None:
         """One unit's values (None where missing, the distribution as a dict), or None if the run has

@@ -464,8 +464,10 @@ def _numbers_taken(
         return False if had == b"none" else None
     units = chunk["unit"].to_numpy()
     stored = lent.rows.span(int(units[0]), int(units[-1]), m.confusability.COLUMNS)
-    stored = stored[(stored["n"] > 0).to_numpy()]
-    numbers[index.searchsorted(stored["unit"].to_numpy())] = stored[m.confusability.COLUMNS].to_numpy(dtype=float)
+    had = stored["n"] > 0
+    rows = index.searchsorted(stored["unit"][had])
+    for j, name in enumerate(m.confusability.COLUMNS):
+        numbers[rows, j] = stored[name][had]
     return True
 
 
