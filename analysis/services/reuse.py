@@ -9,10 +9,12 @@ summary). A shard whose fingerprint equals that of a shard of the campaign's lat
 takes that shard's stored part, copied inside the database, and is counted done without reading.
 
 The combining step computes every figure from all the parts, as it does for a run that read them
-all, but for the bootstrap of alpha over many units: it takes the products of the blocks of units
-whose rows and draws are those of the run before (``sums_lent``, ``sums_keep``). A grader's new
-work changes the fingerprint of the shard that holds the grader, so what a run saves depends on
-how many shards hold graders who did nothing since.
+all, but for the bootstrap of alpha over many units, which takes the products of the blocks of
+units whose rows and draws are those of the run before (``sums_lent``, ``sums_keep``), and the
+sections that keep sums per slice of units, which take those of the slices whose rows are the run
+before's, and the figures of those slices' units that it stored (``slice_memo``, ``units_lent``;
+docs/analysis.md, "Reusing slices"). A grader's new work changes the fingerprint of the shard that
+holds the grader, so what a run saves depends on how many shards hold graders who did nothing since.
 """
 
 from __future__ import annotations
