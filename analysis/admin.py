@@ -42,6 +42,10 @@ class AnalysisRunAdmin(admin.ModelAdmin):
         "shards_total",
         "shards_done",
         "shards_reused",
+        "bootstrap_blocks",
+        "bootstrap_blocks_reused",
+        "slices_total",
+        "slices_reused",
     ]
     date_hierarchy = "created_at"
 

@@ -16,3 +16,7 @@ def test_the_admin_shows_a_runs_shards_and_offers_no_field_to_change_them(client
     html = client.get(f"/admin/analysis/analysisrun/{run.pk}/change/").content.decode()
     assert "Shards total" in html and "Shards done" in html
     assert 'name="shards_total"' not in html and 'name="shards_done"' not in html
+    # what it took from the run before, shown and not to be changed either
+    for field in ("shards_reused", "bootstrap_blocks", "bootstrap_blocks_reused", "slices_total", "slices_reused"):
+        label = field.replace("_", " ").capitalize()
+        assert label in html and f'name="{field}"' not in html, field
