@@ -82,10 +82,10 @@ class Judgments:
         for: keep what a slice gives, not the slice."""
         raise NotImplementedError
 
-    def slice_keys(self, lent: Mapping[str, bytes]) -> list[str] | None:
+    def slice_keys(self, memo: slice_memo.SliceMemo) -> list[str] | None:
         """A digest of each slice's rows, in the order of ``chunks`` (``slice_memo``): slices of
         equal keys hold the same rows, with the same columns, read by the same code. None: not
-        known here. ``lent`` holds what a run before kept (the parts' digests among it)."""
+        known here. ``memo`` lends what a run before kept (the parts' digests among it)."""
         return None
 
     def units(self) -> tuple[np.ndarray, np.ndarray]:
@@ -173,7 +173,8 @@ class StoredJudgments(Judgments):
     of their graders, so the rows of every judgment in (unit, grader) order are the parts' rows
     merged by unit, each unit's rows in the order of the parts. The slices are cut where
     ``values.unit_chunks`` cuts that whole (``values.slice_ends``, from each unit's number of
-    judgments, found once: O(units)). Each part is then read once per pass, in order, as far as the slice reaches."""
+    judgments, found once: O(units)). Each part is then read once per pass, in order, as far as
+    the slice reaches."""
 
     def __init__(
         self, parts: list[ShardPart], spec: ValueSpec, *, excluded: set[int] | None = None, rows: int | None = None
@@ -494,14 +495,9 @@ def _part_slices(part: ShardPart, ends: np.ndarray, memo: slice_memo.SliceMemo) 
     stored = slice_memo.key("part slices", hashlib.blake2b(part.stored, digest_size=16).digest(), ends.tobytes())
     lent = memo.lend(stored)
     if lent is None:
-        import pyarrow as pa
-        import pyarrow.parquet as pq
-
-        schema = pq.read_schema(io.BytesIO(part.stored))
-        text = [f.name for f in schema if pa.types.is_string(f.type) or pa.types.is_large_string(f.type)]
-        file = pq.ParquetFile(io.BytesIO(part.stored), read_dictionary=text)
+        file = _parquet_file(part.stored)
         digests = [hashlib.blake2b(digest_size=16) for _ in range(ends.size)]
-        for name in ["unit", *(n for n in schema.names if n != "unit")]:
+        for name in ["unit", *(n for n in file.schema_arrow.names if n != "unit")]:
             values = _digested(file.read(columns=[name], use_threads=False).column(name))
             if name == "unit":
                 stops = np.searchsorted(values, ends, side="right")
@@ -587,15 +583,18 @@ def _parquet_batches(data: bytes, columns: list[str], size: int) -> Iterator[pd.
     BROAD label is one of three), not one object made per row: with the columns put side by side
     as they are, 0.6 s less of the first pass at 10^7 judgments; the values sharing their objects,
     hashing them later (the spill, ``category_positions``) is faster too."""
+    for batch in _parquet_file(data).iter_batches(batch_size=size, columns=columns):
+        yield pd.DataFrame({name: _as_numpy(batch.column(name)) for name in batch.schema.names}, copy=False)
+
+
+def _parquet_file(data: bytes) -> Any:
+    """A part's Parquet (``pyarrow.parquet.ParquetFile``), its text columns read as Arrow dictionaries."""
     import pyarrow as pa
     import pyarrow.parquet as pq
 
     schema = pq.read_schema(io.BytesIO(data))
-    text = [
-        c for c in columns if pa.types.is_string(schema.field(c).type) or pa.types.is_large_string(schema.field(c).type)
-    ]
-    for batch in pq.ParquetFile(io.BytesIO(data), read_dictionary=text).iter_batches(batch_size=size, columns=columns):
-        yield pd.DataFrame({name: _as_numpy(batch.column(name)) for name in batch.schema.names}, copy=False)
+    text = [f.name for f in schema if pa.types.is_string(f.type) or pa.types.is_large_string(f.type)]
+    return pq.ParquetFile(io.BytesIO(data), read_dictionary=text)
 
 
 def _as_numpy(array: Any) -> np.ndarray:

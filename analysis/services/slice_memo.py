@@ -18,11 +18,11 @@ from __future__ import annotations
 import hashlib
 import io
 import struct
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Collection, Iterator, Sequence
 from dataclasses import dataclass, field
 from functools import cache
 from pathlib import Path
-from typing import Any
+from typing import Any, Protocol
 
 import pandas as pd
 import pyarrow as pa
@@ -91,8 +91,18 @@ def code_digest() -> bytes:
     return digest.digest()
 
 
+class Sliced(Protocol):
+    """What ``pieces`` reads: ``judgments.Judgments`` (not imported: it imports this module)."""
+
+    def chunks(
+        self, columns: Sequence[str] | None = None, only: Collection[int] | None = None
+    ) -> Iterator[pd.DataFrame]: ...
+
+    def slice_keys(self, memo: SliceMemo) -> list[str] | None: ...
+
+
 def pieces(
-    judgments: object,
+    judgments: Sliced,
     memo: SliceMemo | None,
     name: str,
     columns: Sequence[str],
@@ -100,7 +110,8 @@ def pieces(
 ) -> list[tuple[Piece, ...]]:
     """``compute`` of each slice of ``judgments`` (``Judgments.chunks(columns)``), in order: taken
     from ``memo`` for the slices whose rows a run before computed it of, computed for the others.
-    Every slice's pieces are kept in ``memo`` for the next run."""
+    Every slice's pieces are kept in ``memo`` for the next run. A slice's key is its rows' and the
+    code's: ``name`` has to name whatever else ``compute`` depends on (none does yet)."""
     keys = judgments.slice_keys(memo) if memo is not None else None
     if keys is None:
         return [compute(chunk) for chunk in judgments.chunks(columns)]

@@ -21,7 +21,6 @@ from analysis.services.slice_memo import SliceMemo, decoded, encoded
 from analysis.services.values import value_spec
 from grading.models import Judgment, Unit
 from grading.models.choices import Scheme
-from tests.analysis.conftest import judge_broad_fine
 from tests.factories import make_campaign, make_user
 
 pytestmark = [pytest.mark.django_db, pytest.mark.both_backends]
@@ -29,10 +28,9 @@ ROWS = 7  # a slice's rows: small, so that the campaign below is cut into many s
 
 
 @pytest.fixture
-def campaign():
-    campaign = make_campaign(n_queries=4, n_candidates=5, graders=6, overlap=4)
-    judge_broad_fine(campaign, seed=11)
-    return campaign
+def campaign(judged_campaign):
+    """A BROAD+FINE campaign of three graders (``conftest.judged_campaign``)."""
+    return judged_campaign
 
 
 def _parts(campaign, per_shard=7):
