@@ -18,7 +18,7 @@ from dataclasses import dataclass
 import numpy as np
 import pandas as pd
 
-from . import _ds_em
+from . import _ds_em, _panels
 from ._checks import short
 
 SMOOTHING = 0.01
@@ -340,14 +340,18 @@ class BiasNoiseResult:
 
 
 def bias_noise(
-    judgments: pd.DataFrame | Coded, *, tol: float = TOL, max_iter: int = 500, min_noise: float | None = None
+    judgments: pd.DataFrame | Coded | _panels.Panels,
+    *,
+    tol: float = TOL,
+    max_iter: int = 500,
+    min_noise: float | None = None,
 ) -> BiasNoiseResult:
     """Per-grader bias and noise for numeric judgments, by alternating weighted least squares.
 
     Parameters
     ----------
-    judgments : long DataFrame with columns ``unit``, ``grader``, ``value`` (numbers), or the same as
-        ``Coded``.
+    judgments : long DataFrame with columns ``unit``, ``grader``, ``value`` (numbers), the same as
+        ``Coded``, or as ``_panels.Panels`` (a caller that lets go of its codes before the fit).
     min_noise : floor on every σ_g (default: 1% of the standard deviation of all values, or 1e-6 if
         they are all equal), so a grader who happens to sit exactly on the estimates does not get
         infinite weight.
@@ -359,10 +363,19 @@ def bias_noise(
     t_u that comes from g. (Without this correction the residuals of a precise grader shrink with
     the estimate they pull towards, and the maximum-likelihood σ_g of the best grader collapses
     to zero.) Stops when no t_u and no σ_g changes by tol or more.
+
+    Units judged by the same graders (a panel) are fitted together when panels are few
+    (``_panels``): the same sums grouped by panel, equal to rounding.
     """
     if not 0 < tol < 1 or int(max_iter) != max_iter or max_iter < 1:
         raise ValueError(f"need 0 < tol < 1 and an integer max_iter ≥ 1; got {tol}, {max_iter}")
-    c = _checked(judgments) if isinstance(judgments, Coded) else _coded(judgments)
+    if isinstance(judgments, _panels.Panels):
+        return _bias_noise_panels(judgments, tol=tol, max_iter=max_iter, min_noise=min_noise)
+    c = judgments if isinstance(judgments, Coded) else _coded(judgments)
+    panels = _panels.panels_of(c)
+    if panels is not None:
+        return _bias_noise_panels(panels, tol=tol, max_iter=max_iter, min_noise=min_noise)
+    c = _checked(c)
     if not all(np.isfinite(c.value[b]).all() for b in _ds_em.blocks(c.value.size)):
         raise ValueError("`judgments` values must be finite numbers")
     n_units, n_graders, u, g, y = c.units.size, c.graders.size, c.unit, c.grader, c.value
@@ -414,6 +427,24 @@ def bias_noise(
         log_likelihood,
         iterations,
         converged,
+    )
+
+
+def _bias_noise_panels(p: _panels.Panels, *, tol: float, max_iter: int, min_noise: float | None) -> BiasNoiseResult:
+    fit = _panels.fit(p, tol=tol, max_iter=max_iter, min_noise=min_noise)
+    noise = np.sqrt(fit.var)
+    return BiasNoiseResult(
+        p.units,
+        fit.score,
+        fit.score_se,
+        p.graders,
+        fit.bias,
+        noise / np.sqrt(fit.per_grader),
+        noise,
+        fit.per_grader,
+        fit.log_likelihood,
+        fit.iterations,
+        fit.converged,
     )
 
 

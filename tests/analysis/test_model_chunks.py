@@ -13,7 +13,7 @@ import pandas as pd
 import pytest
 
 from analysis import selectors
-from analysis.metrics import _ds_em
+from analysis.metrics import _ds_em, _panels
 from analysis.metrics.dawid_skene import _std, _total, bias_noise, dawid_skene
 from analysis.services import values
 from analysis.services.judgments import StoredJudgments
@@ -148,7 +148,12 @@ def small_slices(monkeypatch: pytest.MonkeyPatch) -> None:
 
 @pytest.mark.parametrize("scheme", SPECS, ids=SPECS)
 @pytest.mark.parametrize("seed", [1, 2])
-def test_the_model_from_the_shards_parts_is_the_model_of_the_one_frame(scheme, seed, small_slices):
+@pytest.mark.parametrize("panel_judgments", [1, 10**15], ids=["panels", "rows"])
+def test_the_model_from_the_shards_parts_is_the_model_of_the_one_frame(
+    scheme, seed, panel_judgments, small_slices, monkeypatch
+):
+    """Also when the numeric fit runs on panels (``_panels``), as it does at scale."""
+    monkeypatch.setattr(_panels, "PANEL_JUDGMENTS", panel_judgments)
     spec = SPECS[scheme]
     frame = _judgments(spec, seed)
     whole = _one_frame(frame, spec)
@@ -156,8 +161,11 @@ def test_the_model_from_the_shards_parts_is_the_model_of_the_one_frame(scheme, s
     assert len(list(stored.chunks(["unit"] + [c for c in ("cat", "num") if c in stored.columns]))) > 5
     expected = _old_model_truth(whole, spec, PSEUDONYMS)
     assert expected[0]  # a model was fitted
+    fits = []
+    monkeypatch.setattr(_panels, "fit", lambda *a, _fit=_panels.fit, **k: fits.append(1) or _fit(*a, **k))
     _same(model_truth(stored, spec, PSEUDONYMS), expected)
     _same(model_truth(whole, spec, PSEUDONYMS), expected)
+    assert len(fits) == (2 if "bias_noise" in expected[0] and panel_judgments == 1 else 0)
 
 
 @pytest.mark.parametrize("scheme", ["broad_fine", "categorical, unordered", "numeric"])

@@ -9,11 +9,13 @@ judgment together, get them as compact codes (``_coded``).
 
 from __future__ import annotations
 
+from collections.abc import Iterator
 from typing import Any
 
 import numpy as np
 import pandas as pd
 
+from analysis.metrics._panels import Panels, PanelsBuilder
 from analysis.metrics.dawid_skene import Coded, bias_noise, dawid_skene
 from analysis.metrics.shapes import runs
 from analysis.services.judgments import Judgments, judgments_of
@@ -84,7 +86,8 @@ def _bias_noise_units(
     (None: no fit)."""
     if not spec.has_numbers or spec.scheme not in (Scheme.NUMERIC, Scheme.BROAD_FINE):
         return None
-    coded = _coded(J, judged, "num", _numbers)  # rows without a number are left out
+    # rows without a number are left out
+    coded = _numeric_panels(J, judged) or _coded(J, judged, "num", _numbers)
     if coded is None:
         return None
     fit = bias_noise(coded)
@@ -101,6 +104,31 @@ def _bias_noise_units(
 
 
 _BLOCK = 1 << 17  # rows renumbered at a time
+
+
+def _numeric_panels(J: Judgments, judged: np.ndarray) -> Panels | None:
+    """The judgments with a number by panel (``_panels``), as ``panels_of`` makes them of their
+    codes, without the codes (two passes over the slices); None where it makes none (the codes
+    are then made for the fit)."""
+    graders = J.graders()
+    if not PanelsBuilder.possible(graders):
+        return None
+    builder = PanelsBuilder(judged, graders)
+
+    def rows() -> Iterator[tuple[np.ndarray, np.ndarray, np.ndarray]]:
+        for chunk in J.chunks(["unit", "grader", "num"]):
+            kept, keep = _numbers(chunk)
+            yield _unit_codes(judged, chunk["unit"].to_numpy())[keep], chunk["grader"].to_numpy()[keep], kept
+
+    if not all(builder.look(unit, np.searchsorted(graders, grader)) for unit, grader, _ in rows()):
+        return None
+    if not builder.lay_out():
+        return None
+    for unit, _, kept in rows():
+        builder.fill(unit, kept)
+    arrow_memory_release()
+    heap_release()
+    return builder.panels()
 
 
 def _coded(J: Judgments, judged: np.ndarray, column: str, values: Any) -> Coded | None:
