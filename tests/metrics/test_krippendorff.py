@@ -129,6 +129,8 @@ def test_moments_by_blocks_equal_the_whole_matrix(monkeypatch: pytest.MonkeyPatc
     parts = k._Parts(wide)
     assert np.array_equal(parts.moments, expected)
     assert parts.n_values == np.unique(kept[~np.isnan(kept)]).size == parts.coded[0].size
+    signed = k._Parts(np.array([[0.0, -0.0, np.nan], [1.0, 0.0, 1.0]]))  # -0.0 is 0.0, as np.unique holds it
+    assert signed.n_values == 2 == signed.coded[0].size
 
 
 def test_the_moments_centre_is_the_mean_rounded_so_that_a_few_changed_values_leave_the_others_moments() -> None:

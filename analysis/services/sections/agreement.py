@@ -496,14 +496,15 @@ def confusability(units: pd.DataFrame) -> dict[str, Any]:
     """Summary, distributions of dif/std/entropy, instrument precision and the crescent's data."""
     if units.empty or "std" not in units:
         return {"available": False}
-    # The four columns read here, of the units judged twice: the table's other columns would be
-    # copied with them (the table is 200 MB at 10^7 judgments).
-    rated = units.loc[units["n"] >= 2, ["mean", "dif", "std", "entropy"]]
-    std = rated["std"].to_numpy(dtype=float)
+    # The four columns read here, of the units judged twice, as arrays: a frame of them taken with
+    # ``.loc`` copied them through pandas' blocks (the table is 200 MB at 10^7 judgments).
+    twice = (units["n"] >= 2).to_numpy()
+    rated = {c: units[c].to_numpy(dtype=float)[twice] for c in ("mean", "dif", "std", "entropy")}
+    std = rated["std"]
     out: dict[str, Any] = {
         "available": True,
         "summary": m.confusability_summary(units),
-        "distributions": {c: _histogram(rated[c].to_numpy(dtype=float)) for c in ("dif", "std", "entropy")},
+        "distributions": {c: _histogram(rated[c]) for c in ("dif", "std", "entropy")},
     }
     if std.size:
         low, high = np.quantile(std, [1 / 6, 5 / 6])
@@ -512,7 +513,7 @@ def confusability(units: pd.DataFrame) -> dict[str, Any]:
             "std_std": float(std.std(ddof=1)) if std.size > 1 else None,
             "band_67": [float(low), float(high)],
         }
-    out["crescent"] = _crescent(rated["mean"].to_numpy(dtype=float), std)
+    out["crescent"] = _crescent(rated["mean"], std)
     out["extremes"] = extremes(units)
     return out
 
@@ -527,7 +528,9 @@ def extremes(units: pd.DataFrame, limit: int = EXTREMES) -> dict[str, Any]:
     keep = (units["n"] >= 2).to_numpy() & units["std"].notna().to_numpy()
     std = units["std"].to_numpy(dtype=float)[keep]
     rows = np.flatnonzero(keep)
-    unit_rank = pd.factorize(units["unit"].to_numpy()[keep], sort=True)[0]  # ids or names: their order
+    ids = units["unit"].to_numpy()[keep]
+    # ids or names: their order (the table's units come sorted, and then it is their place)
+    unit_rank = np.arange(ids.size) if _increasing(ids) else pd.factorize(ids, sort=True)[0]
     columns = [c for c in EXTREME_COLUMNS if c in units.columns]
 
     def first(key: np.ndarray) -> list[dict[str, Any]]:
@@ -540,6 +543,14 @@ def extremes(units: pd.DataFrame, limit: int = EXTREMES) -> dict[str, Any]:
         return jsonable(_records(units.iloc[rows[order]][columns]))
 
     return {"measure": "std", "most": first(-std), "least": first(std)}
+
+
+def _increasing(ids: np.ndarray) -> bool:
+    """Strictly increasing ids (numbers, or names in order)."""
+    try:
+        return bool((ids[1:] > ids[:-1]).all())
+    except TypeError:  # names and numbers mixed: no order to read off
+        return False
 
 
 def _crescent(mean: np.ndarray, std: np.ndarray) -> dict[str, Any]:

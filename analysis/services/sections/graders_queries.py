@@ -291,7 +291,8 @@ def queries(
         tally["disagreement_pct"] = 100.0 * (tally["partial"] + tally["none"]) / rated_units.where(rated_units > 0)
         table = table.join(tally)
     if "std" in units and not units.empty:
-        rated_units = units.loc[(units["n"] >= 2).to_numpy(), ["query", "std", "entropy"]]
+        twice = (units["n"] >= 2).to_numpy()  # the three columns as arrays, not taken through pandas' blocks
+        rated_units = pd.DataFrame({c: units[c].to_numpy()[twice] for c in ("query", "std", "entropy")}, copy=False)
         table = table.join(rated_units.groupby("query")[["std", "entropy"]].mean().add_prefix("mean_"))
     table = table.reset_index().rename(columns={"index": "query"})
     table.insert(1, "label", table["query"].map(lambda q: labels.get(int(q), str(q))))
