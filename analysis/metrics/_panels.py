@@ -6,8 +6,8 @@ weights ``w_g = 1/σ_g²``, so a unit's score ``t_u = Σ_g w_g (y_gu − b_g) / 
 weighted sum of the panel's columns for every unit, and each grader's sums over their units are
 sums over columns. Laid out as one (graders × units) matrix per panel, an iteration is a few
 passes over contiguous columns, with no per-judgment lookup of a unit or a grader and no scatter
-into bins (``np.add.at``): at 10^7 judgments by five graders about a tenth of a second against
-more than a second and a half over the judgments' rows.
+into bins (``np.add.at``): at 10^7 judgments by five graders the fit takes 0.3 s, against 1.8 s
+over the judgments' rows, and laying the panels out 0.2–0.5 s.
 
 The sums are the same sums, grouped by panel: the figures equal those of the rows' computation to
 rounding (tests hold them to 1e-10). Every sum is numpy's own over an array (no BLAS, whose
