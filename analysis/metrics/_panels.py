@@ -71,7 +71,7 @@ def panels_of(c: Codes) -> Panels | None:
     n = value.size
     if not n or not unit.size == grader.size == n or not PanelsBuilder.possible(c.graders):
         return None
-    if not _in_order(unit, grader):
+    if not strictly_ordered(unit, grader):
         return None
     builder = PanelsBuilder(c.units, c.graders)
     ends = _unit_ends(unit)
@@ -119,7 +119,7 @@ class PanelsBuilder:
         """False when the rows are not in strict (unit, grader) order after those before them."""
         if not unit.size:
             return True
-        if not ((int(unit[0]), int(grader[0])) > self.last and _in_order(unit, grader)):
+        if not ((int(unit[0]), int(grader[0])) > self.last and strictly_ordered(unit, grader)):
             return False
         self.last = (int(unit[-1]), int(grader[-1]))
         np.add.at(self.mask, unit, np.left_shift(1, grader.astype(np.int64)))  # a pair once: adding is or-ing
@@ -191,7 +191,7 @@ def _narrow(n: int) -> type:
     return np.int32 if n < 2**31 else np.int64
 
 
-def _in_order(unit: np.ndarray, grader: np.ndarray) -> bool:
+def strictly_ordered(unit: np.ndarray, grader: np.ndarray) -> bool:
     """Rows in strictly increasing (unit, grader) order, checked a block at a time."""
     for b in _ds_em.blocks(unit.size):
         stop = min(b.stop + 1, unit.size)  # each block with the next block's first row

@@ -155,7 +155,11 @@ def _check_pairs(
 def _pair_twice(unit: np.ndarray, grader: np.ndarray, n_graders: int) -> tuple[int, int] | None:
     """The codes (unit, grader) of a pair held twice, if one is: found by sorting the pairs' codes,
     unless they are in order already (an analysis run's judgments come by unit, then grader), which
-    one comparison of neighbours tells: 0.42 s of sorting 10^7 codes saved."""
+    one comparison of neighbours tells: 0.42 s of sorting 10^7 codes saved. Rows in strict (unit,
+    grader) order hold no pair twice, which comparing them a block at a time tells without the
+    pairs' codes (80 MB at 10^7 judgments): 0.09 s less again."""
+    if _panels.strictly_ordered(unit, grader):
+        return None
     pairs = unit.astype(_code_dtype((int(unit.max()) + 1) * max(n_graders, 1)))
     pairs *= max(n_graders, 1)
     pairs += grader
