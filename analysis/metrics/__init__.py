@@ -4,7 +4,7 @@ Public functions are re-exported here; see README.md, "Metrics library".
 """
 
 # Agreement, confusability and stability (issue 4; docs/metrics.md).
-from ._checks import Undefined, category_positions, reason_of  # noqa: F401
+from ._checks import Undefined, category_positions, factorized_positions, reason_of  # noqa: F401
 from .agreement import (  # noqa: F401
     cohen_kappa,
     confusion_matrix,

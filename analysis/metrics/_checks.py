@@ -183,6 +183,14 @@ def category_positions(values: ArrayLike, categories: Sequence[Any], *, outside:
     judgments). int8 when the categories are fewer than 127. ``outside``: what a value outside them
     (not a missing one) is given instead of -1."""
     codes, uniques = pd.factorize(np.asarray(values) if not isinstance(values, pd.Series) else values)
+    return factorized_positions(codes, uniques, categories, outside=outside)
+
+
+def factorized_positions(
+    codes: np.ndarray, uniques: Any, categories: Sequence[Any], *, outside: int = -1
+) -> np.ndarray:
+    """``category_positions`` of values already factorized (``pd.factorize``'s codes and uniques):
+    a caller that needs the factorization too (the spill of a slice's text) makes it once."""
     positions = pd.Index(list(categories)).get_indexer(pd.Index(uniques))
     positions[positions < 0] = outside
     lookup = np.append(positions, -1).astype(np.int8 if len(categories) < 127 else np.int64)

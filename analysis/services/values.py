@@ -19,7 +19,7 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
-from analysis.metrics import category_positions
+from analysis.metrics import category_positions, factorized_positions
 from analysis.selectors import JUDGMENT_COLUMNS
 from grading.models import Campaign
 from grading.models.choices import Scheme
@@ -107,7 +107,12 @@ def scheme_columns(frame: pd.DataFrame, scheme: str) -> pd.DataFrame:
 
 
 def with_values(
-    judgments: pd.DataFrame, spec: ValueSpec, *, copy: bool = True, only: frozenset[str] | None = None
+    judgments: pd.DataFrame,
+    spec: ValueSpec,
+    *,
+    copy: bool = True,
+    only: frozenset[str] | None = None,
+    factorized: tuple[np.ndarray, Any] | None = None,
 ) -> pd.DataFrame:
     """The long frame with ``cat``, ``place`` and ``num`` columns added (rows lacking them kept, as
     NaN/None; ``place``: the category's place in the scale, -1 for none, ``OUTSIDE`` for a category
@@ -116,7 +121,8 @@ def with_values(
     ``label_position`` / ``verdict_position`` columns are derived from the label's place in the scale.
     ``copy=False`` adds them to ``judgments`` itself (a frame no one else reads: at 10^7 judgments a
     copy is most of a gigabyte). ``only``: just these of the three (``value_sources`` names the
-    answer columns each needs).
+    answer columns each needs). ``factorized``: ``pd.factorize`` of the categorical answer column
+    (``spec.cat_column``), made by a caller that needs it too, so that it is not made twice.
     """
     frame = judgments.copy() if copy else judgments
     if spec.cat_column is not None and (only is None or {"cat", "place"} & only):
@@ -124,7 +130,11 @@ def with_values(
         if only is None or "cat" in only:
             frame["cat"] = cat
         if only is None or "place" in only:
-            frame["place"] = category_positions(cat, spec.categories, outside=OUTSIDE)
+            frame["place"] = (
+                category_positions(cat, spec.categories, outside=OUTSIDE)
+                if factorized is None or spec.scheme == Scheme.NUMERIC
+                else factorized_positions(*factorized, spec.categories, outside=OUTSIDE)
+            )
     if only is not None and "num" not in only:
         return frame
     if spec.num_column in ("label_position", "verdict_position"):

@@ -167,7 +167,7 @@ def test_a_pass_left_before_its_end_leaves_no_spill_and_the_next_writes_it(campa
 
 
 def test_without_room_for_the_spill_every_pass_reads_the_parts(campaign, monkeypatch):
-    def full(self, name, values):
+    def full(self, name, values, factorized=None):
         raise OSError(28, "No space left on device")
 
     monkeypatch.setattr(judgments_module._Spill, "_written", full)
