@@ -263,7 +263,7 @@ class StoredJudgments(Judgments):
                 if spill is not None and not spill.write(chunk, same=self._as_is, factorized=known):
                     spill = None  # no room for it: this pass and every later one read the parts
                 if asked is None or i in asked:
-                    yield chunk if list(chunk.columns) == wanted else chunk[wanted]
+                    yield chunk if list(chunk.columns) == wanted else _selected(chunk, wanted)
                 if asked is not None:
                     asked.discard(i)
                 del chunk  # not held while the next slice is read
@@ -376,6 +376,13 @@ class StoredJudgments(Judgments):
             summed[np.searchsorted(merged, u)] += c
             units, counts = merged, summed
         return units, counts
+
+
+def _selected(chunk: pd.DataFrame, columns: list[str]) -> pd.DataFrame:
+    """``chunk[columns]`` without its copy: a frame of the same column arrays (``chunk`` is not
+    read again once its slice is given; copying five columns of every slice was 0.15 s of the
+    first pass at 10^7 judgments)."""
+    return pd.DataFrame({c: chunk[c].to_numpy() for c in columns}, index=chunk.index, copy=False)
 
 
 class _Spill:
