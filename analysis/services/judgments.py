@@ -343,7 +343,7 @@ class StoredJudgments(Judgments):
         a time. Unit ids are close together in a campaign, so each part's ids are counted into one
         array over the ids' range (O(rows + range), no sort: 2.5 s of sorting at 10^7 judgments);
         ids spread over more than a few times the rows are merged part by part instead."""
-        ends = [(int(c.min()), int(c.max()), c.size) for c in map(self._kept_units, self.parts) if c.size]
+        ends = [e for e in map(_unit_range, self.parts) if e is not None]  # of all their rows: a range as good
         if not ends:
             return np.empty(0, dtype=np.int64), np.empty(0, dtype=np.int64)
         low, high, rows = min(e[0] for e in ends), max(e[1] for e in ends), sum(e[2] for e in ends)
@@ -603,6 +603,22 @@ class _PartReader:
         if self.excluded and len(out):
             out = out[~out["grader"].isin(self.excluded).to_numpy()]
         return out.reset_index(drop=True)
+
+
+def _unit_range(part: ShardPart) -> tuple[int, int, int] | None:
+    """The least and the greatest unit id of the part's rows, and how many rows (None: no row):
+    from the Parquet statistics of the unit column where every row group has them (reading the
+    column for them read each part's units twice, 0.1 s at 10^7 judgments), else from the column."""
+    if part.stored is not None:
+        meta = _parquet_file(part.stored).metadata
+        if not meta.num_rows:
+            return None
+        j = meta.schema.names.index("unit")
+        stats = [meta.row_group(i).column(j).statistics for i in range(meta.num_row_groups)]
+        if all(s is not None and s.has_min_max for s in stats):
+            return int(min(s.min for s in stats)), int(max(s.max for s in stats)), meta.num_rows
+    column = part.column("unit")
+    return (int(column.min()), int(column.max()), column.size) if column.size else None
 
 
 def _parquet_batches(data: bytes, columns: list[str], size: int) -> Iterator[pd.DataFrame]:

@@ -194,6 +194,7 @@ class _UnitsOnly:
     def __init__(self, units, graders):
         self.units, self.graders = np.asarray(units, dtype=np.int64), np.asarray(graders, dtype=np.int64)
         self.rows = self.units.size
+        self.stored = None  # held as columns: its range is read from them, not from Parquet statistics
 
     def column(self, name):
         return self.units if name == "unit" else self.graders
@@ -270,3 +271,32 @@ def test_a_parts_batches_are_what_to_pandas_makes_of_them():
         for name in ("broad", "nothing"):
             assert [type(v) for v in got[name]] == [type(v) for v in want[name]]
         got["unit"].to_numpy()[0] = -1  # writable, as to_pandas's columns are
+
+
+class _ParquetUnits:
+    """A part stored as Parquet, with or without the statistics of its columns."""
+
+    def __init__(self, units, statistics: bool):
+        import io
+
+        import pyarrow as pa
+        import pyarrow.parquet as pq
+
+        self.units = np.asarray(units, dtype=np.int64)
+        out = io.BytesIO()
+        table = pa.table({"unit": self.units, "grader": np.ones(self.units.size, dtype=np.int64)})
+        pq.write_table(table, out, write_statistics=statistics, row_group_size=7)
+        self.stored, self.rows = out.getvalue(), self.units.size
+
+    def column(self, name):
+        return self.units
+
+
+@pytest.mark.parametrize("statistics", [True, False])
+def test_a_parts_range_of_units_is_read_from_its_statistics_or_else_its_column(statistics, monkeypatch):
+    part = _ParquetUnits([5, 5, 9, 12, 40, 41, 41, 3000, 3001], statistics)
+    read = []
+    monkeypatch.setattr(part, "column", lambda name: read.append(name) or part.units)
+    assert judgments_module._unit_range(part) == (5, 3001, 9)
+    assert read == ([] if statistics else ["unit"])
+    assert judgments_module._unit_range(_ParquetUnits([], statistics)) is None
