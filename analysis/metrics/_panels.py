@@ -26,6 +26,7 @@ import numpy as np
 import pandas as pd
 
 from . import _ds_em
+from .shapes import runs
 
 MAX_GRADERS = 63  # a unit's graders as an int64 bit mask
 PANEL_JUDGMENTS = 10_000  # panels are used while there is at most one per so many judgments
@@ -71,9 +72,7 @@ def panels_of(c: Codes) -> Panels | None:
     n = value.size
     if not n or not unit.size == grader.size == n or not PanelsBuilder.possible(c.graders):
         return None
-    if not strictly_ordered(unit, grader):
-        return None
-    builder = PanelsBuilder(c.units, c.graders)
+    builder = PanelsBuilder(c.units, c.graders)  # ``look`` finds rows out of order, block by block
     ends = _unit_ends(unit)
     if not all(builder.look(unit[a:b], grader[a:b]) for a, b in ends) or not builder.lay_out():
         return None
@@ -83,12 +82,13 @@ def panels_of(c: Codes) -> Panels | None:
 
 
 def _unit_ends(unit: np.ndarray) -> list[tuple[int, int]]:
-    """Blocks of about ``_ds_em.CHUNK`` rows cut between units (``unit`` in order: ``_in_order``)."""
+    """Blocks of about ``_ds_em.CHUNK`` rows cut between units, when ``unit`` is in order (else
+    cut anywhere: ``PanelsBuilder.look`` then finds the rows out of order)."""
     ends, start = [], 0
     while start < unit.size:
         stop = min(start + _ds_em.CHUNK, unit.size)
         if stop < unit.size:  # the whole of the last unit it reaches
-            stop = int(np.searchsorted(unit, unit[stop - 1], side="right"))
+            stop = max(stop, int(np.searchsorted(unit, unit[stop - 1], side="right")))
         ends.append((start, stop))
         start = stop
     return ends
@@ -169,12 +169,8 @@ class PanelsBuilder:
         """A block's values, in the order ``look`` had its rows."""
         if not unit.size:
             return
-        new = np.empty(unit.size, dtype=bool)
-        new[0], new[1:] = True, unit[1:] != unit[:-1]
-        first = np.flatnonzero(new)
-        j = np.arange(unit.size) - np.repeat(
-            first, np.diff(np.append(first, unit.size))
-        )  # each row's place in its unit
+        first, rows = runs(unit)
+        j = np.arange(unit.size) - np.repeat(first, rows)  # each row's place in its unit
         self.values[self.start[unit] + j * self.sizes[self.panel[unit]]] = value
 
     def panels(self) -> Panels:

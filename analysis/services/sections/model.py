@@ -115,16 +115,19 @@ def _numeric_panels(J: Judgments, judged: np.ndarray) -> Panels | None:
         return None
     builder = PanelsBuilder(judged, graders)
 
-    def rows() -> Iterator[tuple[np.ndarray, np.ndarray, np.ndarray]]:
-        for chunk in J.chunks(["unit", "grader", "num"]):
+    def rows(*columns: str) -> Iterator[tuple[pd.DataFrame, np.ndarray, np.ndarray, np.ndarray]]:
+        """Each slice's rows with a number: the slice, their units' codes, which rows, their numbers."""
+        for chunk in J.chunks(["unit", *columns, "num"]):
             kept, keep = _numbers(chunk)
-            yield _unit_codes(judged, chunk["unit"].to_numpy())[keep], chunk["grader"].to_numpy()[keep], kept
+            yield chunk, _unit_codes(judged, chunk["unit"].to_numpy())[keep], keep, kept
 
-    if not all(builder.look(unit, np.searchsorted(graders, grader)) for unit, grader, _ in rows()):
+    looked = (
+        builder.look(unit, np.searchsorted(graders, chunk["grader"].to_numpy()[keep]))
+        for chunk, unit, keep, _ in rows("grader")
+    )
+    if not all(looked) or not builder.lay_out():
         return None
-    if not builder.lay_out():
-        return None
-    for unit, _, kept in rows():
+    for _, unit, _, kept in rows():  # the values alone: the graders were looked at
         builder.fill(unit, kept)
     arrow_memory_release()
     heap_release()
