@@ -82,16 +82,6 @@ class Judgments:
         for: keep what a slice gives, not the slice."""
         raise NotImplementedError
 
-    def _text_factorized(self, chunk: pd.DataFrame, derive: frozenset[str]) -> tuple[np.ndarray, Any] | None:
-        """``pd.factorize`` of the slice's categorical answers when they are text and both their
-        places (``with_values``) and the spill need it: made once, not once each (0.2 s of the first
-        pass at 10^7 judgments)."""
-        column = self.spec.cat_column
-        if column is None or self.spec.scheme == Scheme.NUMERIC or "place" not in derive or column not in chunk:
-            return None
-        values = chunk[column].to_numpy()
-        return pd.factorize(values) if values.dtype == object else None
-
     def slice_keys(self, memo: slice_memo.SliceMemo) -> list[str] | None:
         """A digest of each slice's rows, in the order of ``chunks`` (``slice_memo``): slices of
         equal keys hold the same rows, with the same columns, read by the same code. None: not
@@ -257,7 +247,7 @@ class StoredJudgments(Judgments):
                 del pieces
                 chunk.index = pd.RangeIndex(start, start + len(chunk))
                 start += len(chunk)
-                text = self._text_factorized(chunk, derive) if spill is not None else None
+                text = _text_factorized(chunk, self.spec, derive) if spill is not None else None
                 chunk = with_values(chunk, self.spec, copy=False, only=derive, factorized=text) if derive else chunk
                 known = {self.spec.cat_column: text} if text is not None else None
                 if spill is not None and not spill.write(chunk, same=self._as_is, factorized=known):
@@ -376,6 +366,17 @@ class StoredJudgments(Judgments):
             summed[np.searchsorted(merged, u)] += c
             units, counts = merged, summed
         return units, counts
+
+
+def _text_factorized(chunk: pd.DataFrame, spec: ValueSpec, derive: frozenset[str]) -> tuple[np.ndarray, Any] | None:
+    """``pd.factorize`` of a slice's categorical answers when they are text and both their places
+    (``with_values``) and the spill need it: made once, not once each (0.2 s of the first pass at
+    10^7 judgments)."""
+    column = spec.cat_column
+    if column is None or spec.scheme == Scheme.NUMERIC or "place" not in derive or column not in chunk:
+        return None
+    values = chunk[column].to_numpy()
+    return pd.factorize(values) if values.dtype == object else None
 
 
 def _selected(chunk: pd.DataFrame, columns: list[str]) -> pd.DataFrame:
