@@ -36,8 +36,8 @@ ANALYSIS = Path(__file__).resolve().parents[1]
 @dataclass(frozen=True)
 class LentUnits:
     """The per-unit rows stored by the run that lent a memo (``unit_blocks.RunUnits``), and the
-    keys it kept: a slice whose mark (``unit_rows_mark``) is among them had the same rows in that
-    run, so its units' stored figures are this run's."""
+    keys it kept: a slice whose mark (``sections.agreement._unit_rows_marks``) is among them had
+    the same rows in that run, so its units' stored figures are this run's."""
 
     rows: Any
     keys: frozenset[str]
