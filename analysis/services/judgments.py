@@ -242,12 +242,12 @@ class StoredJudgments(Judgments):
                 if asked is not None and not asked and spill is None:
                     break  # every slice asked for is given, and no spill is being written
                 pieces = [reader.through(last) for reader in readers]
-                pieces = [p for p in pieces if len(p)] or pieces[:1]
-                chunk = self._merged(pieces, stored)
+                pieces = [p for p in pieces if len(p["unit"])] or pieces[:1]
+                chunk, texts = self._merged(pieces, stored)
                 del pieces
                 chunk.index = pd.RangeIndex(start, start + len(chunk))
                 start += len(chunk)
-                text = _text_factorized(chunk, self.spec, derive) if spill is not None else None
+                text = _text_factorized(chunk, self.spec, derive, texts) if spill is not None else None
                 chunk = with_values(chunk, self.spec, copy=False, only=derive, factorized=text) if derive else chunk
                 known = {self.spec.cat_column: text} if text is not None else None
                 if spill is not None and not spill.write(chunk, same=self._as_is, factorized=known):
@@ -317,16 +317,24 @@ class StoredJudgments(Judgments):
             wanted |= value_sources(self.spec, value)
         return [c for c in self._dtypes if c in wanted]
 
-    def _merged(self, pieces: list[pd.DataFrame], columns: list[str]) -> pd.DataFrame:
+    def _merged(self, pieces: list[_Piece], columns: list[str]) -> tuple[pd.DataFrame, dict[str, _Text]]:
         """The pieces (one per part, each in (unit, grader) order) as the rows of every judgment
-        are: merged by unit, each unit's rows in the order of the parts."""
-        if len(pieces) == 1:
-            piece = pieces[0]
-            return pd.DataFrame({c: _as(piece[c].to_numpy(), self._dtypes[c]) for c in columns})
-        units = np.concatenate([p["unit"].to_numpy() for p in pieces])
-        order = np.argsort(units, kind="stable")
-        merged = {c: np.concatenate([_as(p[c].to_numpy(), self._dtypes[c]) for p in pieces])[order] for c in columns}
-        return pd.DataFrame(merged, copy=False)  # fresh arrays: not stacked (copied) by dtype, as in ``read``
+        are: merged by unit, each unit's rows in the order of the parts. And the text columns that
+        came as Parquet's dictionaries, as codes into their words (``_Text``): factorized already."""
+        order = None
+        if len(pieces) > 1:
+            order = np.argsort(np.concatenate([p["unit"] for p in pieces]), kind="stable")
+        merged: dict[str, np.ndarray] = {}
+        texts: dict[str, _Text] = {}
+        for c in columns:
+            column = _joined([p[c] for p in pieces], self._dtypes[c])
+            column = column if order is None else column[order]
+            if isinstance(column, _Text):
+                texts[c], column = column, column.objects()
+            merged[c] = column
+        # copy=False: the arrays are the slice's own (the parts' rows of it, or a merge of them),
+        # not stacked (copied) by dtype, as in ``read``
+        return pd.DataFrame(merged, copy=False), texts
 
     def _unit_counts(self) -> tuple[np.ndarray, np.ndarray]:
         """Every unit judged (sorted) and its number of judgments, summed over the parts one part at
@@ -368,13 +376,17 @@ class StoredJudgments(Judgments):
         return units, counts
 
 
-def _text_factorized(chunk: pd.DataFrame, spec: ValueSpec, derive: frozenset[str]) -> tuple[np.ndarray, Any] | None:
+def _text_factorized(
+    chunk: pd.DataFrame, spec: ValueSpec, derive: frozenset[str], texts: Mapping[str, _Text]
+) -> tuple[np.ndarray, Any] | None:
     """``pd.factorize`` of a slice's categorical answers when they are text and both their places
     (``with_values``) and the spill need it: made once, not once each (0.2 s of the first pass at
-    10^7 judgments)."""
+    10^7 judgments), and not made at all when the parts' Parquet gave them as codes (``texts``)."""
     column = spec.cat_column
     if column is None or spec.scheme == Scheme.NUMERIC or "place" not in derive or column not in chunk:
         return None
+    if column in texts:
+        return texts[column].factorized()
     values = chunk[column].to_numpy()
     return pd.factorize(values) if values.dtype == object else None
 
@@ -393,7 +405,7 @@ class _Spill:
     parts again. Numbers are written as they are; text as codes into the slice's distinct values.
     A value column that is a column of the parts as it is (``_derived_as_is``) is read back from that
     column's file, not written twice. The files sit in the system's page cache, not in the process's
-    memory: 34 bytes a judgment of BROAD+FINE (0.34 GB at 10^7)."""
+    memory: 17 bytes a judgment of BROAD+FINE (0.17 GB at 10^7; 34 before ids were narrowed)."""
 
     def __init__(self) -> None:
         self.files: dict[str, Any] = {}
@@ -431,10 +443,14 @@ class _Spill:
 
     def _written(self, name: str, values: np.ndarray, factorized: tuple[np.ndarray, Any] | None = None) -> _Stored:
         uniques = fill = None
+        dtype = values.dtype
         if values.dtype == object:
             codes, uniques = factorized if factorized is not None else pd.factorize(values)
             fill = _missing_fill(values[codes < 0]) if (codes < 0).any() else None
             values = codes.astype(np.min_scalar_type(-max(len(uniques), 1)))
+            dtype = values.dtype
+        elif values.dtype.kind in "iu" and values.size:
+            values = _narrowed(values)
         values = np.ascontiguousarray(values)
         if name not in self.files:
             self.files[name] = tempfile.TemporaryFile(prefix="evalutron-slices-")
@@ -442,7 +458,7 @@ class _Spill:
         offset = self.sizes[name]
         self.files[name].write(values.data)
         self.sizes[name] += values.nbytes
-        return _Stored(name, offset, values.dtype, uniques, fill)
+        return _Stored(name, offset, values.dtype, uniques, fill, dtype)
 
     def finish(self) -> None:
         for file in self.files.values():
@@ -465,7 +481,7 @@ class _Spill:
                 raise OSError(f"the spilled column {name} ends before its slice")
             done += got
         if stored.uniques is None:
-            return values
+            return values if values.dtype == stored.read_as else values.astype(stored.read_as)
         every = np.empty(len(stored.uniques) + 1, dtype=object)  # code -1 (missing) takes the last
         every[:-1], every[-1] = stored.uniques, stored.fill if not isinstance(stored.fill, np.ndarray) else None
         out = every[values]
@@ -492,6 +508,23 @@ class _Stored:
     dtype: np.dtype
     uniques: np.ndarray | None
     fill: Any
+    read_as: np.dtype  # the column's own dtype: integers are written as narrow as the slice's values allow
+
+
+def _narrowed(values: np.ndarray) -> np.ndarray:
+    """Integers in the narrowest type that holds every one of them (``values`` itself when that is
+    its own): ids are int64 in the parts, and a slice's unit, grader and query ids fit in 4 bytes or
+    fewer, so the spill writes and reads half as many bytes of them."""
+    low, high = int(values.min()), int(values.max())
+    for narrow in _NARROW:
+        if narrow.itemsize >= values.itemsize:
+            break
+        if np.iinfo(narrow).min <= low and high <= np.iinfo(narrow).max:
+            return values.astype(narrow)
+    return values
+
+
+_NARROW = [np.dtype(t) for t in (np.uint8, np.int8, np.uint16, np.int16, np.uint32, np.int32)]
 
 
 def _missing_fill(missing: np.ndarray) -> Any:
@@ -566,8 +599,65 @@ def _digested(column: Any) -> np.ndarray:
     return np.concatenate(out) if out else np.empty(0, dtype=np.uint64)
 
 
+@dataclass(frozen=True)
+class _Text:
+    """A text column as Parquet's dictionary holds it: each row's code into ``words`` (distinct
+    values, none missing), -1 for a missing value. Its rows are read, cut and merged as codes; the
+    objects a slice hands out are made once per slice (``objects``), from a few distinct ones."""
+
+    codes: np.ndarray
+    words: np.ndarray
+
+    def __len__(self) -> int:
+        return len(self.codes)
+
+    def __getitem__(self, rows: Any) -> _Text:
+        return _Text(self.codes[rows], self.words)
+
+    def objects(self) -> np.ndarray:
+        """The values as ``to_pandas`` makes them: the words' objects, None for a missing value."""
+        every = np.empty(len(self.words) + 1, dtype=object)  # code -1 (missing) takes the last: None
+        every[:-1] = self.words
+        return every[self.codes]
+
+    def factorized(self) -> tuple[np.ndarray, np.ndarray]:
+        """``pd.factorize`` of ``objects()``, up to the order of the uniques (and uniques no row
+        has): what the spill and the categories' places need of it."""
+        return self.codes, self.words
+
+
+_Column = np.ndarray | _Text
+_Piece = dict[str, _Column]  # a part's rows, column by column
+
+
+def _joined(columns: list[_Column], dtype: Any) -> _Column:
+    """The columns one after the other: codes when every one is ``_Text`` (into the union of their
+    words, when they differ), else arrays of ``dtype`` (None: of their own dtypes, joined)."""
+    if all(isinstance(c, _Text) for c in columns):
+        return _texts_joined(columns)  # type: ignore[arg-type]
+    arrays = [c.objects() if isinstance(c, _Text) else c for c in columns]
+    arrays = arrays if dtype is None else [_as(a, dtype) for a in arrays]
+    return arrays[0] if len(arrays) == 1 else np.concatenate(arrays)
+
+
+def _texts_joined(texts: list[_Text]) -> _Text:
+    first = texts[0].words
+    if all(t.words is first or np.array_equal(t.words, first) for t in texts[1:]):
+        return texts[0] if len(texts) == 1 else _Text(np.concatenate([t.codes for t in texts]), first)
+    found: dict[Any, int] = {}
+    codes = []
+    for t in texts:
+        lookup = np.array([found.setdefault(w, len(found)) for w in t.words] + [-1], dtype=np.int32)
+        codes.append(lookup[t.codes])  # -1 takes the last: still -1
+    words = np.empty(len(found), dtype=object)
+    words[:] = list(found)
+    return _Text(np.concatenate(codes), words)
+
+
 class _PartReader:
-    """One part's rows in order, handed out up to a unit at a time (``through``)."""
+    """One part's rows in order, handed out up to a unit at a time (``through``), column by column:
+    arrays, and text that came as a dictionary as codes (``_Text``). No frame is made of a part's
+    batches: cutting and joining them as frames was 0.4 s of the first pass at 10^7 judgments."""
 
     # Rows read from the part at a time: every part's unread rest of a batch is held while a slice is
     # cut, so smaller batches hold less (a pass over 10^7 judgments in five parts peaked 30 MB lower
@@ -577,33 +667,38 @@ class _PartReader:
     def __init__(self, part: ShardPart, columns: list[str], excluded: set[int]) -> None:
         self.columns = [c for c in columns if c in part.judgments.columns]
         self.excluded = excluded
-        self.pending: list[pd.DataFrame] = []
+        self.pending: list[_Piece] = []
         if part.stored is None:
             frame = part.judgments
-            self.batches: Iterator[pd.DataFrame] = (
-                frame.iloc[i : i + self.BATCH][self.columns] for i in range(0, len(frame), self.BATCH)
+            arrays = {c: frame[c].to_numpy() for c in self.columns}
+            self.batches: Iterator[_Piece] = (  # copies: a slice's columns are its own, not the part's
+                {c: v[i : i + self.BATCH].copy() for c, v in arrays.items()} for i in range(0, len(frame), self.BATCH)
             )
         else:
             self.batches = _parquet_batches(part.stored, self.columns, self.BATCH)
         self.done = False
 
-    def through(self, last_unit: int) -> pd.DataFrame:
+    def through(self, last_unit: int) -> _Piece:
         """The part's next rows of units up to ``last_unit``."""
-        while not self.done and (not self.pending or self.pending[-1]["unit"].iat[-1] <= last_unit):
+        while not self.done and (not self.pending or self.pending[-1]["unit"][-1] <= last_unit):
             batch = next(self.batches, None)
             if batch is None:
                 self.done = True
-            elif len(batch):
+            elif len(batch["unit"]):
                 self.pending.append(batch)
         if not self.pending:
-            return pd.DataFrame({c: [] for c in self.columns})
-        held = pd.concat(self.pending, ignore_index=True) if len(self.pending) > 1 else self.pending[0]
-        cut = int(np.searchsorted(held["unit"].to_numpy(), last_unit, side="right"))
-        out, rest = held.iloc[:cut], held.iloc[cut:]
-        self.pending = [rest.reset_index(drop=True)] if len(rest) else []
-        if self.excluded and len(out):
-            out = out[~out["grader"].isin(self.excluded).to_numpy()]
-        return out.reset_index(drop=True)
+            return {c: np.empty(0, dtype=object) for c in self.columns}
+        held = self.pending[0]
+        if len(self.pending) > 1:
+            held = {c: _joined([b[c] for b in self.pending], None) for c in self.columns}
+        cut = int(np.searchsorted(held["unit"], last_unit, side="right"))
+        out = {c: v[:cut] for c, v in held.items()}
+        self.pending = [{c: v[cut:] for c, v in held.items()}] if cut < len(held["unit"]) else []
+        if self.excluded and cut:
+            kept = ~np.isin(out["grader"], list(self.excluded))
+            if not kept.all():
+                out = {c: v[kept] for c, v in out.items()}
+        return out
 
 
 def _unit_range(part: ShardPart) -> tuple[int, int, int] | None:
@@ -622,16 +717,27 @@ def _unit_range(part: ShardPart) -> tuple[int, int, int] | None:
     return (int(column.min()), int(column.max()), column.size) if column.size else None
 
 
-def _parquet_batches(data: bytes, columns: list[str], size: int) -> Iterator[pd.DataFrame]:
-    """The part's rows ``size`` at a time, as ``to_pandas`` gives them (the same dtypes and values:
-    integers with a missing value as floats, text as objects with None for a missing value).
+def _parquet_batches(data: bytes, columns: list[str], size: int) -> Iterator[_Piece]:
+    """The part's rows ``size`` at a time, column by column as ``to_pandas`` gives them (the same
+    dtypes and values: integers with a missing value as floats), except text.
 
-    Text is read as a dictionary and each batch's objects taken from its few distinct values (a
-    BROAD label is one of three), not one object made per row: with the columns put side by side
-    as they are, 0.6 s less of the first pass at 10^7 judgments; the values sharing their objects,
-    hashing them later (the spill, ``category_positions``) is faster too."""
+    Text is read as a dictionary and kept as codes into its few distinct values (``_Text``; a BROAD
+    label is one of three): the objects of a slice are made once it is merged, all taken from those
+    few values, and the codes serve as the values' factorization (the spill, the categories'
+    places)."""
     for batch in _parquet_file(data).iter_batches(batch_size=size, columns=columns):
-        yield pd.DataFrame({name: _as_numpy(batch.column(name)) for name in batch.schema.names}, copy=False)
+        yield {name: _column(batch.column(name)) for name in batch.schema.names}
+
+
+def _column(array: Any) -> _Column:
+    """An Arrow column as ``_as_numpy`` makes it, or a dictionary's as codes (``_Text``)."""
+    import pyarrow as pa
+    import pyarrow.compute as pc
+
+    if not pa.types.is_dictionary(array.type):
+        return _as_numpy(array)
+    codes = pc.fill_null(array.indices.cast(pa.int32()), -1).to_numpy(zero_copy_only=False)
+    return _Text(codes, array.dictionary.to_numpy(zero_copy_only=False).astype(object, copy=False))
 
 
 def _parquet_file(data: bytes) -> Any:

@@ -247,8 +247,9 @@ def test_a_value_column_that_is_an_answer_as_it_is_is_spilled_once_and_read_back
 
 
 def test_a_parts_batches_are_what_to_pandas_makes_of_them():
-    """``judgments._parquet_batches`` reads text as a dictionary and puts numpy columns side by side:
-    the frames are ``to_pandas``'s, dtypes, None and NaN included."""
+    """``judgments._parquet_batches`` reads text as a dictionary, kept as codes (``_Text``), and puts
+    numpy columns side by side: the columns, text made into objects, are ``to_pandas``'s, dtypes,
+    None and NaN included, and the codes factorize the text."""
     import pyarrow.parquet as pq
 
     from analysis.services.shards import _parquet
@@ -267,10 +268,57 @@ def test_a_parts_batches_are_what_to_pandas_makes_of_them():
     expected = [b.to_pandas() for b in pq.ParquetFile(io.BytesIO(data)).iter_batches(batch_size=4)]
     assert len(batches) == len(expected) == 3
     for got, want in zip(batches, expected, strict=True):
-        pd.testing.assert_frame_equal(got, want)
+        text = got["broad"]
+        assert isinstance(text, judgments_module._Text)
+        codes, words = text.factorized()
+        assert [None if c < 0 else words[c] for c in codes] == list(want["broad"])
+        made = pd.DataFrame({n: c.objects() if isinstance(c, judgments_module._Text) else c for n, c in got.items()})
+        pd.testing.assert_frame_equal(made, want)
         for name in ("broad", "nothing"):
-            assert [type(v) for v in got[name]] == [type(v) for v in want[name]]
-        got["unit"].to_numpy()[0] = -1  # writable, as to_pandas's columns are
+            assert [type(v) for v in made[name]] == [type(v) for v in want[name]]
+        got["unit"][0] = -1  # writable, as to_pandas's columns are
+
+
+def test_text_whose_dictionaries_differ_is_merged_into_one_set_of_words():
+    """Each row group of a part has a dictionary of its own, and each part: pieces whose words
+    differ are joined into the union of their words, every row still its own value."""
+    a = judgments_module._Text(np.array([0, 1, -1, 1], dtype=np.int32), np.array(["NS", "VS"], dtype=object))
+    b = judgments_module._Text(np.array([1, 0, 2, -1], dtype=np.int32), np.array(["SS", "NS", "VS"], dtype=object))
+    same = judgments_module._Text(np.array([1, 1], dtype=np.int32), np.array(["NS", "VS"], dtype=object))
+    joined = judgments_module._joined([a, b, same], np.dtype(object))
+    assert list(joined.objects()) == ["NS", "VS", None, "VS", "NS", "SS", "VS", None, "VS", "VS"]
+    assert sorted(joined.words) == ["NS", "SS", "VS"]
+    assert judgments_module._joined([a, same], np.dtype(object)).words is a.words  # the same words: codes as they are
+    mixed = judgments_module._joined([a, np.array(["SS", None], dtype=object)], np.dtype(object))
+    assert list(mixed) == ["NS", "VS", None, "VS", "SS", None]  # beside a frame part's objects: objects
+
+
+def test_the_spill_writes_integers_as_narrow_as_their_slice_allows():
+    """Ids are int64 in the parts; the spill writes each slice's as the narrowest integers that hold
+    them, and reads them back as int64."""
+    spill = judgments_module._Spill()
+    try:
+        chunk = pd.DataFrame(
+            {
+                "unit": np.array([3_000_000_000, 3_000_000_001], dtype=np.int64),  # beyond int32
+                "grader": np.array([7, 200], dtype=np.int64),
+                "query": np.array([-5, 70_000], dtype=np.int64),
+                "fine": [0.5, 1.5],
+            },
+            index=pd.RangeIndex(0, 2),
+        )
+        assert spill.write(chunk)
+        spill.finish()
+        stored = spill.slices[0][2]
+        assert {n: s.dtype for n, s in stored.items()} == {
+            "unit": np.dtype(np.uint32),
+            "grader": np.dtype(np.uint8),
+            "query": np.dtype(np.int32),
+            "fine": np.dtype(float),
+        }
+        pd.testing.assert_frame_equal(spill.read(0, list(chunk.columns)), chunk)
+    finally:
+        spill.close()
 
 
 class _ParquetUnits:
