@@ -357,7 +357,7 @@ def _wide(judgments: Judgments, column: str, long_of: Callable[[pd.DataFrame], p
     for chunk in judgments.chunks([*LONG, column]):
         long = long_of(chunk)
         if not long.empty:
-            pieces.append(m.long_to_wide(long[["unit", "grader", "value"]])[::2])
+            pieces.append(m.long_to_wide(long)[::2])  # it reads unit, grader and value
     _released()
     if not pieces:
         return None
