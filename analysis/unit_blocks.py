@@ -13,6 +13,8 @@ is left out when its block is read (``_present``), so no trigger has to reach in
 from __future__ import annotations
 
 import json
+import queue
+import threading
 from collections.abc import Iterable, Iterator, Sequence
 from dataclasses import astuple, dataclass, fields
 from itertools import islice
@@ -232,6 +234,53 @@ class RunUnits:
             out[name] = values if inside.all() else values[inside]
         return out
 
+    def spans(self, ranges: Sequence[tuple[int, int]], columns: Sequence[str]) -> Iterator[dict[str, np.ndarray]]:
+        """``span`` of each of ``ranges``, in their order. On PostgreSQL, outside a transaction, they
+        are fetched and decompressed ahead (``_AHEAD`` at most) on a thread with a connection of
+        its own, while the caller works on the one before: the database's reply and zstd let go of
+        the GIL (at 10^7 judgments, 0.55 s of the 0.8 s that reading the figures of 29 slices took
+        the combining step). Inside a transaction (a test's) another connection would not see what
+        it has not committed: read here, one after another."""
+        if not ranges:
+            return
+        if not pgcopy.available() or connection.in_atomic_block:
+            for low, high in ranges:
+                yield self.span(low, high, columns)
+            return
+        ahead: queue.Queue[Any] = queue.Queue(maxsize=_AHEAD)
+        stop = threading.Event()
+
+        def hand(item: Any) -> bool:
+            while not stop.is_set():
+                try:
+                    ahead.put(item, timeout=0.1)
+                    return True
+                except queue.Full:
+                    continue
+            return False
+
+        def read() -> None:
+            try:
+                for low, high in ranges:
+                    if not hand(self.span(low, high, columns)):
+                        return
+            except BaseException as exc:  # raised where the spans are taken
+                hand(exc)
+            finally:
+                connection.close()  # this thread's own
+
+        thread = threading.Thread(target=read, name=f"unit-rows-{self.run_id}", daemon=True)
+        thread.start()
+        try:
+            for _ in ranges:
+                item = ahead.get()
+                if isinstance(item, BaseException):
+                    raise item
+                yield item
+        finally:
+            stop.set()
+            thread.join()
+
     def row(self, unit_id: int) -> dict[str, Any] | None:
         """One unit's values (None where missing, the distribution as a dict), or None if the run has
         no row for it."""
@@ -275,6 +324,7 @@ class RunUnits:
 
 
 _FETCH = 16  # blocks a query fetches (a few MB)
+_AHEAD = 2  # spans read ahead of the one being used (``RunUnits.spans``)
 
 
 def _known(columns: Sequence[str]) -> list[str]:

@@ -88,6 +88,11 @@ class Judgments:
         known here. ``memo`` lends what a run before kept (the parts' digests among it)."""
         return None
 
+    def slice_spans(self) -> list[tuple[int, int]] | None:
+        """Each slice's first and last unit, in the order of ``chunks``, before any is read; None:
+        not known here (only with ``slice_keys``)."""
+        return None
+
     def units(self) -> tuple[np.ndarray, np.ndarray]:
         """The units judged, sorted, and how many judgments each has (O(units), not O(judgments))."""
         ids, counts = [], []
@@ -190,6 +195,7 @@ class StoredJudgments(Judgments):
         self._spill: _Spill | None = None  # every slice, once a full pass has written it
         self._as_is = _derived_as_is(spec, self._dtypes)
         self._keys: list[str] | None = None
+        self._graders: np.ndarray | None = None
         memory_release()  # the parts' unit columns, read to count (190 MB of C heap at 10^7)
 
     def __len__(self) -> int:
@@ -206,9 +212,11 @@ class StoredJudgments(Judgments):
         return self._units, self._counts
 
     def graders(self) -> np.ndarray:
-        found = [np.unique(p.column("grader")) for p in self.parts if p.rows]
-        every = np.unique(np.concatenate(found)) if found else np.empty(0, dtype=np.int64)
-        return every[~np.isin(every, list(self.excluded))] if self.excluded else every
+        if self._graders is None:  # asked for by the overview and the model: each part's read once
+            found = [pd.unique(p.column("grader")) for p in self.parts if p.rows]  # hashed, not sorted
+            every = np.unique(np.concatenate(found)) if found else np.empty(0, dtype=np.int64)
+            self._graders = every[~np.isin(every, list(self.excluded))] if self.excluded else every
+        return self._graders.copy()
 
     def without(self, graders: set[int]) -> Judgments:
         if not graders:
@@ -286,6 +294,14 @@ class StoredJudgments(Judgments):
                 for i in range(ends.size)
             ]
         return self._keys
+
+    def slice_spans(self) -> list[tuple[int, int]] | None:
+        if not self._n:
+            return []
+        # every slice has a unit judged (``values.slice_ends`` cuts only where units are)
+        last = np.searchsorted(self._units, self._bounds, side="right") - 1
+        first = np.concatenate([[0], last[:-1] + 1])
+        return list(zip(self._units[first].tolist(), self._units[last].tolist(), strict=True))
 
     def _slice_columns(self, columns: Sequence[str] | None) -> list[str]:
         """The columns of a slice asked for with ``columns``: the parts' columns it needs, then the

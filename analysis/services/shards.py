@@ -62,7 +62,8 @@ class ShardPart:
             return self.judgments[name].to_numpy()
         import pyarrow.parquet as pq
 
-        return pq.read_table(io.BytesIO(self.stored), columns=[name]).to_pandas()[name].to_numpy()
+        # the column as to_pandas makes it, without a frame: ids are int64 with no value missing
+        return pq.read_table(io.BytesIO(self.stored), columns=[name]).column(name).to_numpy()
 
 
 def judgments_per_shard() -> int:

@@ -116,6 +116,35 @@ def test_workers_are_handed_only_the_shards_that_changed(campaign):
 def test_a_run_takes_the_sums_of_the_slices_whose_judgments_did_not_change(campaign, monkeypatch):
     """Slices of about 7 judgments; one judgment changes: the next run reads only that judgment's
     slice (the others' sums taken from the run before) and reports what computing everything gives."""
+    _takes_the_sums_of_the_slices_that_did_not_change(campaign, monkeypatch)
+
+
+@pytest.mark.postgres
+@pytest.mark.django_db(transaction=True)
+def test_a_run_outside_a_transaction_reads_the_stored_figures_ahead_and_takes_the_same(campaign, monkeypatch):
+    """The same, with no transaction around the runs: the stored figures of the slices taken are
+    read ahead on a thread of their own connection (``unit_blocks.RunUnits.spans``)."""
+    spans = []
+    read = unit_blocks.RunUnits.spans
+    monkeypatch.setattr(unit_blocks.RunUnits, "spans", lambda self, r, c: spans.append(len(r)) or read(self, r, c))
+    ahead = []
+    monkeypatch.setattr(unit_blocks.threading, "Thread", _Counted(ahead))
+    _takes_the_sums_of_the_slices_that_did_not_change(campaign, monkeypatch)
+    assert spans and max(spans) > 3 and ahead  # figures taken, read ahead
+
+
+class _Counted:
+    """``threading.Thread``, counting the threads made."""
+
+    def __init__(self, made: list) -> None:
+        self.made, self.thread = made, unit_blocks.threading.Thread
+
+    def __call__(self, *args, **kwargs):
+        self.made.append(kwargs.get("name"))
+        return self.thread(*args, **kwargs)
+
+
+def _takes_the_sums_of_the_slices_that_did_not_change(campaign, monkeypatch) -> None:
     monkeypatch.setattr(values, "CHUNK_ROWS", 7)
     computed = []  # the slices whose units' figures were computed, not read from the run before's rows
     confusability = metrics.unit_confusability

@@ -9,7 +9,9 @@ from __future__ import annotations
 import json
 import threading
 import time
+from dataclasses import asdict
 
+import numpy as np
 import pandas as pd
 import pytest
 from django.db import IntegrityError, connection, transaction
@@ -360,3 +362,59 @@ def test_the_migration_writes_the_rows_stored_before_as_blocks_and_back(transact
         executor = MigrationExecutor(connection)
         executor.migrate(executor.loader.graph.leaf_nodes())
     assert RunUnits(run.pk).stored == 3
+
+
+# --- reading spans ahead ---------------------------------------------------------------------------
+
+
+def _stored_run(campaign) -> tuple[AnalysisRun, list[int]]:
+    """A run whose stored rows are 50 units of made-up figures (ids of no unit: a span reads the
+    rows as stored), a block of 8 units each."""
+    run = AnalysisRun.objects.create(campaign=campaign, parameters=runs.parameters_clean(PARAMS), seed=1)
+    ids = list(range(1000, 1050))
+    frame = pd.DataFrame({"unit": ids, "query": 1, "n": range(50), "mean": [i / 4 for i in range(50)]})
+    UnitBlock.objects.bulk_create(UnitBlock(run=run, **asdict(b)) for b in unit_blocks.encode(frame, size=8))
+    return run, ids
+
+
+def _ranges(ids: list[int]) -> list[tuple[int, int]]:
+    return [(ids[0], ids[9]), (ids[10], ids[10]), (ids[11], ids[30]), (ids[31], ids[-1])]
+
+
+@pytest.mark.postgres
+@pytest.mark.django_db(transaction=True)
+def test_spans_read_ahead_on_a_thread_are_the_spans_read_one_by_one(campaign):
+    """Outside a transaction, on PostgreSQL, ``RunUnits.spans`` reads ahead on a thread of its own
+    connection: the same arrays as ``span`` of each range; a consumer that stops early stops the
+    thread, and an error of the thread's is raised where the spans are taken."""
+    run, ids = _stored_run(campaign)
+    rows = RunUnits(run.pk)
+    ranges = _ranges(ids)
+    threads = threading.active_count()
+    got = list(rows.spans(ranges, ["n", "mean"]))
+    assert len(got) == len(ranges)
+    for (low, high), span in zip(ranges, got, strict=True):
+        want = rows.span(low, high, ["n", "mean"])
+        assert list(want) == list(span) == ["unit", "n", "mean"]
+        assert all(np.array_equal(want[k], span[k]) for k in want)
+    assert [list(s["unit"]) for s in got] == [ids[:10], ids[10:11], ids[11:31], ids[31:]]
+    first = rows.spans(ranges, ["n"])
+    assert list(next(first)["unit"]) == ids[:10]
+    first.close()  # taken no further: the thread is told to stop, and joined
+    assert threading.active_count() == threads
+    rows._blocks = [rows._blocks[0], rows._blocks[1]._replace(pk=-1), *rows._blocks[2:]]  # a block's bytes gone
+    with pytest.raises(KeyError):
+        list(rows.spans(ranges, ["n"]))
+    assert threading.active_count() == threads
+
+
+@pytest.mark.both_backends
+@pytest.mark.django_db
+def test_spans_inside_a_transaction_are_read_one_by_one_here(campaign):
+    """Inside a transaction another connection would not see the rows: ``spans`` reads them here."""
+    run, ids = _stored_run(campaign)
+    rows = RunUnits(run.pk)
+    threads = threading.active_count()
+    spans = rows.spans(_ranges(ids), ["n"])
+    assert list(next(spans)["unit"]) == ids[:10] and threading.active_count() == threads
+    assert [list(s["unit"]) for s in spans] == [ids[10:11], ids[11:31], ids[31:]]

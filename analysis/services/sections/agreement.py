@@ -9,7 +9,8 @@ JSON result; none touches the database.
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
+from contextlib import closing
 from typing import Any
 
 import numpy as np
@@ -404,25 +405,28 @@ def unit_table(judgments: pd.DataFrame | Judgments, spec: ValueSpec, memo: Slice
     any_numbers = False
     value_columns = [c for c, wanted in (("place", spec.has_categories), ("num", spec.has_numbers)) if wanted]
     marks = _unit_rows_marks(judgments, memo) if numbers is not None else None
-    for i, chunk in enumerate(judgments.chunks([*LONG, *value_columns])):
-        query_of = chunk[["unit", "query"]].drop_duplicates("unit")
-        if "query" not in columns:  # every unit's, of the judgments' dtype
-            columns["query"] = np.empty(len(index), query_of["query"].dtype)
-        columns["query"][index.searchsorted(query_of["unit"])] = query_of["query"].to_numpy()
-        if numbers is not None:
-            had = _numbers_taken(chunk, memo, marks[i], numbers, index) if marks is not None else None
-            if had is None:  # computed
-                num = numeric_long(chunk)
-                had = not num.empty
+    with closing(_stored_numbers(judgments, memo, marks)) as stored:
+        for i, chunk in enumerate(judgments.chunks([*LONG, *value_columns])):
+            query_of = chunk[["unit", "query"]].drop_duplicates("unit")
+            if "query" not in columns:  # every unit's, of the judgments' dtype
+                columns["query"] = np.empty(len(index), query_of["query"].dtype)
+            columns["query"][index.searchsorted(query_of["unit"])] = query_of["query"].to_numpy()
+            if numbers is not None:
+                had = _lent_numbers(memo, marks[i]) if marks is not None else None
                 if had:
-                    per_unit = m.unit_confusability(num[["unit", "grader", "value"]])
-                    numbers[index.searchsorted(per_unit.index)] = per_unit.to_numpy(dtype=float)
-            any_numbers |= had
-            if marks is not None:
-                memo.keep(marks[i], b"numbers" if had else b"none")
-        if spec.has_categories:  # each unit's judgments in each category of the scale, from their places in it
-            counted, units = _category_counts(chunk["unit"].to_numpy(), places(chunk, spec), len(spec.categories))
-            counts[index.searchsorted(units)] = counted
+                    _numbers_taken(next(stored), numbers, index)
+                elif had is None:  # computed
+                    num = numeric_long(chunk)
+                    had = not num.empty
+                    if had:
+                        per_unit = m.unit_confusability(num)  # it reads unit, grader and value
+                        numbers[index.searchsorted(per_unit.index)] = per_unit.to_numpy(dtype=float)
+                any_numbers |= had
+                if marks is not None:
+                    memo.keep(marks[i], b"numbers" if had else b"none")
+            if spec.has_categories:  # each unit's judgments in each category of the scale, from their places in it
+                counted, units = _category_counts(chunk["unit"].to_numpy(), places(chunk, spec), len(spec.categories))
+                counts[index.searchsorted(units)] = counted
     _released()
     if any_numbers:  # the columns of unit_confusability, as its left join on the units gave them
         columns.update(zip(m.confusability.COLUMNS, numbers.T, strict=True))
@@ -449,26 +453,38 @@ def _unit_rows_marks(judgments: Judgments, memo: SliceMemo | None) -> list[str] 
     return None if keys is None else [slice_memo.key("slice", "unit rows", k) for k in keys]
 
 
-def _numbers_taken(
-    chunk: pd.DataFrame, memo: SliceMemo, mark: str, numbers: np.ndarray, index: pd.Index
-) -> bool | None:
-    """Fill the rows of ``numbers`` (``metrics.confusability.COLUMNS``) of the slice's units from
-    the per-unit rows the run before stored, when it marked the slice (``_unit_rows_marks``): True,
-    or False when none of its units had a number; None when they are to be computed. A unit of the
-    slice had a number when its stored n is more than 0 (the table's n is the count of its numbers)."""
+def _lent_numbers(memo: SliceMemo, mark: str) -> bool | None:
+    """Whether the per-unit rows the run before stored hold the figures of the units' numbers
+    (``metrics.confusability.COLUMNS``) of the slice marked ``mark`` (``_unit_rows_marks``):
+    True, or False when none of its units had a number; None when they are to be computed."""
     lent = memo.units
     if lent is None or mark not in lent.keys:
         return None
     had = memo.lend(mark)
-    if had != b"numbers":
-        return False if had == b"none" else None
-    units = chunk["unit"].to_numpy()
-    stored = lent.rows.span(int(units[0]), int(units[-1]), m.confusability.COLUMNS)
+    return True if had == b"numbers" else False if had == b"none" else None
+
+
+def _stored_numbers(
+    judgments: Judgments, memo: SliceMemo | None, marks: list[str] | None
+) -> Iterator[dict[str, np.ndarray]]:
+    """The stored figures of each slice whose figures are taken (``_lent_numbers``), in order,
+    read ahead of the slices (``unit_blocks.RunUnits.spans``)."""
+    if memo is None or memo.units is None or marks is None:
+        return (span for span in ())  # a generator, as ``spans`` gives: closed once the slices are read
+    spans = judgments.slice_spans()
+    assert spans is not None, "a run that marks its slices knows their spans"
+    taken = [span for span, mark in zip(spans, marks, strict=True) if _lent_numbers(memo, mark)]
+    return memo.units.rows.spans(taken, m.confusability.COLUMNS)
+
+
+def _numbers_taken(stored: dict[str, np.ndarray], numbers: np.ndarray, index: pd.Index) -> None:
+    """Fill the rows of ``numbers`` of a slice's units from the rows the run before ``stored`` of
+    them. A unit of the slice had a number when its stored n is more than 0 (the table's n is the
+    count of its numbers)."""
     had = stored["n"] > 0
     rows = index.searchsorted(stored["unit"][had])
     for j, name in enumerate(m.confusability.COLUMNS):
         numbers[rows, j] = stored[name][had]
-    return True
 
 
 def _category_counts(unit: np.ndarray, place: np.ndarray, k: int) -> tuple[np.ndarray, np.ndarray]:
