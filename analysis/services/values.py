@@ -274,7 +274,7 @@ def heap_release() -> None:
 
 
 MAPPED_BYTES = 1 << 20  # inside ``large_allocations_mapped``, an allocation this large or larger is mapped on its own
-MAPPED_BYTES_AFTER = 8 << 20  # and after it
+MAPPED_BYTES_AFTER = 64 << 20  # and after it
 _M_MMAP_THRESHOLD = -3  # glibc's mallopt parameter
 
 
@@ -290,9 +290,12 @@ def large_allocations_mapped() -> Iterator[None]:
     4,000,000 events (docs/analysis.md, "Scaling"). Only for the reading: the combining step frees
     and allocates a slice's temporaries (4 MB a column at 500,000 rows) thousands of times, and
     mapping each anew cost it a fifth more CPU. glibc cannot be given its moving threshold back, so
-    on leaving it is fixed at ``MAPPED_BYTES_AFTER``: the slices' temporaries come from the heap,
-    to be used again, and the combining step's whole-campaign columns (16 MB at 2,000,000 units)
-    are mapped and given back (50 MiB lower than glibc's own at the step's peak, the same CPU)."""
+    on leaving it is fixed at ``MAPPED_BYTES_AFTER``: the slices' temporaries and the combining
+    step's per-unit columns (16 MB at 2,000,000 units) come from the heap, to be used again, and only
+    its largest arrays (the grader model's panels, 80 MB) are mapped and given back. At 8 MiB the
+    per-unit columns were mapped anew each time: the combining step of the bench's run after new
+    work took 0.6-0.9 s more (the model 0.3-0.6 s of it) at the same peak (docs/analysis.md,
+    "Scaling")."""
     libc = _glibc()
     if libc is not None:
         libc.mallopt(_M_MMAP_THRESHOLD, MAPPED_BYTES)

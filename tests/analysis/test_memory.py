@@ -92,7 +92,7 @@ def grows(size, freed_before):
 
 with values.large_allocations_mapped():
     inside = grows(2 << 20, 16 << 20)
-after = {"small": grows(2 << 20, 16 << 20), "large": grows(16 << 20, 32 << 20)}
+after = {"small": grows(2 << 20, 16 << 20), "column": grows(16 << 20, 32 << 20), "large": grows(96 << 20, 128 << 20)}
 print(json.dumps({"inside": inside, **after}))
 """
 
@@ -103,10 +103,11 @@ def test_inside_a_large_array_has_its_own_mapping_even_after_a_larger_one_was_fr
     if grown is None:
         pytest.skip("glibc (2.33 or later) only: elsewhere it does nothing")
     assert grown["inside"][0] >= 2 << 20 and grown["inside"][1] == 0  # mapped, and given back at once
-    # After it, arrays of a few MB come from the heap, to be used again without a new mapping, and
-    # one of 16 MiB is mapped on its own even after a larger one was freed.
-    assert grown["small"][0] == 0
-    assert grown["large"][0] >= 16 << 20 and grown["large"][1] == 0
+    # After it, arrays of a few MB and per-unit columns of 16 MiB come from the heap, to be used
+    # again without a new mapping, and one of 96 MiB is mapped on its own even after a larger one
+    # was freed.
+    assert grown["small"][0] == 0 and grown["column"][0] == 0
+    assert grown["large"][0] >= 96 << 20 and grown["large"][1] == 0
 
 
 @pytest.mark.django_db
