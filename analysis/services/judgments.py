@@ -464,7 +464,6 @@ class _Spill:
             codes, uniques = factorized if factorized is not None else pd.factorize(values)
             fill = _missing_fill(values[codes < 0]) if (codes < 0).any() else None
             values = codes.astype(np.min_scalar_type(-max(len(uniques), 1)))
-            dtype = values.dtype
         elif values.dtype.kind in "iu" and values.size:
             values = _narrowed(values)
         values = np.ascontiguousarray(values)
@@ -767,13 +766,10 @@ def _parquet_file(data: bytes) -> Any:
 
 
 def _as_numpy(array: Any) -> np.ndarray:
-    """An Arrow column as ``to_pandas`` makes it, writable."""
+    """An Arrow column, not a dictionary (``_column`` keeps those as ``_Text``), as ``to_pandas``
+    makes it, writable."""
     import pyarrow as pa
 
-    if pa.types.is_dictionary(array.type):
-        words = np.empty(len(array.dictionary) + 1, dtype=object)  # a missing value takes the last: None
-        words[:-1] = array.dictionary.to_numpy(zero_copy_only=False)
-        return words[array.indices.fill_null(len(array.dictionary)).to_numpy(zero_copy_only=False)]
     if pa.types.is_null(array.type):
         return np.full(len(array), None, dtype=object)
     return array.to_numpy(zero_copy_only=False, writable=True)

@@ -468,13 +468,13 @@ def _stored_numbers(
     judgments: Judgments, memo: SliceMemo | None, marks: list[str] | None
 ) -> Iterator[dict[str, np.ndarray]]:
     """The stored figures of each slice whose figures are taken (``_lent_numbers``), in order,
-    read ahead of the slices (``unit_blocks.RunUnits.spans``)."""
+    read ahead of the slices (``unit_blocks.RunUnits.spans``; closed, it stops reading)."""
     if memo is None or memo.units is None or marks is None:
-        return (span for span in ())  # a generator, as ``spans`` gives: closed once the slices are read
+        return
     spans = judgments.slice_spans()
     assert spans is not None, "a run that marks its slices knows their spans"
     taken = [span for span, mark in zip(spans, marks, strict=True) if _lent_numbers(memo, mark)]
-    return memo.units.rows.spans(taken, m.confusability.COLUMNS)
+    yield from memo.units.rows.spans(taken, m.confusability.COLUMNS)
 
 
 def _numbers_taken(stored: dict[str, np.ndarray], numbers: np.ndarray, index: pd.Index) -> None:
