@@ -398,8 +398,8 @@ def unit_table(judgments: pd.DataFrame | Judgments, spec: ValueSpec, memo: Slice
     judgments = _valued(judgments, spec)
     if judgments.empty or not (spec.has_numbers or spec.has_categories):
         return pd.DataFrame(columns=["unit", "query", "n"])
-    index = pd.Index(judgments.units()[0], name="unit")  # sorted
-    columns: dict[str, Any] = {"unit": index.to_numpy()}
+    index = judgments.units()[0]  # sorted
+    columns: dict[str, Any] = {"unit": index}
     numbers = np.full((len(index), len(m.confusability.COLUMNS)), np.nan) if spec.has_numbers else None
     counts = np.zeros((len(index), len(spec.categories)), dtype=np.int64)
     any_numbers = False
@@ -407,10 +407,12 @@ def unit_table(judgments: pd.DataFrame | Judgments, spec: ValueSpec, memo: Slice
     marks = _unit_rows_marks(judgments, memo) if numbers is not None else None
     with closing(_stored_numbers(judgments, memo, marks)) as stored:
         for i, chunk in enumerate(judgments.chunks([*LONG, *value_columns])):
-            query_of = chunk[["unit", "query"]].drop_duplicates("unit")
+            codes, first = _unit_codes(chunk["unit"].to_numpy())
+            rows = _rows_in(index, chunk["unit"].to_numpy()[first])  # the slice's units' rows of the table
+            query = chunk["query"].to_numpy()[first]  # each unit's, from its first row
             if "query" not in columns:  # every unit's, of the judgments' dtype
-                columns["query"] = np.empty(len(index), query_of["query"].dtype)
-            columns["query"][index.searchsorted(query_of["unit"])] = query_of["query"].to_numpy()
+                columns["query"] = np.empty(len(index), query.dtype)
+            columns["query"][rows] = query
             if numbers is not None:
                 had = _lent_numbers(memo, marks[i]) if marks is not None else None
                 if had:
@@ -420,13 +422,12 @@ def unit_table(judgments: pd.DataFrame | Judgments, spec: ValueSpec, memo: Slice
                     had = not num.empty
                     if had:
                         per_unit = m.unit_confusability(num)  # it reads unit, grader and value
-                        numbers[index.searchsorted(per_unit.index)] = per_unit.to_numpy(dtype=float)
+                        numbers[_rows_in(index, per_unit.index.to_numpy())] = per_unit.to_numpy(dtype=float)
                 any_numbers |= had
                 if marks is not None:
                     memo.keep(marks[i], b"numbers" if had else b"none")
             if spec.has_categories:  # each unit's judgments in each category of the scale, from their places in it
-                counted, units = _category_counts(chunk["unit"].to_numpy(), places(chunk, spec), len(spec.categories))
-                counts[index.searchsorted(units)] = counted
+                counts[rows] = _category_counts(codes, first.size, places(chunk, spec), len(spec.categories))
     _released()
     if any_numbers:  # the columns of unit_confusability, as its left join on the units gave them
         columns.update(zip(m.confusability.COLUMNS, numbers.T, strict=True))
@@ -477,27 +478,47 @@ def _stored_numbers(
     yield from memo.units.rows.spans(taken, m.confusability.COLUMNS)
 
 
-def _numbers_taken(stored: dict[str, np.ndarray], numbers: np.ndarray, index: pd.Index) -> None:
+def _numbers_taken(stored: dict[str, np.ndarray], numbers: np.ndarray, index: np.ndarray) -> None:
     """Fill the rows of ``numbers`` of a slice's units from the rows the run before ``stored`` of
     them. A unit of the slice had a number when its stored n is more than 0 (the table's n is the
     count of its numbers)."""
     had = stored["n"] > 0
-    rows = index.searchsorted(stored["unit"][had])
+    rows = _rows_in(index, stored["unit"][had])
     for j, name in enumerate(m.confusability.COLUMNS):
         numbers[rows, j] = stored[name][had]
 
 
-def _category_counts(unit: np.ndarray, place: np.ndarray, k: int) -> tuple[np.ndarray, np.ndarray]:
-    """How many judgments of each unit are in each of the ``k`` categories of the scale, and the
-    units with one (sorted): ``shapes.count_table`` of ``values.categorical_long``'s rows, from
-    each judgment's place in the scale (``values.places``) where the two hashed every judgment's
-    label (1.5–2.5 s of the table's 6–7 s at 10^7)."""
+def _category_counts(codes: np.ndarray, size: int, place: np.ndarray, k: int) -> np.ndarray:
+    """How many judgments of each of ``size`` units (``codes``: each judgment's, 0..size-1) are in
+    each of the ``k`` categories of the scale: ``shapes.count_table`` of ``values.categorical_long``'s
+    rows, from each judgment's place in the scale (``values.places``) where the two hashed every
+    judgment's label (1.5–2.5 s of the table's 6–7 s at 10^7)."""
     inside = place >= 0
-    rated = unit[inside]
-    codes, size = sorted_unit_codes(rated)  # each row's unit as its place among the sorted ids
-    units = np.empty(size, dtype=unit.dtype)
-    units[codes] = rated
-    return np.bincount(codes * k + place[inside], minlength=size * k).reshape(size, k), units
+    return np.bincount(codes[inside] * k + place[inside], minlength=size * k).reshape(size, k)
+
+
+def _unit_codes(unit: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """Each row's unit as 0.. in the order of the sorted unit ids, and each unit's first row (the
+    rows ``drop_duplicates`` keeps): from the runs of equal ids when the rows are sorted by unit
+    (a slice of the judgments is), else by sorting."""
+    if unit.size and (unit[1:] >= unit[:-1]).all():
+        codes, _ = sorted_unit_codes(unit)
+        starts = np.empty(unit.size, dtype=bool)
+        starts[:1], starts[1:] = True, unit[1:] != unit[:-1]
+        return codes, np.flatnonzero(starts)
+    _, first, codes = np.unique(unit, return_index=True, return_inverse=True)
+    return codes.ravel(), first
+
+
+def _rows_in(index: np.ndarray, units: np.ndarray) -> np.ndarray:
+    """The places of ``units`` (sorted) in ``index`` (sorted, holding them): a run of places when
+    they are a run of ``index`` (a slice's units are), found by one search, else by searching each."""
+    if units.size:
+        start = int(np.searchsorted(index, units[0]))
+        run = index[start : start + units.size]
+        if run.size == units.size and np.array_equal(run, units):
+            return np.arange(start, start + units.size)
+    return np.searchsorted(index, units)
 
 
 def _histogram(values: np.ndarray) -> dict[str, list[float]]:
