@@ -21,7 +21,7 @@ from .confusability import (  # noqa: F401
     unit_confusability,
     weighted_pearson,
 )
-from .krippendorff import krippendorff_alpha, krippendorff_alpha_ci  # noqa: F401
+from .krippendorff import interval_alpha_ci, krippendorff_alpha, krippendorff_alpha_ci  # noqa: F401
 from .patterns import (  # noqa: F401
     Chi2,
     TenthCounts,

@@ -16,7 +16,7 @@ Communication Departmental Papers 43. Krippendorff, K. (2004). Content Analysis,
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Iterable
 from functools import cached_property
 from typing import Literal
 
@@ -102,6 +102,78 @@ class _Parts:
         return out
 
 
+class _LongParts(_Parts):
+    """``_Parts`` of the interval level from the units' values as runs, a piece of whole units at a
+    time (``interval_alpha_ci``), without the units x graders matrix: each unit's values and their
+    number, in the units' order. Only what the interval level reads is made: ``m``, ``moments``,
+    ``n_values`` and, for grouping, ``coded``; the units are the pairable ones, in order, as the
+    matrix's rows give them."""
+
+    def __init__(self, pieces: Iterable[tuple[np.ndarray, np.ndarray]]) -> None:
+        self.lengths: list[np.ndarray] = []  # per piece, each pairable unit's number of values
+        self.values: list[np.ndarray] = []  # and their values, unit after unit
+        for lengths, values in pieces:
+            lengths = np.asarray(lengths, dtype=np.int64)
+            values = np.asarray(values, dtype=float)
+            if lengths.sum() != values.size:
+                raise ValueError(f"a piece has {values.size} values for units of {int(lengths.sum())}")
+            if np.isnan(values).any():
+                raise ValueError("a piece's values hold NaN: give each unit's values only")
+            pairable = lengths >= 2
+            if not pairable.any():
+                continue
+            if not pairable.all():
+                values = values[np.repeat(pairable, lengths)]
+                lengths = lengths[pairable]
+            self.lengths.append(lengths)
+            self.values.append(values)
+        self.m = np.concatenate(self.lengths).astype(float) if self.lengths else np.empty(0)
+
+    def _codes(self, piece: int) -> np.ndarray:
+        """Each value's unit in its piece, 0.."""
+        lengths = self.lengths[piece]
+        return np.repeat(np.arange(lengths.size), lengths)
+
+    @cached_property
+    def n_values(self) -> int:
+        seen = [pd.unique(values) for values in self.values]  # 0.0 and -0.0 the same, as in ``_Parts``
+        return np.unique(np.concatenate(seen)).size if seen else 0
+
+    @cached_property
+    def coded(self) -> tuple[np.ndarray, sparse.csr_matrix | np.ndarray, np.ndarray]:
+        values = np.unique(np.concatenate(self.values)) if self.values else np.empty(0)
+        units = np.concatenate([self._codes(i) + start for i, start in enumerate(self._starts())])
+        codes = np.searchsorted(values, np.concatenate(self.values))
+        shape = (self.n_units, values.size)
+        if values.size <= DENSE_VALUES:
+            counts = np.bincount(units * values.size + codes, minlength=shape[0] * shape[1]).reshape(shape)
+            counts = counts.astype(float)
+            return values, counts, counts.sum(axis=0)
+        counts = sparse.csr_matrix((np.ones(units.size), (units, codes)), shape=shape)
+        return values, counts, np.asarray(counts.sum(axis=0)).ravel()
+
+    def _starts(self) -> list[int]:
+        return np.concatenate([[0], np.cumsum([lengths.size for lengths in self.lengths])[:-1]]).astype(int).tolist()
+
+    @cached_property
+    def moments(self) -> np.ndarray:
+        """``_Parts.moments`` from each unit's values: their sums by unit (``np.bincount``, in the
+        order of the values), not the matrix's rows."""
+        count = sum(values.size for values in self.values)
+        mean = sum(np.sum(values) for values in self.values) / count
+        squares = sum(np.sum(np.square(values - mean)) for values in self.values)
+        centre = _rounded(mean, np.sqrt(squares / count))
+        out = np.empty((self.n_units, 4))
+        for i, start in enumerate(self._starts()):
+            lengths, x = self.lengths[i], self.values[i] - centre
+            codes = self._codes(i)
+            s1 = np.bincount(codes, weights=x, minlength=lengths.size)
+            s2 = np.bincount(codes, weights=x * x, minlength=lengths.size)
+            m = lengths.astype(float)
+            out[start : start + lengths.size] = np.column_stack([2 * (m * s2 - s1**2) / (m - 1), m, s1, s2])
+        return out
+
+
 def _centre(wide: np.ndarray, observed: np.ndarray) -> float:
     """What the interval moments are centred on: the values' mean rounded to a multiple of the
     power of two at or above four times their standard deviation (0 for FINE's 0-10 scores).
@@ -118,7 +190,11 @@ def _centre(wide: np.ndarray, observed: np.ndarray) -> float:
         rows = slice(start, start + BLOCK_UNITS)
         deviations = wide[rows] - mean
         squares += np.sum(np.square(deviations, out=deviations), where=observed[rows])
-    spread = np.sqrt(squares / count)
+    return _rounded(mean, np.sqrt(squares / count))
+
+
+def _rounded(mean: float, spread: float) -> float:
+    """``_centre`` of values of this ``mean`` and standard deviation (``spread``)."""
     if not spread > 0:
         return float(mean)
     step = 2.0 ** np.ceil(np.log2(4 * spread))
@@ -273,6 +349,40 @@ def krippendorff_alpha_ci(
     """
     level = choice(level, dict(zip(LEVELS, LEVELS, strict=True)), name="level")
     parts = _Parts(as_wide(ratings))  # one set of per-unit parts for the value and its replicates
+    return _alpha_ci(parts, level, rng=rng, n_boot=n_boot, confidence=confidence, kept=kept)
+
+
+def interval_alpha_ci(
+    pieces: Iterable[tuple[np.ndarray, np.ndarray]],
+    *,
+    rng: np.random.Generator,
+    n_boot: int = 1000,
+    confidence: float = 0.95,
+    kept: KeptSums | None = None,
+) -> Estimate:
+    """Interval alpha with its interval, as :func:`krippendorff_alpha_ci` gives it, from the units'
+    values as runs instead of a units x graders matrix (which a crowd's thousands of graders make
+    as wide as they are many).
+
+    Parameters
+    ----------
+    pieces : ``(lengths, values)`` per piece of whole units, the pieces in the units' order:
+        ``lengths[i]`` values of the piece's ``i``-th unit, ``values`` theirs (no NaN), unit after
+        unit. A unit's values are summed in their order here, a row's in the graders' there, so
+        the two agree to rounding, not to the bit.
+    """
+    return _alpha_ci(_LongParts(pieces), "interval", rng=rng, n_boot=n_boot, confidence=confidence, kept=kept)
+
+
+def _alpha_ci(
+    parts: _Parts,
+    level: str,
+    *,
+    rng: np.random.Generator,
+    n_boot: int,
+    confidence: float,
+    kept: KeptSums | None,
+) -> Estimate:
     value = _value(parts, level)
     if np.isnan(value):
         return _estimate(value, np.array([np.nan]), confidence)

@@ -291,3 +291,34 @@ def test_a_broad_label_outside_the_scale_with_a_fine_score_is_refused_as_the_met
     spec = ValueSpec(Scheme.BROAD_FINE, "broad", BROAD, BROAD_COLLAPSE, "fine", "FINE", "interval")
     with pytest.raises(ValueError, match="`broad` has a label outside .*'XS'"):
         agreement_report(with_values(frame, spec), spec, n_boot=0, confidence=0.9, seed=5)
+
+
+def test_alpha_of_a_crowd_holds_no_matrix_of_its_graders() -> None:
+    """A crowd campaign: 5,000 units, three of 2,000 graders on each. Alpha (interval) reads each
+    unit's numbers as runs: a units x graders matrix would be 80 MB; the section's alpha is the
+    `krippendorff` package's."""
+    import tracemalloc
+
+    import krippendorff
+
+    from analysis.services.sections.agreement import agreement
+
+    rng = np.random.default_rng(11)
+    graders = np.stack([np.sort(rng.choice(2000, 3, replace=False)) for _ in range(5000)])
+    scores = rng.integers(0, 11, graders.shape).astype(float)
+    frame = pd.DataFrame(
+        {"unit": np.repeat(np.arange(5000), 3), "grader": graders.ravel(), "query": 1, "score": scores.ravel()}
+    )
+    spec = ValueSpec(Scheme.NUMERIC, None, [], None, "score", "score", "interval")
+    frame = with_values(frame, spec)
+    tracemalloc.start()
+    try:
+        alpha = agreement(frame, spec, rng=np.random.default_rng(0), n_boot=20, confidence=0.9)["alpha"]
+        peak = tracemalloc.get_traced_memory()[1]
+    finally:
+        tracemalloc.stop()
+    assert peak < 40 * 2**20
+    wide = np.full((5000, 2000), np.nan)
+    np.put_along_axis(wide, graders, scores, axis=1)
+    expected = krippendorff.alpha(reliability_data=wide.T, level_of_measurement="interval")
+    assert alpha["value"] == pytest.approx(expected, rel=1e-9)

@@ -155,3 +155,72 @@ def test_the_moments_centre_is_the_mean_rounded_so_that_a_few_changed_values_lea
     expected = krippendorff.alpha(reliability_data=far.T, level_of_measurement="interval")
     every_unit_once = k._Parts(far).moments.sum(axis=0)[None]  # the sums a replicate that drew each unit once has
     assert k._interval_of_sums(every_unit_once)[0] == pytest.approx(expected, rel=1e-9)
+
+
+def _runs(wide: np.ndarray, units: int) -> list[tuple[np.ndarray, np.ndarray]]:
+    """``wide``'s values as runs of units (``interval_alpha_ci``'s pieces), ``units`` a piece."""
+    pieces = []
+    for start in range(0, wide.shape[0], units):
+        rows = wide[start : start + units]
+        observed = ~np.isnan(rows)
+        pieces.append((observed.sum(axis=1), rows[observed]))  # row by row: unit after unit
+    return pieces
+
+
+@pytest.mark.parametrize(
+    "values, n_units, n_graders",
+    [(101, 3000, 6), (11, 3000, 5), (101, 200, 40), (3, 2000, 3)],  # few values are grouped, many not
+)
+def test_interval_alpha_from_runs_of_units_is_alpha_from_the_matrix(values, n_units, n_graders) -> None:
+    """The runs' form sums a unit's values in their order where the matrix sums a row's in the
+    graders' (with zeros for the gaps): the same alpha and interval, to rounding; and the value of
+    the `krippendorff` package."""
+    from analysis.metrics import interval_alpha_ci, krippendorff_alpha_ci
+
+    rng = np.random.default_rng(values + n_graders)
+    wide = rng.integers(0, values, (n_units, n_graders)) / 10
+    wide[rng.random(wide.shape) < 0.4] = np.nan
+    wide[:7] = np.nan  # units with no value, and with one
+    wide[7:14, 1:] = np.nan
+    matrix = krippendorff_alpha_ci(wide, "interval", rng=np.random.default_rng(1), n_boot=300)
+    for units in (37, n_units):
+        runs = interval_alpha_ci(_runs(wide, units), rng=np.random.default_rng(1), n_boot=300)
+        assert runs == pytest.approx(matrix, rel=1e-12, abs=1e-15)
+    expected = krippendorff.alpha(reliability_data=wide.T, level_of_measurement="interval")
+    assert runs.value == pytest.approx(expected, rel=1e-9)
+
+
+def test_interval_alpha_from_runs_keeps_no_matrix_of_a_crowds_graders() -> None:
+    """A crowd: 20,000 units, three of 5,000 graders on each. The matrix would be 800 MB; the runs
+    hold the 60,000 values and each unit's count."""
+    import tracemalloc
+
+    from analysis.metrics import interval_alpha_ci
+
+    rng = np.random.default_rng(5)
+    lengths = np.full(20_000, 3)
+    values = rng.integers(0, 101, lengths.sum()) / 10
+    tracemalloc.start()
+    try:
+        est = interval_alpha_ci([(lengths, values)], rng=np.random.default_rng(2), n_boot=50)
+        peak = tracemalloc.get_traced_memory()[1]
+    finally:
+        tracemalloc.stop()
+    assert peak < 20 * 2**20
+    crowd = np.full((4000, 1000), np.nan)  # a smaller crowd in the package's form, here only
+    graders = np.stack([rng.choice(1000, 3, replace=False) for _ in range(4000)])
+    np.put_along_axis(crowd, graders, values[:12_000].reshape(-1, 3), axis=1)
+    expected = krippendorff.alpha(reliability_data=crowd.T, level_of_measurement="interval")
+    got = interval_alpha_ci([(lengths[:4000], values[:12_000])], rng=np.random.default_rng(2), n_boot=50)
+    assert got.value == pytest.approx(expected, rel=1e-9)
+    assert est.value != got.value
+
+
+def test_interval_alpha_from_runs_refuses_runs_that_do_not_add_up() -> None:
+    from analysis.metrics import interval_alpha_ci
+
+    with pytest.raises(ValueError, match="a piece has 3 values for units of 4"):
+        interval_alpha_ci([(np.array([2, 2]), np.array([1.0, 2.0, 3.0]))], rng=np.random.default_rng(0))
+    with pytest.raises(ValueError, match="NaN"):
+        interval_alpha_ci([(np.array([2]), np.array([1.0, nan]))], rng=np.random.default_rng(0))
+    assert reason_of(interval_alpha_ci([(np.array([1, 1]), np.array([1.0, 2.0]))], rng=np.random.default_rng(0)).value)

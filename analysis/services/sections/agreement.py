@@ -338,16 +338,45 @@ def _alpha(
     kept: m.KeptSums | None = None,
 ) -> dict[str, Any]:
     out = {"level": spec.alpha_level, "scale": spec.num_label}
-    wide = _wide(judgments, "num", numeric_long)
-    if wide is None or (~np.isnan(wide)).sum(axis=1).max() < 2:
-        return {**out, **estimate(undefined_estimate("no unit has two or more judgments"))}
-    est = _no_interval_unless(
-        n_boot,
-        m.krippendorff_alpha_ci(
-            wide, spec.alpha_level, rng=rng, n_boot=max(n_boot, 1), confidence=confidence, kept=kept
-        ),
-    )
-    return {**out, **estimate(est)}
+    draws = {"rng": rng, "n_boot": max(n_boot, 1), "confidence": confidence, "kept": kept}
+    if spec.alpha_level == "interval":  # from each unit's numbers, without a units x graders matrix
+        runs = _number_runs(judgments)
+        if runs is None:
+            return {**out, **estimate(undefined_estimate("no unit has two or more judgments"))}
+        est = m.interval_alpha_ci(runs, **draws)
+    else:
+        wide = _wide(judgments, "num", numeric_long)
+        if wide is None or (~np.isnan(wide)).sum(axis=1).max() < 2:
+            return {**out, **estimate(undefined_estimate("no unit has two or more judgments"))}
+        est = m.krippendorff_alpha_ci(wide, spec.alpha_level, **draws)
+    return {**out, **estimate(_no_interval_unless(n_boot, est))}
+
+
+def _number_runs(judgments: Judgments) -> list[tuple[np.ndarray, np.ndarray]] | None:
+    """Each slice's numbers as runs of units (``metrics.interval_alpha_ci``): how many numbers each
+    of its units judged twice or more has, and those numbers, unit after unit in the order of the
+    unit ids (within a unit, the order of the slice's rows); None when no unit has two.
+
+    A units x graders matrix held 8 bytes for every unit and grader of the campaign, judged or not:
+    80 MB for the bench's five graders at 10^7 judgments, and a crowd's thousands of graders would
+    make it thousands of times that."""
+    runs = []
+    for chunk in judgments.chunks(["unit", "num"]):
+        num = chunk["num"].to_numpy(dtype=float)
+        has = ~np.isnan(num)
+        unit, num = chunk["unit"].to_numpy()[has], num[has]
+        if not unit.size:
+            continue
+        codes, size = sorted_unit_codes(unit)
+        if not (codes[1:] >= codes[:-1]).all():  # rows not in unit order (a ratings file's)
+            order = np.argsort(codes, kind="stable")
+            codes, num = codes[order], num[order]
+        lengths = np.bincount(codes, minlength=size)
+        if (lengths >= 2).any():
+            twice = np.repeat(lengths >= 2, lengths)
+            runs.append((lengths[lengths >= 2], num if twice.all() else num[twice]))
+    _released()
+    return runs or None
 
 
 def _wide(judgments: Judgments, column: str, long_of: Callable[[pd.DataFrame], pd.DataFrame]) -> np.ndarray | None:
