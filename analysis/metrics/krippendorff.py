@@ -158,20 +158,23 @@ class _LongParts(_Parts):
     @cached_property
     def moments(self) -> np.ndarray:
         """``_Parts.moments`` from each unit's values: their sums by unit (``np.bincount``, in the
-        order of the values), not the matrix's rows."""
+        order of the values), not the matrix's rows. Laid out a column after another (the
+        transpose of a C array): the bootstrap reads each column of a block of units
+        (``bootstrap_sums``), and its copy of the other layout's transpose took 0.14 s at 10^7."""
         count = sum(values.size for values in self.values)
         mean = sum(np.sum(values) for values in self.values) / count
         squares = sum(np.sum(np.square(values - mean)) for values in self.values)
         centre = _rounded(mean, np.sqrt(squares / count))
-        out = np.empty((self.n_units, 4))
+        columns = np.empty((4, self.n_units))
         for i, start in enumerate(self._starts()):
             lengths, x = self.lengths[i], self.values[i] - centre
-            codes = self._codes(i)
-            s1 = np.bincount(codes, weights=x, minlength=lengths.size)
-            s2 = np.bincount(codes, weights=x * x, minlength=lengths.size)
-            m = lengths.astype(float)
-            out[start : start + lengths.size] = np.column_stack([2 * (m * s2 - s1**2) / (m - 1), m, s1, s2])
-        return out
+            codes, rows = self._codes(i), slice(start, start + lengths.size)
+            d, m, s1, s2 = (column[rows] for column in columns)
+            np.copyto(m, lengths)
+            s1[:] = np.bincount(codes, weights=x, minlength=lengths.size)
+            s2[:] = np.bincount(codes, weights=np.square(x, out=x), minlength=lengths.size)
+            d[:] = 2 * (m * s2 - s1**2) / (m - 1)
+        return columns.T
 
 
 def _centre(wide: np.ndarray, observed: np.ndarray) -> float:
