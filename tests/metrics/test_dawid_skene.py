@@ -218,3 +218,18 @@ def test_noise_free_scores_are_recovered_exactly():
     fit = bias_noise(frame)
     np.testing.assert_allclose(fit.bias, [1, -1], atol=1e-6)
     np.testing.assert_allclose(fit.score, [4, 6, 1], atol=1e-6)
+
+
+def test_row_maxima_are_numpys_argmax_and_max_ties_and_nan_included() -> None:
+    from analysis.metrics.dawid_skene import row_maxima
+
+    rng = np.random.default_rng(4)
+    posterior = rng.random((1000, 4))
+    posterior[:100, 2] = posterior[:100, 1]  # ties: the lower column
+    posterior[100:200] = 0.25
+    for p in (posterior, posterior[:, :1], np.empty((0, 3))):
+        at, best = row_maxima(p)
+        assert np.array_equal(at, p.argmax(axis=1)) and np.array_equal(best, p.max(axis=1))
+    posterior[5, 3] = np.nan
+    at, best = row_maxima(posterior)
+    assert at[5] == 3 and np.isnan(best[5]) and np.array_equal(at, posterior.argmax(axis=1))

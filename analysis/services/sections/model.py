@@ -16,7 +16,7 @@ import numpy as np
 import pandas as pd
 
 from analysis.metrics._panels import Panels, PanelsBuilder
-from analysis.metrics.dawid_skene import Coded, bias_noise, dawid_skene
+from analysis.metrics.dawid_skene import Coded, bias_noise, dawid_skene, row_maxima
 from analysis.metrics.shapes import runs
 from analysis.services.judgments import Judgments, judgments_of
 from analysis.services.values import ValueSpec, arrow_memory_release, heap_release, places, valued
@@ -75,7 +75,7 @@ def _ds_units(
     del coded
     section["dawid_skene"] = _ds_section(fit, pseudonyms)
     # the label's position in the scale: fit.labels are spec.categories[argmax]
-    label = fit.posterior.argmax(axis=1).astype(float)
+    label = row_maxima(fit.posterior)[0].astype(float)
     return pd.DataFrame({"unit": fit.units, "model_label": label, "model_probability": fit.probability})
 
 
