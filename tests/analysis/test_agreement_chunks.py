@@ -322,3 +322,20 @@ def test_alpha_of_a_crowd_holds_no_matrix_of_its_graders() -> None:
     np.put_along_axis(wide, graders, scores, axis=1)
     expected = krippendorff.alpha(reliability_data=wide.T, level_of_measurement="interval")
     assert alpha["value"] == pytest.approx(expected, rel=1e-9)
+
+
+def test_the_crescents_grid_is_numpys_histogram2d() -> None:
+    """Values on the edges (tenths and quarters on a grid of 40 x 25), all equal, and continuous."""
+    from analysis.services.sections.agreement import CRESCENT_GRID, _histogram2d
+
+    rng = np.random.default_rng(12)
+    cases = [
+        (rng.integers(0, 41, 50_000) / 4, rng.integers(0, 26, 50_000) / 25),
+        (np.round(rng.random(50_000) * 10, 1), np.round(rng.random(50_000) * 3, 2)),
+        (np.full(40, 2.0), np.arange(40.0)),
+        (rng.normal(5, 2, 50_000), rng.gamma(2.0, 0.5, 50_000)),
+    ]
+    for x, y in cases:
+        expected, got = np.histogram2d(x, y, bins=CRESCENT_GRID), _histogram2d(x, y, CRESCENT_GRID)
+        assert all(np.array_equal(a, b) for a, b in zip(expected, got, strict=True))
+        assert got[0].dtype == expected[0].dtype

@@ -623,7 +623,7 @@ def _crescent(mean: np.ndarray, std: np.ndarray) -> dict[str, Any]:
     """Points (few units) or a 2-D count grid (many), so the plot stays small."""
     if mean.size <= CRESCENT_MAX_POINTS:
         return {"kind": "points", "points": np.column_stack([mean, std]).tolist()}
-    grid, x_edges, y_edges = np.histogram2d(mean, std, bins=CRESCENT_GRID)
+    grid, x_edges, y_edges = _histogram2d(mean, std, CRESCENT_GRID)
     return {
         "kind": "grid",
         "counts": grid.astype(int).tolist(),
@@ -631,6 +631,36 @@ def _crescent(mean: np.ndarray, std: np.ndarray) -> dict[str, Any]:
         "y_edges": y_edges.tolist(),
         "n": int(mean.size),
     }
+
+
+def _histogram2d(x: np.ndarray, y: np.ndarray, bins: tuple[int, int]) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """``np.histogram2d(x, y, bins)`` of finite values (the same edges and counts), each value's bin
+    found by arithmetic on the evenly spaced edges and corrected against them, as ``np.histogram``
+    finds it, where ``histogram2d`` searches the edges for every value of a column it copies
+    (0.12 s over 2,000,000 units)."""
+    edges = [_even_edges(values, n) for values, n in zip((x, y), bins, strict=True)]
+    ix, iy = (_bin_of(values, e) for values, e in zip((x, y), edges, strict=True))
+    counts = np.bincount(ix * bins[1] + iy, minlength=bins[0] * bins[1]).reshape(bins).astype(float)
+    return counts, edges[0], edges[1]
+
+
+def _even_edges(values: np.ndarray, n: int) -> np.ndarray:
+    """``histogramdd``'s edges of ``n`` bins over the values (a bin of 1 around them all if equal)."""
+    low, high = (float(values.min()), float(values.max())) if values.size else (0.0, 1.0)
+    if low == high:
+        low, high = low - 0.5, high + 0.5
+    return np.linspace(low, high, n + 1)
+
+
+def _bin_of(values: np.ndarray, edges: np.ndarray) -> np.ndarray:
+    """Each value's bin: the last edge at or below it (``searchsorted(..., "right") - 1``), the top
+    edge in the last bin."""
+    n = edges.size - 1
+    at = ((values - edges[0]) * (n / (edges[-1] - edges[0]))).astype(np.intp)
+    np.clip(at, 0, n - 1, out=at)
+    at -= values < edges[at]
+    at += (values >= edges[at + 1]) & (at != n - 1)
+    return at
 
 
 def fine_within_broad(judgments: pd.DataFrame | Judgments, spec: ValueSpec) -> list[dict[str, Any]] | None:
