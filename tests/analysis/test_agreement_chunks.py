@@ -339,3 +339,5 @@ def test_the_crescents_grid_is_numpys_histogram2d() -> None:
         expected, got = np.histogram2d(x, y, bins=CRESCENT_GRID), _histogram2d(x, y, CRESCENT_GRID)
         assert all(np.array_equal(a, b) for a, b in zip(expected, got, strict=True))
         assert got[0].dtype == expected[0].dtype
+    with pytest.raises(ValueError, match="range"):
+        _histogram2d(np.array([1.0, np.nan]), np.array([1.0, 2.0]), CRESCENT_GRID)

@@ -637,7 +637,9 @@ def _histogram2d(x: np.ndarray, y: np.ndarray, bins: tuple[int, int]) -> tuple[n
     """``np.histogram2d(x, y, bins)`` of finite values (the same edges and counts), each value's bin
     found by arithmetic on the evenly spaced edges and corrected against them, as ``np.histogram``
     finds it, where ``histogram2d`` searches the edges for every value of a column it copies
-    (0.12 s over 2,000,000 units)."""
+    (0.12 s over 2,000,000 units). A value that is not finite is left to ``histogram2d`` to refuse."""
+    if not (np.isfinite(x).all() and np.isfinite(y).all()):
+        return np.histogram2d(x, y, bins=bins)
     edges = [_even_edges(values, n) for values, n in zip((x, y), bins, strict=True)]
     ix, iy = (_bin_of(values, e) for values, e in zip((x, y), edges, strict=True))
     counts = np.bincount(ix * bins[1] + iy, minlength=bins[0] * bins[1]).reshape(bins).astype(float)
