@@ -120,6 +120,40 @@ class RunShard(models.Model):
         return f"shard {self.index} of run {self.run_id}"
 
 
+class SideState(models.TextChoices):
+    QUEUED = "queued", "Sent to another worker"
+    TAKEN = "taken", "Being computed by another worker"
+    DONE = "done", "Computed by another worker"
+    FAILED = "failed", "Failed on another worker"
+    DECLINED = "declined", "Computed by the combining step itself"
+
+
+class RunModelSide(models.Model):
+    """The model's fits (and the accounting that reads them) of a run's attempt, handed to another
+    worker while the combining step computes the other sections (docs/analysis.md, "The model
+    beside the combining step"). The combining step takes ``section``, ``accounting`` and the model's
+    per-unit columns (``units``, Parquet) when the other worker finished from the same data
+    (``excluded``, ``pseudonyms``), or declines the row and fits the model itself when no worker took
+    it in time."""
+
+    run = models.ForeignKey(AnalysisRun, on_delete=models.CASCADE, related_name="+")
+    attempt = models.PositiveSmallIntegerField()
+    state = models.CharField(max_length=10, choices=SideState.choices, default=SideState.QUEUED)
+    excluded = models.JSONField(default=list)  # the graders left out of the data the side read
+    pseudonyms = models.CharField(max_length=64, blank=True, default="")  # a digest of theirs
+    section = models.JSONField(null=True, blank=True)
+    accounting = models.JSONField(null=True, blank=True)
+    units = models.BinaryField(null=True, blank=True)
+    error = models.TextField(blank=True)
+    seconds = models.FloatField(null=True, blank=True)
+
+    class Meta:
+        constraints = [models.UniqueConstraint(fields=["run"], name="analysis_model_side_unique_run")]
+
+    def __str__(self) -> str:
+        return f"model beside run {self.run_id} ({self.state})"
+
+
 class KeptSum(models.Model):
     """The bootstrap's products of one block of units, kept by a run for the next run of its campaign
     (docs/analysis.md, "Reusing the bootstrap's blocks"): ``sums`` holds ``n_boot`` rows of the

@@ -12,7 +12,7 @@ from django.conf import settings
 from analysis.models import AnalysisRun
 from analysis.services import runs
 from analysis.services.attempts import run_fail
-from analysis.services.execute import Transient, combine_execute, run_execute, shard_execute
+from analysis.services.execute import Transient, combine_execute, model_side_execute, run_execute, shard_execute
 
 TIME_LIMIT = int(getattr(settings, "ANALYSIS_TIME_LIMIT_SECONDS", 1800))
 
@@ -74,10 +74,28 @@ def analysis_shard(run_id: int, attempt: int, index: int) -> str:
     )
 
 
-@shared_task(name="analysis.combine", **_TASK)
-def analysis_combine(run_id: int, attempt: int) -> str:
-    """Combine the shards' parts of the run's attempt ``attempt``, compute and store the report."""
-    return _within_time_limit(run_id, "a part of the analysis", lambda: combine_execute(run_id=run_id, attempt=attempt))
+@shared_task(bind=True, name="analysis.combine", **_TASK)
+def analysis_combine(self: Any, run_id: int, attempt: int) -> str:
+    """Combine the shards' parts of the run's attempt ``attempt``, compute and store the report, the
+    model handed to another worker meanwhile (``analysis.model_side``, to the same queue)."""
+    side = None if self.request.is_eager else partial(_side_out, queue=_queue_of(self.request))
+    return _within_time_limit(
+        run_id, "a part of the analysis", lambda: combine_execute(run_id=run_id, attempt=attempt, side=side)
+    )
+
+
+def _side_out(run_id: int, attempt: int, *, queue: str | None) -> None:
+    analysis_model_side.apply_async((run_id, attempt), **({"queue": queue} if queue else {}))
+
+
+@shared_task(name="analysis.model_side", **_TASK)
+def analysis_model_side(run_id: int, attempt: int) -> str:
+    """Fit the model of the run's attempt ``attempt`` beside its combining step. Over the time limit
+    it only stops: the combining step fits the model itself once it has waited long enough."""
+    try:
+        return model_side_execute(run_id=run_id, attempt=attempt)
+    except SoftTimeLimitExceeded:
+        return "failed"
 
 
 def _within_time_limit(run_id: int, what: str, work: Any) -> str:

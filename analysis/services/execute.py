@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import io
 import logging
 import threading
 import time
@@ -10,19 +11,29 @@ from contextlib import nullcontext
 from typing import Any
 
 import pandas as pd
+import pyarrow as pa
+import pyarrow.parquet as pq
 from django.db import InterfaceError, OperationalError, connection, transaction
 from django.db.models import F
 from django.utils import timezone
 
 from analysis import pgcopy, selectors, unit_blocks
-from analysis.models import AnalysisRun, RunShard, RunStatus
+from analysis.models import AnalysisRun, RunModelSide, RunShard, RunStatus, SideState
+from analysis.reports.serialize import jsonable
 from analysis.selectors import GraderSpan
-from analysis.services import attempts, reuse
+from analysis.services import attempts, auto_exclusion, reuse
 from analysis.services.model_handover import grader_model_hand_over
-from analysis.services.report import DEFAULT_TOLERANCE, exclusions_before_reading, report_compute
+from analysis.services.report import (
+    DEFAULT_TOLERANCE,
+    ModelFitted,
+    ModelFrom,
+    exclusions_before_reading,
+    model_side_compute,
+    report_compute,
+)
 from analysis.services.shards import ShardPart, part_dumps, part_loads, shard_compute, shard_plan
 from analysis.services.slice_memo import SliceMemo
-from analysis.services.values import memory_release
+from analysis.services.values import arrow_memory_release, memory_release
 from grading.models import Campaign
 from grading.services.payloads import VALUE_FIELD
 
@@ -118,9 +129,16 @@ def shard_execute(*, run_id: int, attempt: int, index: int) -> str:
     return _attempt(run, progress, body, heartbeat=True, where=where, release=False)
 
 
-def combine_execute(*, run_id: int, attempt: int) -> str:
+SideOut = Callable[[int, int], None]  # (run id, attempt): send the model's task to another worker
+
+
+def combine_execute(*, run_id: int, attempt: int, side: SideOut | None = None) -> str:
     """The last step of a run split across workers (the task ``analysis.combine``, run once every
-    shard is done): combine the shards' parts, compute the report and store it."""
+    shard is done): combine the shards' parts, compute the report and store it.
+
+    Given ``side`` (a worker with a broker), the model and the accounting are handed to another
+    worker (``model_side_execute``) while this one computes the sections before them, and taken
+    from it when they are due (``_model_beside``)."""
     run = _owned(run_id, attempt)
     if run is None:
         return "lost"
@@ -139,9 +157,101 @@ def combine_execute(*, run_id: int, attempt: int) -> str:
         # later, so holding the fetched rows as well would hold every part twice.
         stored = shards.values_list("part", flat=True).iterator(chunk_size=1)
         parts = [part_loads(bytes(data), judgments=False) for data in stored]
-        return _complete(run, progress, parts)
+        model_from = _model_beside(run, attempt, side) if side is not None else None
+        return _complete(run, progress, parts, model_from=model_from)
 
     return _attempt(run, progress, body, heartbeat=True, release=False)
+
+
+def _model_beside(run: AnalysisRun, attempt: int, side: SideOut) -> ModelFrom | None:
+    """Hand the model to another worker (a ``RunModelSide`` row, then ``side``) and return what takes
+    it back when it is due: its result once that worker is done, or None -- the model is then fitted
+    here -- when no worker took it by then (the row is declined, so that none starts it later), when
+    it failed, or when it was taken but not done within ``ANALYSIS_STALE_SECONDS``. Not when a
+    reliability threshold fits the model before every section (``report._data_after_thresholds``)."""
+    campaign = Campaign.objects.get(pk=run.campaign_id)
+    if auto_exclusion.thresholds_of(campaign).reliability_below is not None:
+        return None
+    RunModelSide.objects.filter(run_id=run.pk).delete()  # an earlier attempt's
+    RunModelSide.objects.create(run_id=run.pk, attempt=attempt)
+    side(run.pk, attempt)
+    mine = RunModelSide.objects.filter(run_id=run.pk, attempt=attempt)
+
+    def take(_data: Any) -> ModelFitted | None:
+        if mine.filter(state=SideState.QUEUED).update(state=SideState.DECLINED):
+            return None  # no worker took it: fitted here
+        deadline = time.monotonic() + attempts.stale_seconds()
+        while time.monotonic() < deadline:
+            state = mine.values_list("state", flat=True).first()
+            if state == SideState.DONE:
+                return _model_taken(mine.get())
+            if state != SideState.TAKEN:
+                return None
+            time.sleep(SIDE_POLL_SECONDS)
+        mine.filter(state=SideState.TAKEN).update(state=SideState.DECLINED)
+        return None
+
+    return take
+
+
+SIDE_POLL_SECONDS = 0.05
+
+
+def _model_taken(row: RunModelSide) -> ModelFitted:
+    units = pq.read_table(pa.BufferReader(bytes(row.units))).to_pandas(self_destruct=True, split_blocks=True)
+    arrow_memory_release()  # what Arrow's pool held for the table (as ``pgcopy`` gives it back)
+    return ModelFitted(
+        model=row.section,
+        units=units,
+        accounting=row.accounting,
+        excluded=list(row.excluded),
+        pseudonyms=row.pseudonyms,
+    )
+
+
+def model_side_execute(*, run_id: int, attempt: int) -> str:
+    """The model and the accounting of a run's attempt, on a worker beside the one that combines its
+    parts (the task ``analysis.model_side``): read the parts, fit, and leave the result in the run's
+    ``RunModelSide`` row for the combining step to take. Does nothing for a row it no longer waits
+    for (declined, or of an attempt that lost the run); a failure is recorded on the row, and the
+    combining step then fits the model itself."""
+    if _owned(run_id, attempt) is None:
+        return "lost"
+    mine = RunModelSide.objects.filter(run_id=run_id, attempt=attempt)
+    if not mine.filter(state=SideState.QUEUED).update(state=SideState.TAKEN):
+        return "declined"
+    run = AnalysisRun.objects.get(pk=run_id)
+    started = time.perf_counter()
+    try:
+        memory_release()  # what this worker's earlier tasks left held
+        shards = RunShard.objects.filter(run_id=run_id, attempt=attempt).order_by("index")
+        stored = shards.values_list("part", flat=True).iterator(chunk_size=1)
+        parts = [part_loads(bytes(data), judgments=False) for data in stored]
+        fitted = model_side_compute(
+            campaign_id=run.campaign_id,
+            parameters=run.parameters,
+            parts=parts,
+            log=selectors.EventLog.loaded(run.event_log),
+        )
+        del parts
+        units = io.BytesIO()
+        fitted.units.to_parquet(units, index=False)
+        mine.filter(state=SideState.TAKEN).update(
+            state=SideState.DONE,
+            section=jsonable(fitted.model),
+            accounting=jsonable(fitted.accounting),
+            units=units.getvalue(),
+            excluded=fitted.excluded,
+            pseudonyms=fitted.pseudonyms,
+            seconds=round(time.perf_counter() - started, 4),
+        )
+        return "done"
+    except Exception as exc:  # the combining step fits the model itself
+        logger.exception("analysis run %s: the model beside the combining step failed", run_id)
+        mine.filter(state=SideState.TAKEN).update(state=SideState.FAILED, error=f"{type(exc).__name__}: {exc}")
+        return RunStatus.FAILED
+    finally:
+        memory_release()
 
 
 FanOut = Callable[[int, int, list[int]], None]  # (run id, attempt, indexes of the shards to read): send their tasks
@@ -180,7 +290,9 @@ def _attempt(
         return RunStatus.FAILED
 
 
-def _complete(run: AnalysisRun, progress: attempts.Progress, parts: list[ShardPart]) -> str:
+def _complete(
+    run: AnalysisRun, progress: attempts.Progress, parts: list[ShardPart], *, model_from: ModelFrom | None = None
+) -> str:
     """Compute the report and store it. On PostgreSQL the per-unit rows are stored while the report's
     last sections are computed (``_StoreAlongside``), in the transaction that then stores the result."""
     alongside = _StoreAlongside(run) if _StoreAlongside.possible() else None
@@ -197,6 +309,7 @@ def _complete(run: AnalysisRun, progress: attempts.Progress, parts: list[ShardPa
             units_ready=alongside.start if alongside is not None else None,
             kept=kept,
             memo=memo,
+            model_from=model_from,
         )
         progress.stage("storing results", 95)
         run.bootstrap_blocks, run.bootstrap_blocks_reused = kept.blocks, kept.taken  # stored with the result

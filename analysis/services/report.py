@@ -6,6 +6,8 @@ as blocks of units (``unit_blocks``). Each stage reports its name and progress (
 
 from __future__ import annotations
 
+import hashlib
+import json
 from collections.abc import Callable
 from dataclasses import dataclass, field, replace
 from typing import Any, Protocol
@@ -78,6 +80,47 @@ class CampaignData:
             orderings=selectors.without_graders(self.orderings, out),
             excluded=excluded,
         )
+
+
+@dataclass(frozen=True)
+class ModelFitted:
+    """The model's section and per-unit columns (``sections.model.model_truth``), and the accounting
+    that reads the section, as another worker computed them (``execute``'s model beside the
+    combining step); ``excluded`` and ``pseudonyms`` say from which data (``data_mark``)."""
+
+    model: dict[str, Any]
+    units: pd.DataFrame
+    accounting: dict[str, Any]
+    excluded: list[int]
+    pseudonyms: str
+
+
+ModelFrom = Callable[["CampaignData"], ModelFitted | None]
+
+
+def data_mark(data: CampaignData) -> tuple[list[int], str]:
+    """What the model's data depends on beyond the parts: the graders left out, and a digest of the
+    graders' pseudonyms (the section names them)."""
+    named = json.dumps(sorted(data.pseudonyms.items()), ensure_ascii=False).encode()
+    return sorted(e["grader"] for e in data.excluded), hashlib.sha256(named).hexdigest()
+
+
+def model_side_compute(
+    *, campaign_id: int, parameters: dict[str, Any], parts: list[ShardPart], log: selectors.EventLog | None
+) -> ModelFitted:
+    """The model and the accounting of a run's parts, as ``report_compute`` computes them when no
+    reliability threshold fitted the model first, for the combining step to take (``ModelFrom``)."""
+    data = campaign_data_load(campaign_id=campaign_id, tolerance=float(parameters["fine_tolerance"]), parts=parts)
+    model, units = model_truth(data.judgments, data.spec, data.pseudonyms)
+    excluded, pseudonyms = data_mark(data)
+    heap_release()
+    return ModelFitted(
+        model=model,
+        units=units,
+        accounting=accounting(campaign_id=campaign_id, model=model, valued=log.valued if log is not None else None),
+        excluded=excluded,
+        pseudonyms=pseudonyms,
+    )
 
 
 def campaign_data_load(
@@ -154,6 +197,7 @@ def report_compute(
     units_ready: Callable[[pd.DataFrame], None] | None = None,
     kept: m.KeptSums | None = None,
     memo: SliceMemo | None = None,
+    model_from: ModelFrom | None = None,
 ) -> tuple[dict[str, Any], pd.DataFrame]:
     """Every section of the campaign report (docs/design.md §5) and the per-unit results.
 
@@ -174,6 +218,9 @@ def report_compute(
     memo : the sections' sums of the slices the run before read (``slice_memo``, kept in ``kept``'s
         store), lent to the sections that keep sums per slice, which keep this run's there; the
         figures are the same with it or without it.
+    model_from : the model and the accounting computed by another worker from the same parts
+        (``model_side_compute``), asked for when the model is due and taken when it came from the same
+        data (``data_mark``); None, or nothing given, fits the model here.
     """
     progress = progress or _NoProgress()
     progress.stage("loading judgments", 2)
@@ -205,7 +252,15 @@ def report_compute(
     progress.stage("model", 78)
     # The graders' fitted reliabilities reach allocation after the run is stored
     # (analysis.services.model_handover); nothing here writes to allocation.
-    model, model_units = fitted or model_truth(data.judgments, data.spec, data.pseudonyms)
+    taken = model_from(data) if model_from is not None and fitted is None else None
+    if taken is not None and (taken.excluded, taken.pseudonyms) != data_mark(data):
+        taken = None  # computed from other data (a grader excluded meanwhile): fitted here
+    accounted = None
+    if taken is not None:
+        model, model_units, accounted = taken.model, taken.units, taken.accounting
+    else:
+        model, model_units = fitted or model_truth(data.judgments, data.spec, data.pseudonyms)
+    del taken
     if not model_units.empty and not units.empty:
         units = _with_model_columns(units, model_units)
     del fitted, model_units  # their columns are the table's now (80 MB at 10^7 judgments, held to the end)
@@ -215,8 +270,10 @@ def report_compute(
     progress.stage("graders", 80)
     result["graders"] = graders(data.judgments, data.spec, data.behaviour, data.pseudonyms, memo)
     result["model"] = model
-    result["accounting"] = accounting(  # §5.6
-        campaign_id=campaign_id, model=result["model"], valued=log.valued if log is not None else None
+    result["accounting"] = (  # §5.6
+        accounted
+        if accounted is not None
+        else accounting(campaign_id=campaign_id, model=result["model"], valued=log.valued if log is not None else None)
     )
     # Who was excluded (by an organizer, or automatically by a threshold), and why: their judgments
     # are out of everything above.
