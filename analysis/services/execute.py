@@ -184,7 +184,9 @@ def _model_beside(run: AnalysisRun, attempt: int, side: SideOut) -> ModelFrom | 
         while time.monotonic() < deadline:
             state = mine.values_list("state", flat=True).first()
             if state == SideState.DONE:
-                return _model_taken(mine.get())
+                taken = _model_taken(mine.get())
+                mine.update(units=None)  # the columns are the run's per-unit rows now: not kept twice
+                return taken
             if state != SideState.TAKEN:
                 return None
             time.sleep(SIDE_POLL_SECONDS)
