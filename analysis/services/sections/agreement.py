@@ -231,7 +231,8 @@ def _categorical_slice(
         return None, None, None
     place = place[inside]
     unit, grader = chunk["unit"].to_numpy()[inside], chunk["grader"].to_numpy()[inside]
-    codes, size = sorted_unit_codes(unit)  # each judgment's unit as its place among the sorted ids
+    codes, first = _unit_codes(unit)  # each judgment's unit as its place among the sorted ids
+    size = first.size
     grader_codes, graders = pd.factorize(grader, sort=True)  # the graders, sorted, by hashing
     table = np.bincount(codes * k + place, minlength=size * k).reshape(size, k)
     # Counts are a unit's judgments (a few): the smallest integer type holds them
@@ -239,20 +240,13 @@ def _categorical_slice(
     rows = pd.DataFrame(distinct, columns=[f"count_{j}" for j in range(k)]).assign(units=sizes.astype(np.int64))
     by_place = np.bincount(grader_codes * k + place, minlength=graders.size * k).reshape(graders.size, k)
     graded = pd.DataFrame(by_place, index=graders)
-    query = chunk["query"].to_numpy()[inside][_first_rows(codes, size)]  # each unit's, from its first row
+    query = chunk["query"].to_numpy()[inside][first]  # each unit's, from its first row
     has_query = ~pd.isna(query)
     if not has_query.any():
         return rows, graded, None
     query_codes, queries = pd.factorize(query[has_query])  # in the order of their first unit
     by_query = m.kinds_per_query(query_codes, m.kind_codes(distinct)[inverse][has_query])
     return rows, graded, pd.DataFrame(by_query, index=queries)
-
-
-def _first_rows(codes: np.ndarray, size: int) -> np.ndarray:
-    """The first row of each of the ``size`` units (``codes``: each row's unit, 0..size-1)."""
-    first = np.full(size, codes.size, dtype=np.int64)
-    np.minimum.at(first, codes, np.arange(codes.size))
-    return first
 
 
 def _joined(pieces: list[pd.Series]) -> pd.Series:
