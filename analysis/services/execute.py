@@ -153,14 +153,19 @@ def combine_execute(*, run_id: int, attempt: int, side: SideOut | None = None) -
         progress.timings.update(run.timings or {})  # the planning, as the run's own task recorded it
         progress.timings["reading shards"] = round(sum(s or 0.0 for s in seconds), 4)
         memory_release()  # what this worker's earlier tasks left held
-        # One stored part at a time: ``part_loads`` keeps each zip's tables to be read a slice at a time
-        # later, so holding the fetched rows as well would hold every part twice.
-        stored = shards.values_list("part", flat=True).iterator(chunk_size=1)
-        parts = [part_loads(bytes(data), judgments=False) for data in stored]
+        parts = _parts_loaded(shards)
         model_from = _model_beside(run, attempt, side) if side is not None else None
         return _complete(run, progress, parts, model_from=model_from)
 
     return _attempt(run, progress, body, heartbeat=True, release=False)
+
+
+def _parts_loaded(shards: Any) -> list[ShardPart]:
+    """The stored parts of ``shards`` (a query of ``RunShard``, in order), one fetched at a time:
+    ``part_loads`` keeps each zip's tables to be read a slice at a time later, so holding the
+    fetched rows as well would hold every part twice."""
+    stored = shards.values_list("part", flat=True).iterator(chunk_size=1)
+    return [part_loads(bytes(data), judgments=False) for data in stored]
 
 
 def _model_beside(run: AnalysisRun, attempt: int, side: SideOut) -> ModelFrom | None:
@@ -177,7 +182,7 @@ def _model_beside(run: AnalysisRun, attempt: int, side: SideOut) -> ModelFrom | 
     side(run.pk, attempt)
     mine = RunModelSide.objects.filter(run_id=run.pk, attempt=attempt)
 
-    def take(_data: Any) -> ModelFitted | None:
+    def take() -> ModelFitted | None:
         if mine.filter(state=SideState.QUEUED).update(state=SideState.DECLINED):
             return None  # no worker took it: fitted here
         deadline = time.monotonic() + attempts.stale_seconds()
@@ -217,18 +222,16 @@ def model_side_execute(*, run_id: int, attempt: int) -> str:
     ``RunModelSide`` row for the combining step to take. Does nothing for a row it no longer waits
     for (declined, or of an attempt that lost the run); a failure is recorded on the row, and the
     combining step then fits the model itself."""
-    if _owned(run_id, attempt) is None:
+    run = _owned(run_id, attempt)
+    if run is None:
         return "lost"
     mine = RunModelSide.objects.filter(run_id=run_id, attempt=attempt)
     if not mine.filter(state=SideState.QUEUED).update(state=SideState.TAKEN):
         return "declined"
-    run = AnalysisRun.objects.get(pk=run_id)
     started = time.perf_counter()
     try:
         memory_release()  # what this worker's earlier tasks left held
-        shards = RunShard.objects.filter(run_id=run_id, attempt=attempt).order_by("index")
-        stored = shards.values_list("part", flat=True).iterator(chunk_size=1)
-        parts = [part_loads(bytes(data), judgments=False) for data in stored]
+        parts = _parts_loaded(RunShard.objects.filter(run_id=run_id, attempt=attempt).order_by("index"))
         fitted = model_side_compute(
             campaign_id=run.campaign_id,
             parameters=run.parameters,

@@ -95,7 +95,7 @@ class ModelFitted:
     pseudonyms: str
 
 
-ModelFrom = Callable[["CampaignData"], ModelFitted | None]
+ModelFrom = Callable[[], ModelFitted | None]
 
 
 def data_mark(data: CampaignData) -> tuple[list[int], str]:
@@ -117,10 +117,16 @@ def model_side_compute(
     return ModelFitted(
         model=model,
         units=units,
-        accounting=accounting(campaign_id=campaign_id, model=model, valued=log.valued if log is not None else None),
+        accounting=_accounting(campaign_id, model, log),
         excluded=excluded,
         pseudonyms=pseudonyms,
     )
+
+
+def _accounting(campaign_id: int, model: dict[str, Any], log: selectors.EventLog | None) -> dict[str, Any]:
+    """The accounting section (§5.6) of the fitted ``model``, the campaign's valued judgments as the
+    run counted them when it planned (``log``; None: counted here)."""
+    return accounting(campaign_id=campaign_id, model=model, valued=log.valued if log is not None else None)
 
 
 def campaign_data_load(
@@ -252,7 +258,7 @@ def report_compute(
     progress.stage("model", 78)
     # The graders' fitted reliabilities reach allocation after the run is stored
     # (analysis.services.model_handover); nothing here writes to allocation.
-    taken = model_from(data) if model_from is not None and fitted is None else None
+    taken = model_from() if model_from is not None and fitted is None else None
     if taken is not None and (taken.excluded, taken.pseudonyms) != data_mark(data):
         taken = None  # computed from other data (a grader excluded meanwhile): fitted here
     accounted = None
@@ -270,11 +276,7 @@ def report_compute(
     progress.stage("graders", 80)
     result["graders"] = graders(data.judgments, data.spec, data.behaviour, data.pseudonyms, memo)
     result["model"] = model
-    result["accounting"] = (  # §5.6
-        accounted
-        if accounted is not None
-        else accounting(campaign_id=campaign_id, model=result["model"], valued=log.valued if log is not None else None)
-    )
+    result["accounting"] = accounted if accounted is not None else _accounting(campaign_id, model, log)  # §5.6
     # Who was excluded (by an organizer, or automatically by a threshold), and why: their judgments
     # are out of everything above.
     result["excluded_graders"] = [
