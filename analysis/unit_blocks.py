@@ -108,7 +108,7 @@ def _table(units: pd.DataFrame) -> pa.Table:
         if name not in units:
             arrays.append(pa.nulls(rows, SCHEMA.field(name).type))
         elif name == "distribution":
-            arrays.append(pa.array([_json(d) for d in units[name]], type=pa.string()))
+            arrays.append(_texts(units[name]))
         elif name in INT_COLUMNS and pd.api.types.is_integer_dtype(units[name].dtype):  # ids beyond 2**53 exact
             arrays.append(pa.array(units[name], type=pa.int64(), from_pandas=True))  # Int64's missing as null
         else:
@@ -120,10 +120,19 @@ def _table(units: pd.DataFrame) -> pa.Table:
     return pa.Table.from_arrays(arrays, schema=SCHEMA)
 
 
-def _json(value: Any) -> str | None:
-    if not isinstance(value, dict | list | str) and pd.isna(value):
-        return None
-    return value if isinstance(value, str) else json.dumps(value)
+def _texts(column: pd.Series) -> pa.Array:
+    """The label counts as JSON text (a dict or list dumped, text as it is; None, NaN and NA as
+    null). The missing are found in one pass over the column, and only the others are dumped one by
+    one: a BROAD or numeric campaign has none, and dumping or testing each of its 2,000,000 units
+    took 0.8 s of the 1.3 s that encoding its blocks took at 10^7 judgments."""
+    values = column.to_numpy(dtype=object)
+    missing = pd.isna(values)  # element by element: a dict or a list is not missing
+    if missing.all():
+        return pa.nulls(len(values), pa.string())
+    texts = [
+        None if gone else v if isinstance(v, str) else json.dumps(v) for v, gone in zip(values, missing, strict=True)
+    ]
+    return pa.array(texts, type=pa.string())
 
 
 def decode(data: bytes | memoryview, columns: Sequence[str] | None = None) -> pa.Table:

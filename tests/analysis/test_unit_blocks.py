@@ -173,6 +173,21 @@ def test_distributions_given_as_json_text_are_kept_as_they_are():
     assert block.distribution
 
 
+def test_distributions_given_as_lists_are_dumped_and_every_kind_of_missing_is_null():
+    given = pd.DataFrame({"unit": [1, 2, 3, 4, 5], "distribution": [[2, 1], None, np.nan, pd.NA, {}]})
+    (block,) = unit_blocks.encode(given)
+    assert unit_blocks.decode(block.data).column("distribution").to_pylist() == ["[2, 1]", None, None, None, "{}"]
+    assert block.distribution
+
+
+def test_a_column_of_distributions_all_missing_is_stored_as_nulls_of_text():
+    for missing in (None, np.nan, pd.NA):
+        (block,) = unit_blocks.encode(pd.DataFrame({"unit": [1, 2], "distribution": [missing, missing]}))
+        column = unit_blocks.decode(block.data).column("distribution")
+        assert column.type == pa.string() and column.null_count == 2
+        assert not block.distribution
+
+
 def test_decode_reads_only_the_columns_asked_for_in_the_stored_order():
     (block,) = unit_blocks.encode(_table([1, 2]))
     table = unit_blocks.decode(block.data, ["std", "unit", "n_ns"])
