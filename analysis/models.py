@@ -178,7 +178,9 @@ class UnitBlock(models.Model):
     (``analysis.unit_blocks``, which writes and reads them; docs/analysis.md, "Storing a run's
     results"). ``first_unit`` and ``last_unit`` bound the block's unit ids, ``rows`` counts its
     units, and the four flags say whether any of them has a BROAD distribution, label counts, a
-    model label or a model score."""
+    model label or a model score. ``model`` holds the model's columns of the block apart from the
+    rest (``data`` then has them missing), so that a run can store them once its model is fitted;
+    empty, they are in ``data``."""
 
     run = models.ForeignKey(AnalysisRun, on_delete=models.CASCADE, related_name="unit_blocks", db_index=False)
     index = models.PositiveIntegerField()
@@ -190,6 +192,7 @@ class UnitBlock(models.Model):
     model_label = models.BooleanField(default=False)
     model_score = models.BooleanField(default=False)
     data = models.BinaryField()
+    model = models.BinaryField(null=True, blank=True)
 
     class Meta:
         constraints = [models.UniqueConstraint(fields=["run", "index"], name="analysis_unitblock_unique_index")]

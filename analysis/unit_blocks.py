@@ -6,6 +6,12 @@ Arrow IPC stream compressed with zstd, in ``UnitBlock`` rows keyed by (run, bloc
 judgments, storing a run's 2,000,000 units took 2.0–2.3 s as blocks against 10.0–11.5 s as rows,
 in 56 MiB against 380 MiB (docs/analysis.md, "Storing a run's results").
 
+A block's model columns (``MODEL_COLUMNS``) are a stream of their own (``UnitBlock.model``) beside the
+others (``UnitBlock.data``, where they are then missing), so that a run can store its units' own
+figures as soon as they are final and the model's columns once the model is fitted
+(``write_model``). A block whose ``model`` is empty (stored before the model had its own stream,
+or by a run with no model) has them in ``data``.
+
 Everything reads them here. A block keeps its units as the run computed them; a unit deleted since
 is left out when its block is read (``_present``), so no trigger has to reach into the blocks.
 """
@@ -16,12 +22,13 @@ import json
 import queue
 import threading
 from collections.abc import Iterable, Iterator, Sequence
-from dataclasses import astuple, dataclass, fields
+from dataclasses import astuple, dataclass, fields, replace
 from itertools import islice
 from typing import Any
 
 import numpy as np
 import pandas as pd
+import psycopg
 import pyarrow as pa
 from django.db import connection
 from django.db.models import Subquery
@@ -40,6 +47,7 @@ COLUMNS = ("unit", "query", "n", *FLOAT_COLUMNS, "n_ns", "n_ss", "n_vs", "distri
 SCHEMA = pa.schema(
     [(c, pa.int64() if c in INT_COLUMNS else pa.string() if c == "distribution" else pa.float64()) for c in COLUMNS]
 )
+MODEL_SCHEMA = pa.schema([SCHEMA.field(c) for c in MODEL_COLUMNS])
 _WRITE_OPTIONS = pa.ipc.IpcWriteOptions(compression="zstd")
 
 
@@ -47,7 +55,8 @@ _WRITE_OPTIONS = pa.ipc.IpcWriteOptions(compression="zstd")
 class Block:
     """One block as stored: its position in the run, its first and last unit ids, its number of
     units, whether any of its units has a BROAD distribution, label counts, a model label or a
-    model score (the export's optional columns), and its bytes."""
+    model score (the export's optional columns), its bytes (``SCHEMA``), and the bytes of its
+    model columns when they are apart (``MODEL_SCHEMA``; ``data`` then has them missing)."""
 
     index: int
     first_unit: int
@@ -58,35 +67,78 @@ class Block:
     model_label: bool
     model_score: bool
     data: bytes
+    model: bytes | None = None
 
 
-def encode(units: pd.DataFrame, *, size: int = BLOCK_UNITS) -> list[Block]:
+@dataclass(frozen=True)
+class ModelBlock:
+    """A block's model columns (``MODEL_SCHEMA``), apart from the rest: its position in the run, its
+    first and last unit ids and number of units (which must be its block's), whether any has a model
+    label or a model score, and its bytes."""
+
+    index: int
+    first_unit: int
+    last_unit: int
+    rows: int
+    model_label: bool
+    model_score: bool
+    data: bytes
+
+
+def encode(units: pd.DataFrame, *, size: int | None = None) -> list[Block]:
     """The per-unit table ``units`` (a column per name of ``COLUMNS``, those missing taken as all
-    missing; NaN is missing) as blocks of ``size`` units in unit order."""
+    missing; NaN is missing) as blocks of ``size`` units (None: ``BLOCK_UNITS``) in unit order, every
+    column in ``data``."""
     return list(encoded(units, size=size))
 
 
-def encoded(units: pd.DataFrame, *, size: int = BLOCK_UNITS) -> Iterator[Block]:
-    """``encode``'s blocks one at a time. The table goes to Arrow ``_CONVERT`` blocks at a time:
-    block by block through pandas was slower, and all at once held a copy of the whole table."""
-    if len(units) and not units["unit"].is_monotonic_increasing:
-        units = units.sort_values("unit", kind="stable")
-    index = 0
-    step = size * _CONVERT
-    for start in range(0, len(units), step):
-        table = _table(units.iloc[start : start + step])
+def encoded(units: pd.DataFrame, *, size: int | None = None, model: bool = True) -> Iterator[Block]:
+    """``encode``'s blocks one at a time; with ``model`` False, without the model's columns (stored
+    apart: ``encoded_model``). The table goes to Arrow ``_CONVERT`` blocks at a time: block by block
+    through pandas was slower, and all at once held a copy of the whole table."""
+    size, index = _size(size), 0
+    for _, table in _converted(units, size, COLUMNS if model else _OWN_COLUMNS, SCHEMA):
         for at in range(0, table.num_rows, size):
             yield _block(index, table.slice(at, size))
+            index += 1
+
+
+def encoded_model(units: pd.DataFrame, *, size: int | None = None) -> Iterator[ModelBlock]:
+    """The model's columns of ``units`` as blocks of their own, cut as ``encoded`` cuts the table."""
+    size, index = _size(size), 0
+    for ids, table in _converted(units, size, MODEL_COLUMNS, MODEL_SCHEMA):
+        for at in range(0, table.num_rows, size):
+            part = table.slice(at, size)
+            label, score = (part.column(c).null_count < part.num_rows for c in ("model_label", "model_score"))
+            first, last = int(ids[at]), int(ids[at + part.num_rows - 1])
+            yield ModelBlock(index, first, last, part.num_rows, label, score, _stream(part, MODEL_SCHEMA))
             index += 1
 
 
 _CONVERT = 16
 
 
+def _size(size: int | None) -> int:
+    return BLOCK_UNITS if size is None else size  # read when called, so that a test can set it
+
+
+_OWN_COLUMNS = tuple(c for c in COLUMNS if c not in MODEL_COLUMNS)
+
+
+def _converted(
+    units: pd.DataFrame, size: int, columns: Sequence[str], schema: pa.Schema
+) -> Iterator[tuple[np.ndarray, pa.Table]]:
+    """``units`` in unit order, ``_CONVERT`` blocks of ``size`` at a time: their unit ids, and a table
+    of ``schema`` (of its fields, those not in ``columns`` or not in ``units`` all missing)."""
+    if len(units) and not units["unit"].is_monotonic_increasing:
+        units = units.sort_values("unit", kind="stable")
+    step = size * _CONVERT
+    for start in range(0, len(units), step):
+        part = units.iloc[start : start + step]
+        yield part["unit"].to_numpy(), _table(part, columns, schema)
+
+
 def _block(index: int, part: pa.Table) -> Block:
-    sink = pa.BufferOutputStream()
-    with pa.ipc.new_stream(sink, SCHEMA, options=_WRITE_OPTIONS) as writer:
-        writer.write_table(part)
     unit = part.column("unit")
     return Block(
         index=index,
@@ -97,16 +149,28 @@ def _block(index: int, part: pa.Table) -> Block:
         distribution=part.column("distribution").null_count < part.num_rows,
         model_label=part.column("model_label").null_count < part.num_rows,
         model_score=part.column("model_score").null_count < part.num_rows,
-        data=sink.getvalue().to_pybytes(),
+        data=_stream(part, SCHEMA),
     )
 
 
-def _table(units: pd.DataFrame) -> pa.Table:
+def stream(table: pa.Table) -> bytes:
+    """A table of every column (``SCHEMA``) as a block's data."""
+    return _stream(table, SCHEMA)
+
+
+def _stream(part: pa.Table, schema: pa.Schema) -> bytes:
+    sink = pa.BufferOutputStream()
+    with pa.ipc.new_stream(sink, schema, options=_WRITE_OPTIONS) as writer:
+        writer.write_table(part)
+    return sink.getvalue().to_pybytes()
+
+
+def _table(units: pd.DataFrame, columns: Sequence[str], schema: pa.Schema) -> pa.Table:
     rows = len(units)
     arrays = []
-    for name in COLUMNS:
-        if name not in units:
-            arrays.append(pa.nulls(rows, SCHEMA.field(name).type))
+    for name in schema.names:
+        if name not in units or name not in columns:
+            arrays.append(pa.nulls(rows, schema.field(name).type))
         elif name == "distribution":
             arrays.append(_texts(units[name]))
         elif name in INT_COLUMNS and pd.api.types.is_integer_dtype(units[name].dtype):  # ids beyond 2**53 exact
@@ -117,7 +181,7 @@ def _table(units: pd.DataFrame) -> pa.Table:
             if name in INT_COLUMNS:
                 values = np.where(missing, 0, values).astype(np.int64)
             arrays.append(pa.array(values, mask=missing if missing.any() else None))
-    return pa.Table.from_arrays(arrays, schema=SCHEMA)
+    return pa.Table.from_arrays(arrays, schema=schema)
 
 
 def _texts(column: pd.Series) -> pa.Array:
@@ -135,12 +199,26 @@ def _texts(column: pd.Series) -> pa.Array:
     return pa.array(texts, type=pa.string())
 
 
-def decode(data: bytes | memoryview, columns: Sequence[str] | None = None) -> pa.Table:
-    """A block's units (only ``columns`` of them, if given, in ``COLUMNS``' order)."""
-    if columns is None:
+def decode(
+    data: bytes | memoryview, columns: Sequence[str] | None = None, model: bytes | memoryview | None = None
+) -> pa.Table:
+    """A block's units (only ``columns`` of them, if given, in ``COLUMNS``' order), the model's
+    columns taken from ``model`` when the block has them apart."""
+    wanted = list(COLUMNS) if columns is None else _known(columns)
+    theirs = [c for c in wanted if c in MODEL_COLUMNS] if model is not None else []
+    if not theirs:
+        return _read(data, wanted, COLUMNS)
+    apart = _read(model, theirs, MODEL_COLUMNS)
+    own = [c for c in wanted if c not in theirs]
+    table = _read(data, own, COLUMNS) if own else None
+    return pa.table([apart.column(c) if c in theirs else table.column(c) for c in wanted], names=wanted)
+
+
+def _read(data: bytes | memoryview, wanted: Sequence[str], stored: Sequence[str]) -> pa.Table:
+    """The ``wanted`` columns of a stream of the ``stored`` columns: only they are decompressed."""
+    if len(wanted) == len(stored):
         return pa.ipc.open_stream(pa.py_buffer(data)).read_all()
-    # only the columns asked for are decompressed
-    options = pa.ipc.IpcReadOptions(included_fields=[COLUMNS.index(c) for c in _known(columns)])
+    options = pa.ipc.IpcReadOptions(included_fields=[stored.index(c) for c in wanted])
     return pa.ipc.open_stream(pa.py_buffer(data), options=options).read_all()
 
 
@@ -149,9 +227,12 @@ def decode(data: bytes | memoryview, columns: Sequence[str] | None = None) -> pa
 
 def write(run_id: int, units: pd.DataFrame) -> int:
     """Store ``units`` as the run's blocks, in place of any it had (inside the caller's transaction);
-    the number of blocks."""
+    the number of blocks. The model's columns, if ``units`` has any, go apart (``Block.model``):
+    the blocks are then those of ``write`` without them followed by ``write_model``."""
     UnitBlock.objects.filter(run_id=run_id).delete()
-    blocks = encoded(units)
+    blocks = encoded(units, model=False)
+    if any(c in units for c in MODEL_COLUMNS):
+        blocks = (_joined(b, m) for b, m in zip(blocks, encoded_model(units), strict=True))
     if connection.vendor == "postgresql":
         return _copy(run_id, blocks)
     written = 0
@@ -161,8 +242,60 @@ def write(run_id: int, units: pd.DataFrame) -> int:
     return written
 
 
+def write_model(run_id: int, units: pd.DataFrame) -> int:
+    """Store the model's columns of ``units`` in the run's blocks, which ``write`` stored from the same
+    units in the same transaction without them; the number of blocks. Refused, with nothing
+    written, if the blocks are not those of ``units``."""
+    blocks = list(encoded_model(units))
+    stored = list(UnitBlock.objects.filter(run_id=run_id).order_by("index").values_list(*_BOUNDS))
+    given = [(b.index, b.first_unit, b.last_unit, b.rows) for b in blocks]
+    if given != stored:
+        raise ValueError(
+            f"run {run_id}: the model's columns are of {len(given)} blocks of units, which are not the "
+            f"{len(stored)} blocks the run stored"
+        )
+    if connection.vendor == "postgresql":
+        sql = (
+            f"UPDATE {connection.ops.quote_name(UnitBlock._meta.db_table)} AS b"
+            " SET model = m.model, model_label = m.model_label, model_score = m.model_score"
+            " FROM unnest(%b::integer[], %b::bytea[], %b::boolean[], %b::boolean[])"
+            " AS m(index, model, model_label, model_score)"
+            " WHERE b.run_id = %b AND b.index = m.index"
+        )
+        columns = [[b.index for b in blocks], [b.data for b in blocks]]
+        columns += [[b.model_label for b in blocks], [b.model_score for b in blocks]]
+        # bound by the server, in binary: the connection's own cursors bind on the client, as quoted text
+        with connection.cursor() as cursor, psycopg.Cursor(cursor.cursor.connection) as bound:
+            bound.execute(sql, [*columns, run_id])
+        return len(blocks)
+    rows = dict(UnitBlock.objects.filter(run_id=run_id).values_list("index", "pk"))
+    updated = [
+        UnitBlock(pk=rows[b.index], model=b.data, model_label=b.model_label, model_score=b.model_score) for b in blocks
+    ]
+    UnitBlock.objects.bulk_update(updated, ["model", "model_label", "model_score"], batch_size=64)
+    return len(blocks)
+
+
+def _joined(block: Block, model: ModelBlock) -> Block:
+    """``block`` (its model columns missing) with ``model``'s, apart."""
+    return replace(block, model_label=model.model_label, model_score=model.model_score, model=model.data)
+
+
+_BOUNDS = ("index", "first_unit", "last_unit", "rows")
 _FLAGS = ("broad", "distribution", "model_label", "model_score")  # Block's and UnitBlock's own fields
-_TYPES = ("bigint", "integer", "bigint", "bigint", "integer", "boolean", "boolean", "boolean", "boolean", "bytea")
+_TYPES = (
+    "bigint",
+    "integer",
+    "bigint",
+    "bigint",
+    "integer",
+    "boolean",
+    "boolean",
+    "boolean",
+    "boolean",
+    "bytea",
+    "bytea",
+)
 
 
 def _copy(run_id: int, blocks: Iterable[Block]) -> int:
@@ -211,9 +344,9 @@ class RunUnits:
         present = self._present()
         for start in range(0, len(self._blocks), _FETCH):
             ids = [b.pk for b in self._blocks[start : start + _FETCH]]
-            datas = dict(UnitBlock.objects.filter(pk__in=ids).values_list("pk", "data"))
+            datas = _fetched(ids, wanted)
             for pk in ids:
-                frame = _frame(decode(datas.pop(pk), wanted))
+                frame = _frame(_decoded(datas.pop(pk), wanted))
                 keep = present(frame["unit"].to_numpy())
                 yield frame if keep.all() else frame[keep].reset_index(drop=True)
 
@@ -231,8 +364,8 @@ class RunUnits:
         NaN). Only the blocks that hold them are read, and made into arrays once, together."""
         wanted = _wanted(columns)
         ids = [b.pk for b in self._blocks if b.first_unit <= high and b.last_unit >= low]
-        datas = dict(UnitBlock.objects.filter(pk__in=ids).values_list("pk", "data")) if ids else {}
-        tables = [decode(datas.pop(pk), wanted) for pk in ids]
+        datas = _fetched(ids, wanted) if ids else {}
+        tables = [_decoded(datas.pop(pk), wanted) for pk in ids]
         table = pa.concat_tables(tables) if tables else SCHEMA.empty_table().select(list(wanted))
         units = table.column("unit").to_numpy()
         inside = (units >= low) & (units <= high)
@@ -293,14 +426,14 @@ class RunUnits:
     def row(self, unit_id: int) -> dict[str, Any] | None:
         """One unit's values (None where missing, the distribution as a dict), or None if the run has
         no row for it."""
-        data = (
+        stored = (
             UnitBlock.objects.filter(run_id=self.run_id, first_unit__lte=unit_id, last_unit__gte=unit_id)
-            .values_list("data", flat=True)
+            .values_list("data", "model")
             .first()
         )
-        if data is None:
+        if stored is None:
             return None
-        table = decode(data)
+        table = decode(stored[0], None, stored[1])
         units = table.column("unit").to_numpy()
         at = int(np.searchsorted(units, unit_id))
         if at >= len(units) or units[at] != unit_id or not Unit.objects.filter(pk=unit_id).exists():
@@ -334,6 +467,20 @@ class RunUnits:
 
 _FETCH = 16  # blocks a query fetches (a few MB)
 _AHEAD = 2  # spans read ahead of the one being used (``RunUnits.spans``)
+
+
+def _fetched(ids: Sequence[int], wanted: Sequence[str] | None) -> dict[int, tuple[Any, Any]]:
+    """The bytes of the blocks ``ids`` by id, with those of their model columns apart when one of
+    the ``wanted`` columns (None: all) is the model's, else None for them."""
+    if wanted is None or any(c in MODEL_COLUMNS for c in wanted):
+        rows = UnitBlock.objects.filter(pk__in=ids).values_list("pk", "data", "model")
+        return {pk: (data, model) for pk, data, model in rows}
+    return {pk: (data, None) for pk, data in UnitBlock.objects.filter(pk__in=ids).values_list("pk", "data")}
+
+
+def _decoded(stored: tuple[Any, Any], wanted: Sequence[str] | None) -> pa.Table:
+    data, model = stored
+    return decode(data, wanted, model)
 
 
 def _known(columns: Sequence[str]) -> list[str]:

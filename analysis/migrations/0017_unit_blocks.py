@@ -48,8 +48,9 @@ def rows_to_blocks(apps, schema_editor):
                 for name, column in zip(_FIELDS, values, strict=True)
             }
         )
-        blocks = unit_blocks.encode(frame)
-        UnitBlock.objects.bulk_create([UnitBlock(run_id=run_id, **vars(b)) for b in blocks], batch_size=64)
+        blocks = unit_blocks.encode(frame)  # every column in the block's data (the field "model" came later)
+        rows = [UnitBlock(run_id=run_id, **{k: v for k, v in vars(b).items() if k != "model"}) for b in blocks]
+        UnitBlock.objects.bulk_create(rows, batch_size=64)
 
 
 def blocks_to_rows(apps, schema_editor):

@@ -312,6 +312,7 @@ def _complete(
             parts=parts,
             log=selectors.EventLog.loaded(run.event_log),
             units_ready=alongside.start if alongside is not None else None,
+            model_ready=alongside.model if alongside is not None else None,
             kept=kept,
             memo=memo,
             model_from=model_from,
@@ -418,15 +419,23 @@ def _store(run: AnalysisRun, result: dict[str, Any], units: pd.DataFrame, progre
 
 
 def _stored_together(
-    run: AnalysisRun, units: pd.DataFrame, handed: Callable[[], tuple[dict[str, Any], attempts.Progress] | None]
+    run: AnalysisRun,
+    units: pd.DataFrame,
+    handed: Callable[[], tuple[dict[str, Any], attempts.Progress] | None],
+    modelled: Callable[[], pd.DataFrame | None] = lambda: None,
 ) -> bool:
-    """The store's one transaction: the per-unit rows, then the result and progress that ``handed``
-    gives once they are written (None: abandoned). False, with nothing kept, if the run was lost or
-    the store abandoned."""
+    """The store's one transaction: the per-unit rows, then the model's columns of the table that
+    ``modelled`` gives once they are written (None: none to add), then the result and progress that
+    ``handed`` gives (None: abandoned). False, with nothing kept, if the run was lost or the store
+    abandoned."""
     try:
         with transaction.atomic():
             if not _rows_write(run, units):
                 return False
+            model = modelled()
+            if model is not None:
+                unit_blocks.write_model(run.pk, model)
+            del model
             given = handed()
             if given is None or not _result_write(run, *given):
                 raise _Abandoned  # abandoned, or lost at the last moment: the rows go back with it
@@ -490,20 +499,24 @@ class _Abandoned(Exception):
 
 
 class _StoreAlongside:
-    """PostgreSQL: the per-unit rows stored on a connection of their own, from a thread, as soon as
-    the per-unit table is final (``report_compute``'s ``units_ready``), while the report's last
-    sections are computed; the result joins the same transaction when it is done (``finish``), so
-    the rows and the result are committed together, as by ``_store``.
+    """PostgreSQL: the per-unit rows stored on a connection of their own, from a thread, while the
+    report's last sections are computed: the units' own figures as soon as they are final
+    (``report_compute``'s ``units_ready``, after the agreement sections), the model's columns once
+    the model is fitted (``model_ready``); the result joins the same transaction when it is done
+    (``finish``), so the rows and the result are committed together, as by ``_store``, and the
+    blocks are those ``_store`` writes.
 
-    Storing 2,000,000 rows is mostly the database's work (5.6 s of a run at 10^7 judgments, of
-    which 1 s is this process's), which the database then does beside the sections that come after
-    the model (docs/analysis.md, "Storing a run's results"). Not inside a transaction of the caller
+    Storing the blocks of 2,000,000 units takes 0.5–0.6 s at 10^7 judgments, most of it this
+    process's compressing them, which then happens beside the stability, the model and the sections
+    after it (docs/analysis.md, "Storing a run's results"). Not inside a transaction of the caller
     (a test's): another connection would not see what it has not committed."""
 
     def __init__(self, run: AnalysisRun) -> None:
         self.run = run
         self._handed = threading.Event()
         self._result: tuple[dict[str, Any], attempts.Progress] | None = None
+        self._modelled = threading.Event()
+        self._model: pd.DataFrame | None = None
         self._outcome: bool | BaseException = False
         self._thread: threading.Thread | None = None
 
@@ -516,15 +529,23 @@ class _StoreAlongside:
         return self._thread is not None
 
     def start(self, units: pd.DataFrame) -> None:
-        """Begin the store's transaction and write the rows of ``units`` (not changed after this)."""
+        """Begin the store's transaction and write the rows of ``units`` (not changed after this)
+        without the model's columns."""
         thread = threading.Thread(target=self._store, args=(units,), name=f"analysis-store-{self.run.pk}", daemon=True)
         thread.start()
         self._thread = thread
+
+    def model(self, units: pd.DataFrame) -> None:
+        """Hand the store the table with the model's columns (not changed after this), to write them
+        once the rows are written."""
+        self._model = units
+        self._modelled.set()
 
     def finish(self, result: dict[str, Any], progress: attempts.Progress) -> bool:
         """Hand the result to the store's transaction and wait for its COMMIT; False if the run was
         lost (nothing stored), the store's error if it failed."""
         self._result = (result, progress)
+        self._modelled.set()  # no model's columns to come, if none came
         self._handed.set()
         assert self._thread is not None
         self._thread.join()
@@ -537,6 +558,7 @@ class _StoreAlongside:
     def abandon(self) -> None:
         """Roll the store back (the report failed) and wait for that: the store is woken with no result."""
         if self._thread is not None:
+            self._modelled.set()
             self._handed.set()
             self._thread.join()
 
@@ -545,9 +567,16 @@ class _StoreAlongside:
         self._handed.wait()
         return self._result
 
+    def _given_model(self) -> pd.DataFrame | None:
+        """The table with the model's columns, once ``model`` hands it (None: woken by ``finish`` or
+        ``abandon`` without one)."""
+        self._modelled.wait()
+        model, self._model = self._model, None  # held by the store no longer than it writes them
+        return model
+
     def _store(self, units: pd.DataFrame) -> None:
         try:
-            self._outcome = _stored_together(self.run, units, self._given)
+            self._outcome = _stored_together(self.run, units, self._given, self._given_model)
         except BaseException as exc:  # the caller raises it (a lost database: the task retries)
             self._outcome = exc
         finally:

@@ -201,6 +201,7 @@ def report_compute(
     parts: list[ShardPart] | None = None,
     log: selectors.EventLog | None = None,
     units_ready: Callable[[pd.DataFrame], None] | None = None,
+    model_ready: Callable[[pd.DataFrame], None] | None = None,
     kept: m.KeptSums | None = None,
     memo: SliceMemo | None = None,
     model_from: ModelFrom | None = None,
@@ -216,9 +217,12 @@ def report_compute(
         overview and the accounting (None: counted here).
     seed : seeds the agreement sections (``sections.agreement.agreement_report``, the rule the ``agreement``
         command shares) and, separately, the generator of the orderings section.
-    units_ready : called with the per-unit table as soon as it is final (after the model), before
-        the sections that only read it, so that the caller can begin to store it meanwhile
-        (``execute``); nothing changes the table after the call.
+    units_ready : called with the per-unit table as soon as its units' own figures are final (after
+        the agreement sections), so that the caller can begin to store them meanwhile (``execute``);
+        nothing changes those columns after the call.
+    model_ready : called with the per-unit table once the model's columns joined it, before the
+        sections that only read it (the caller stores those columns then); nothing changes the
+        table after the call. Not called when the model has no per-unit column.
     kept : the bootstrap's blocks of the run before, lent to the agreement section, which keeps this
         run's there (``metrics.KeptSums``); the figures are the same with it or without it.
     memo : the sections' sums of the slices the run before read (``slice_memo``, kept in ``kept``'s
@@ -251,6 +255,8 @@ def report_compute(
         data.judgments, data.spec, n_boot=n_boot, confidence=confidence, seed=seed, kept=kept, memo=memo
     )
     result.update(shared)  # agreement, confusability, fine_within_broad
+    if units_ready is not None:
+        units_ready(units.copy(deep=False))  # its own frame: the model's columns are added to this one below
     progress.stage("stability", 70)
     result["stability"] = stability(data.behaviour)
     # The model comes before the graders, who draw nothing and read no per-unit row: its columns
@@ -267,12 +273,13 @@ def report_compute(
     else:
         model, model_units = fitted or model_truth(data.judgments, data.spec, data.pseudonyms)
     del taken
-    if not model_units.empty and not units.empty:
+    modelled = not model_units.empty and not units.empty
+    if modelled:
         units = _with_model_columns(units, model_units)
     del fitted, model_units  # their columns are the table's now (80 MB at 10^7 judgments, held to the end)
     heap_release()  # what the fits freed, before the sections after them (35 MB off the queries' peak at 10^7)
-    if units_ready is not None:
-        units_ready(units)
+    if modelled and model_ready is not None:
+        model_ready(units)
     progress.stage("graders", 80)
     result["graders"] = graders(data.judgments, data.spec, data.behaviour, data.pseudonyms, memo)
     result["model"] = model

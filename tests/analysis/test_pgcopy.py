@@ -10,7 +10,6 @@ from __future__ import annotations
 
 import io
 import json
-from functools import partial
 from types import SimpleNamespace
 
 import pandas as pd
@@ -172,7 +171,7 @@ def test_blocks_written_by_copy_and_by_bulk_create_are_the_same_and_read_back_as
     first = judged_campaign.units.order_by("pk").first()
     for pk in range(big, big + 6):
         Unit.objects.create(pk=pk, campaign=judged_campaign, external_id=f"u{pk}", candidate=first.candidate)
-    monkeypatch.setattr(unit_blocks, "encoded", partial(unit_blocks.encoded, size=2))
+    monkeypatch.setattr(unit_blocks, "BLOCK_UNITS", 2)
     awkward = [1 / 3, 5e-324, 1.7976931348623157e308, -0.0, 0.1 + 0.2, float("nan")]
     frame = pd.DataFrame(
         {

@@ -1,5 +1,6 @@
 """On PostgreSQL a run stores its per-unit results (``unit_blocks``) from a thread of its own while
-the report's last sections are computed, in the transaction that then stores the result
+the report's last sections are computed (the units' own figures after the agreement sections, the
+model's columns once it is fitted), in the transaction that then stores the result
 (``execute._StoreAlongside``): the same blocks and result as storing them after the report, nothing
 kept of a run that fails or is lost, and the run's stage and heartbeat written meanwhile without
 waiting for the store's lock."""
@@ -38,6 +39,7 @@ def alongside(monkeypatch) -> list[execute._StoreAlongside]:
     real = execute._StoreAlongside.start
 
     def start(self, units):
+        assert not any(c in units for c in unit_blocks.MODEL_COLUMNS)  # begun before the model was fitted
         started.append(self)
         real(self, units)
 
@@ -58,7 +60,8 @@ def _units(run: AnalysisRun) -> pd.DataFrame:
 
 def _blocks(run: AnalysisRun) -> list[tuple]:
     fields = ["index", "first_unit", "last_unit", "rows", "broad", "distribution", "model_label", "model_score"]
-    return [(*rest, bytes(data)) for *rest, data in UnitBlock.objects.filter(run=run).values_list(*fields, "data")]
+    rows = UnitBlock.objects.filter(run=run).values_list(*fields, "data", "model")
+    return [(*rest, bytes(data), None if model is None else bytes(model)) for *rest, data, model in rows]
 
 
 def test_blocks_stored_alongside_the_report_are_those_stored_after_it(campaign, alongside, monkeypatch):
@@ -71,6 +74,7 @@ def test_blocks_stored_alongside_the_report_are_those_stored_after_it(campaign, 
     pd.testing.assert_frame_equal(_units(beside), _units(after), check_exact=True)
     assert list(_units(beside)["unit"]) == list(campaign.units.order_by("pk").values_list("pk", flat=True))
     assert _blocks(beside) == _blocks(after) and len(_blocks(beside)) == 1 and _blocks(beside)[0][3] == 12
+    assert _blocks(beside)[0][-1] is not None  # the model's columns, written once the model was fitted
     assert beside.result == after.result
     assert set(beside.timings) == set(after.timings) and "storing results" in beside.timings
 

@@ -4,16 +4,17 @@ keeps of a per-unit table, to the last bit, and what ``RunUnits`` reads back of 
 from __future__ import annotations
 
 import json
-from functools import partial
 
 import numpy as np
 import pandas as pd
 import pyarrow as pa
 import pytest
+from django.db import connection
+from django.test.utils import CaptureQueriesContext
 
 from analysis import pgcopy, unit_blocks
 from analysis.models import AnalysisRun, UnitBlock
-from analysis.unit_blocks import COLUMNS, RunUnits
+from analysis.unit_blocks import COLUMNS, MODEL_COLUMNS, RunUnits
 from grading.models import Judgment, Unit
 from tests.factories import make_campaign
 
@@ -222,9 +223,8 @@ def blocks_of(monkeypatch):
     """Blocks of this many units when a run is stored (``unit_blocks.write``)."""
 
     def set_size(size: int) -> None:
-        monkeypatch.setattr(unit_blocks, "encoded", partial(encoded, size=size))
+        monkeypatch.setattr(unit_blocks, "BLOCK_UNITS", size)
 
-    encoded = unit_blocks.encoded
     return set_size
 
 
@@ -323,6 +323,100 @@ def test_the_runs_flags_say_what_any_of_its_units_has(units, run, blocks_of):
     assert [read.has(f) for f in ("broad", "distribution", "model_label", "model_score")] == [False, True, False, True]
     with pytest.raises(KeyError):
         read.has("mean")
+
+
+# --- the model's columns apart ----------------------------------------------------------------------
+
+
+def _own(frame: pd.DataFrame) -> pd.DataFrame:
+    """``frame`` without the model's columns: the table as a run has it before its model is fitted."""
+    return frame.drop(columns=list(unit_blocks.MODEL_COLUMNS))
+
+
+def _stored(run: AnalysisRun) -> list[tuple]:
+    """The run's blocks as stored: bounds, flags and both fields of bytes."""
+    fields = ["index", "first_unit", "last_unit", "rows", "broad", "distribution", "model_label", "model_score"]
+    rows = UnitBlock.objects.filter(run=run).order_by("index").values_list(*fields, "data", "model")
+    return [(*rest, bytes(data), None if model is None else bytes(model)) for *rest, data, model in rows]
+
+
+@pytest.mark.both_backends
+@pytest.mark.django_db
+def test_the_models_columns_are_stored_apart_and_read_back_with_the_others(units, run, blocks_of):
+    blocks_of(3)
+    given = _table(units)
+    unit_blocks.write(run.pk, given)
+    for block in UnitBlock.objects.filter(run=run):
+        data = unit_blocks.decode(bytes(block.data))
+        assert block.model is not None and all(data.column(c).null_count == block.rows for c in MODEL_COLUMNS)
+    read = RunUnits(run.pk)
+    _assert_same_units(read.frame(), given)
+    _assert_same_units(read.frame(["model_se", "mean"]), given)
+    assert list(read.frame(["model_se", "mean"]).columns) == ["unit", "mean", "model_se"]
+    _assert_same_units(read.frame(["n"]), given)
+    assert read.row(units[1])["model_probability"] == 0.26 and read.row(units[1])["mean"] == 5e-324
+    span = read.span(units[2], units[6], ["model_score", "n"])
+    assert list(span) == ["unit", "n", "model_score"]
+    _assert_floats_identical(span["model_score"], given["model_score"][2:7])
+    assert [read.has(f) for f in ("model_label", "model_score")] == [True, True]
+
+
+@pytest.mark.both_backends
+@pytest.mark.django_db
+def test_rows_stored_first_and_the_models_columns_after_are_the_blocks_stored_at_once(units, run, blocks_of):
+    blocks_of(3)
+    given = _table(units[::-1])  # in any order
+    at_once = AnalysisRun.objects.create(campaign=run.campaign)
+    unit_blocks.write(at_once.pk, given)
+    unit_blocks.write(run.pk, _own(given))
+    assert all(model is None for *_, model in _stored(run))
+    assert not RunUnits(run.pk).has("model_label") and RunUnits(run.pk).frame()["model_score"].isna().all()
+    assert unit_blocks.write_model(run.pk, given) == 3
+    assert _stored(run) == _stored(at_once)
+    _assert_same_units(RunUnits(run.pk).frame(), given.sort_values("unit").reset_index(drop=True))
+
+
+@pytest.mark.both_backends
+@pytest.mark.django_db
+def test_the_models_columns_of_other_units_are_refused_and_nothing_is_written(units, run, blocks_of):
+    blocks_of(3)
+    unit_blocks.write(run.pk, _own(_table(units)))
+    before = _stored(run)
+    other = _table(units)
+    other.loc[7, "unit"] = units[7] + 1000
+    for given in (_table(units[:7]), other, _table(units[1:])):
+        with pytest.raises(ValueError, match="not the 3 blocks the run stored"):
+            unit_blocks.write_model(run.pk, given)
+    assert _stored(run) == before
+
+
+@pytest.mark.both_backends
+@pytest.mark.django_db
+def test_blocks_stored_with_every_column_in_their_data_are_read_as_they_are(units, run):
+    """Blocks stored before the model's columns had a field of their own."""
+    given = _table(units)
+    UnitBlock.objects.bulk_create(UnitBlock(run=run, **vars(b)) for b in unit_blocks.encode(given, size=3))
+    assert all(model is None for *_, model in _stored(run))
+    read = RunUnits(run.pk)
+    _assert_same_units(read.frame(), given)
+    _assert_same_units(read.frame(["model_label", "std"]), given)
+    assert read.row(units[0])["model_probability"] == 0.25
+    _assert_floats_identical(read.span(units[5], units[7], ["model_se"])["model_se"], given["model_se"][5:])
+
+
+@pytest.mark.both_backends
+@pytest.mark.django_db
+def test_the_models_columns_are_fetched_only_when_one_is_asked_for(units, run, blocks_of):
+    blocks_of(3)
+    unit_blocks.write(run.pk, _table(units))
+    read = RunUnits(run.pk)
+    with CaptureQueriesContext(connection) as queries:
+        read.frame(["mean"])
+        read.span(units[0], units[7], ["n"])
+    assert not any('"model"' in q["sql"] for q in queries.captured_queries)
+    with CaptureQueriesContext(connection) as queries:
+        read.span(units[0], units[7], ["model_se"])
+    assert any('"model"' in q["sql"] for q in queries.captured_queries)
 
 
 @pytest.mark.both_backends

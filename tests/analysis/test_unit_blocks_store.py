@@ -337,7 +337,7 @@ def test_the_migration_writes_the_rows_stored_before_as_blocks_and_back(transact
     ]
     fields = ["unit_id", "query_id", "n", "mean", "median", "std", "n_ns", "distribution", "model_label"]
     fields += ["model_score", "model_se"]
-    before, blocks = ("analysis", "0016_kept_sums"), ("analysis", "0018_unit_block_run_cascade")
+    before, blocks = ("analysis", "0016_kept_sums"), ("analysis", "0021_unit_block_model")
     executor = MigrationExecutor(connection)
     executor.migrate([before])
     try:
@@ -362,6 +362,35 @@ def test_the_migration_writes_the_rows_stored_before_as_blocks_and_back(transact
         executor = MigrationExecutor(connection)
         executor.migrate(executor.loader.graph.leaf_nodes())
     assert RunUnits(run.pk).stored == 3
+
+
+def test_migrated_back_the_models_columns_apart_go_into_each_blocks_data(transactional_db):
+    """Migration analysis/0021 undone: a block's model columns, stored apart, join the rest of its
+    data, which then reads as before without them apart."""
+    from django.db.migrations.executor import MigrationExecutor
+
+    campaign = make_campaign(n_queries=1, n_candidates=4)
+    units = list(campaign.units.order_by("pk").values_list("pk", flat=True))
+    run = AnalysisRun.objects.create(campaign=campaign, status=RunStatus.SUCCEEDED)
+    given = pd.DataFrame(
+        {"unit": units, "n": [1, 2, 3, 4], "mean": [0.5, 1 / 3, np.nan, 2.0], "model_score": [7.25, np.nan, 1.0, 0.1]}
+    )
+    unit_blocks.write(run.pk, given)
+    want = RunUnits(run.pk).frame()
+    before = ("analysis", "0020_run_model_side")
+    executor = MigrationExecutor(connection)
+    executor.migrate([before])
+    try:
+        historical = executor.loader.project_state([before]).apps.get_model("analysis", "UnitBlock")
+        (data,) = historical.objects.filter(run_id=run.pk).values_list("data", flat=True)
+        table = unit_blocks.decode(bytes(data))
+        assert table.column("model_score").to_pylist() == [7.25, None, 1.0, 0.1]
+        assert table.column("mean").to_pylist() == [0.5, 1 / 3, None, 2.0]
+    finally:
+        executor = MigrationExecutor(connection)
+        executor.migrate(executor.loader.graph.leaf_nodes())
+    assert UnitBlock.objects.get(run=run).model is None
+    pd.testing.assert_frame_equal(RunUnits(run.pk).frame(), want, check_exact=True)
 
 
 # --- reading spans ahead ---------------------------------------------------------------------------
