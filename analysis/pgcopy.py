@@ -6,6 +6,7 @@
   stored doubles to the last bit). Elsewhere the ORM in chunks. Both give the same frame.
 - ``copy_out``: the blocks of ``COPY (…) TO STDOUT WITH (FORMAT csv)``, for a response to stream.
 - ``copy_out_into``: the same rows written into a file at once (``query_frame``'s read).
+- ``rows_binary``: the rows of a values_list query whose bytes are large, fetched in binary.
 
 A COPY CSV writes NULL as an unquoted empty field and an empty string as ``""``; the reader keeps
 the two apart.
@@ -75,6 +76,19 @@ def _sent(pgconn: Any) -> None:
     """Wait until libpq has sent what it holds: the connection does not block on writes."""
     while pgconn.flush():
         select.select([], [pgconn.socket], [])
+
+
+def rows_binary(qs: QuerySet) -> list[tuple[Any, ...]]:
+    """The rows of ``qs``, a ``values_list`` query of plain fields (integers, booleans, bytes), as
+    tuples. On PostgreSQL they are fetched in binary, bound by the server: bytea then arrives as
+    its bytes, where in text it comes as hex, twice as long, to be decoded (28 MB took 0.16 s
+    against 0.05 s). Elsewhere the ORM's rows, bytes as it gives them."""
+    if not available():
+        return list(qs)
+    sql, params = qs.query.sql_with_params()
+    with connection.cursor() as cursor, psycopg.Cursor(cursor.cursor.connection) as bound:
+        bound.execute(sql, params, binary=True)
+        return bound.fetchall()
 
 
 def query_frame(

@@ -426,14 +426,12 @@ class RunUnits:
     def row(self, unit_id: int) -> dict[str, Any] | None:
         """One unit's values (None where missing, the distribution as a dict), or None if the run has
         no row for it."""
-        stored = (
-            UnitBlock.objects.filter(run_id=self.run_id, first_unit__lte=unit_id, last_unit__gte=unit_id)
-            .values_list("data", "model")
-            .first()
-        )
-        if stored is None:
+        block = UnitBlock.objects.filter(run_id=self.run_id, first_unit__lte=unit_id, last_unit__gte=unit_id)
+        stored = pgcopy.rows_binary(block.order_by("index").values_list("data", "model")[:1])
+        if not stored:
             return None
-        table = decode(stored[0], None, stored[1])
+        ((data, model),) = stored
+        table = decode(data, None, model)
         units = table.column("unit").to_numpy()
         at = int(np.searchsorted(units, unit_id))
         if at >= len(units) or units[at] != unit_id or not Unit.objects.filter(pk=unit_id).exists():
@@ -472,10 +470,10 @@ _AHEAD = 2  # spans read ahead of the one being used (``RunUnits.spans``)
 def _fetched(ids: Sequence[int], wanted: Sequence[str] | None) -> dict[int, tuple[Any, Any]]:
     """The bytes of the blocks ``ids`` by id, with those of their model columns apart when one of
     the ``wanted`` columns (None: all) is the model's, else None for them."""
+    blocks = UnitBlock.objects.filter(pk__in=ids)
     if wanted is None or any(c in MODEL_COLUMNS for c in wanted):
-        rows = UnitBlock.objects.filter(pk__in=ids).values_list("pk", "data", "model")
-        return {pk: (data, model) for pk, data, model in rows}
-    return {pk: (data, None) for pk, data in UnitBlock.objects.filter(pk__in=ids).values_list("pk", "data")}
+        return {pk: (data, model) for pk, data, model in pgcopy.rows_binary(blocks.values_list("pk", "data", "model"))}
+    return {pk: (data, None) for pk, data in pgcopy.rows_binary(blocks.values_list("pk", "data"))}
 
 
 def _decoded(stored: tuple[Any, Any], wanted: Sequence[str] | None) -> pa.Table:

@@ -189,7 +189,7 @@ def _model_beside(run: AnalysisRun, attempt: int, side: SideOut) -> ModelFrom | 
         while time.monotonic() < deadline:
             state = mine.values_list("state", flat=True).first()
             if state == SideState.DONE:
-                taken = _model_taken(mine.get())
+                taken = _model_taken(mine.defer("units").get(), _model_bytes(mine))
                 mine.update(units=None)  # the columns are the run's per-unit rows now: not kept twice
                 return taken
             if state != SideState.TAKEN:
@@ -204,8 +204,14 @@ def _model_beside(run: AnalysisRun, attempt: int, side: SideOut) -> ModelFrom | 
 SIDE_POLL_SECONDS = 0.05
 
 
-def _model_taken(row: RunModelSide) -> ModelFitted:
-    units = pq.read_table(pa.BufferReader(bytes(row.units))).to_pandas(self_destruct=True, split_blocks=True)
+def _model_bytes(mine: Any) -> bytes:
+    """The model's per-unit columns as the other worker left them (Parquet), fetched in binary."""
+    ((units,),) = pgcopy.rows_binary(mine.values_list("units"))
+    return bytes(units)
+
+
+def _model_taken(row: RunModelSide, units_parquet: bytes) -> ModelFitted:
+    units = pq.read_table(pa.BufferReader(units_parquet)).to_pandas(self_destruct=True, split_blocks=True)
     arrow_memory_release()  # what Arrow's pool held for the table (as ``pgcopy`` gives it back)
     return ModelFitted(
         model=row.section,

@@ -211,3 +211,25 @@ def test_blocks_written_by_copy_and_by_bulk_create_are_the_same_and_read_back_as
     assert [None if d is None else json.loads(d) for d in stored["distribution"]] == list(given["distribution"])
     assert unit_blocks.RunUnits(runs_[1].pk).row(big)["distribution"] is None
     assert unit_blocks.RunUnits(runs_[1].pk).row(big + 3)["distribution"] == {"line\nnext": 3}
+
+
+def test_rows_fetched_in_binary_are_the_orms_rows(judged_campaign):
+    """Bytes of every value (a NUL, 0xff, a large value), NULL, integers beyond 2**31 and booleans,
+    in the query's order and with its limit; no row, no tuple."""
+    run = AnalysisRun.objects.create(campaign=judged_campaign)
+    datas = [bytes(range(256)) * 4000, b"\x00", b""]
+    UnitBlock.objects.bulk_create(
+        UnitBlock(run=run, index=i, first_unit=2**40 + i, last_unit=2**40 + i, rows=1, broad=i == 1, data=d)
+        for i, d in enumerate(datas)
+    )
+    UnitBlock.objects.filter(run=run, index=1).update(model=b"\xff" * 3)
+    qs = (
+        UnitBlock.objects.filter(run=run)
+        .order_by("-index")
+        .values_list("index", "first_unit", "broad", "data", "model")
+    )
+    orm = [(i, u, b, bytes(d), None if m is None else bytes(m)) for i, u, b, d, m in qs]
+    got = pgcopy.rows_binary(qs)
+    assert [(i, u, b, bytes(d), None if m is None else bytes(m)) for i, u, b, d, m in got] == orm
+    assert [row[:3] for row in got] == [(2, 2**40 + 2, False), (1, 2**40 + 1, True), (0, 2**40, False)]
+    assert len(pgcopy.rows_binary(qs.all()[:1])) == 1 and pgcopy.rows_binary(qs.filter(index=7)) == []
