@@ -7,6 +7,7 @@
 - ``copy_out``: the blocks of ``COPY (…) TO STDOUT WITH (FORMAT csv)``, for a response to stream.
 - ``copy_out_into``: the same rows written into a file at once (``query_frame``'s read).
 - ``rows_binary``: the rows of a values_list query whose bytes are large, fetched in binary.
+- ``server_bound``: a cursor whose parameters the server binds, for statements that send large bytes.
 
 A COPY CSV writes NULL as an unquoted empty field and an empty string as ``""``; the reader keeps
 the two apart.
@@ -17,6 +18,7 @@ from __future__ import annotations
 import select
 import tempfile
 from collections.abc import Iterable, Iterator, Mapping, Sequence
+from contextlib import contextmanager
 from itertools import islice
 from typing import Any, BinaryIO, Literal
 
@@ -86,9 +88,18 @@ def rows_binary(qs: QuerySet) -> list[tuple[Any, ...]]:
     if not available():
         return list(qs)
     sql, params = qs.query.sql_with_params()
+    with server_bound() as cursor:
+        cursor.execute(sql, params, binary=True)
+        return cursor.fetchall()
+
+
+@contextmanager
+def server_bound() -> Iterator[psycopg.Cursor]:
+    """PostgreSQL: a cursor on Django's connection (in its transaction) whose parameters the server
+    binds, in binary with ``%b``. Django's own cursors bind them on the client, bytea as quoted hex
+    text twice as long."""
     with connection.cursor() as cursor, psycopg.Cursor(cursor.cursor.connection) as bound:
-        bound.execute(sql, params, binary=True)
-        return bound.fetchall()
+        yield bound
 
 
 def query_frame(

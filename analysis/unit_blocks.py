@@ -28,7 +28,6 @@ from typing import Any
 
 import numpy as np
 import pandas as pd
-import psycopg
 import pyarrow as pa
 from django.db import connection
 from django.db.models import Subquery
@@ -247,9 +246,9 @@ def write_model(run_id: int, units: pd.DataFrame) -> int:
     units in the same transaction without them; the number of blocks. Refused, with nothing
     written, if the blocks are not those of ``units``."""
     blocks = list(encoded_model(units))
-    stored = list(UnitBlock.objects.filter(run_id=run_id).order_by("index").values_list(*_BOUNDS))
+    stored = list(UnitBlock.objects.filter(run_id=run_id).order_by("index").values_list("pk", *_BOUNDS))
     given = [(b.index, b.first_unit, b.last_unit, b.rows) for b in blocks]
-    if given != stored:
+    if given != [tuple(bounds) for _, *bounds in stored]:
         raise ValueError(
             f"run {run_id}: the model's columns are of {len(given)} blocks of units, which are not the "
             f"{len(stored)} blocks the run stored"
@@ -264,13 +263,12 @@ def write_model(run_id: int, units: pd.DataFrame) -> int:
         )
         columns = [[b.index for b in blocks], [b.data for b in blocks]]
         columns += [[b.model_label for b in blocks], [b.model_score for b in blocks]]
-        # bound by the server, in binary: the connection's own cursors bind on the client, as quoted text
-        with connection.cursor() as cursor, psycopg.Cursor(cursor.cursor.connection) as bound:
-            bound.execute(sql, [*columns, run_id])
+        with pgcopy.server_bound() as cursor:  # the bytes in binary, not as quoted text
+            cursor.execute(sql, [*columns, run_id])
         return len(blocks)
-    rows = dict(UnitBlock.objects.filter(run_id=run_id).values_list("index", "pk"))
-    updated = [
-        UnitBlock(pk=rows[b.index], model=b.data, model_label=b.model_label, model_score=b.model_score) for b in blocks
+    updated = [  # the stored blocks in the order of ``blocks``, as checked above
+        UnitBlock(pk=pk, model=b.data, model_label=b.model_label, model_score=b.model_score)
+        for (pk, *_), b in zip(stored, blocks, strict=True)
     ]
     UnitBlock.objects.bulk_update(updated, ["model", "model_label", "model_score"], batch_size=64)
     return len(blocks)
@@ -283,19 +281,7 @@ def _joined(block: Block, model: ModelBlock) -> Block:
 
 _BOUNDS = ("index", "first_unit", "last_unit", "rows")
 _FLAGS = ("broad", "distribution", "model_label", "model_score")  # Block's and UnitBlock's own fields
-_TYPES = (
-    "bigint",
-    "integer",
-    "bigint",
-    "bigint",
-    "integer",
-    "boolean",
-    "boolean",
-    "boolean",
-    "boolean",
-    "bytea",
-    "bytea",
-)
+_TYPES = ("bigint", "integer", "bigint", "bigint", "integer", *["boolean"] * 4, "bytea", "bytea")  # Block's, in order
 
 
 def _copy(run_id: int, blocks: Iterable[Block]) -> int:
