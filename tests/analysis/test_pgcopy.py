@@ -233,3 +233,40 @@ def test_rows_fetched_in_binary_are_the_orms_rows(judged_campaign):
     assert [(i, u, b, bytes(d), None if m is None else bytes(m)) for i, u, b, d, m in got] == orm
     assert [row[:3] for row in got] == [(2, 2**40 + 2, False), (1, 2**40 + 1, True), (0, 2**40, False)]
     assert len(pgcopy.rows_binary(qs.all()[:1])) == 1 and pgcopy.rows_binary(qs.filter(index=7)) == []
+
+
+def test_an_update_bound_by_the_server_is_the_querysets_update(judged_campaign):
+    """``update_bound`` changes the rows ``QuerySet.update`` would, to the same values: bytes of
+    every value (a NUL, 0xff, a large value), JSON, a timestamp, NULL; its count of rows; no row
+    matched, nothing changed."""
+    from django.utils import timezone
+
+    from analysis.models import RunModelSide, SideState
+
+    runs_ = [AnalysisRun.objects.create(campaign=judged_campaign) for _ in range(3)]
+    for run in runs_:
+        RunModelSide.objects.create(run=run, attempt=1, state=SideState.TAKEN, excluded=[], pseudonyms="")
+    data, moment = bytes(range(256)) * 4000 + b"\x00", timezone.now()
+    values = {
+        "state": SideState.DONE,
+        "section": {"graders": [{"name": "Bé", "weight": 0.25}], "none": None},
+        "units": data,
+        "excluded": [3, 1],
+        "seconds": 1.5,
+    }
+    rows = RunModelSide.objects.filter(run__in=runs_[:2], state=SideState.TAKEN)
+    assert pgcopy.update_bound(rows, **values) == 2
+    assert pgcopy.update_bound(RunModelSide.objects.filter(run=runs_[2], attempt=9), units=b"x") == 0
+    RunModelSide.objects.filter(run=runs_[2]).update(**values)  # the ORM's own, to compare with
+    stored = [
+        (state, section, bytes(units), excluded, seconds)
+        for state, section, units, excluded, seconds in RunModelSide.objects.order_by("run_id").values_list(
+            "state", "section", "units", "excluded", "seconds"
+        )
+    ]
+    assert stored[0] == stored[1] == stored[2] == (SideState.DONE, values["section"], data, [3, 1], 1.5)
+    assert pgcopy.update_bound(RunModelSide.objects.filter(run=runs_[0]), units=None, error="gone") == 1
+    assert RunModelSide.objects.values_list("units", "error").get(run=runs_[0]) == (None, "gone")
+    AnalysisRun.objects.filter(pk=runs_[1].pk).update(finished_at=None)
+    assert pgcopy.update_bound(AnalysisRun.objects.filter(pk=runs_[1].pk), finished_at=moment) == 1
+    assert AnalysisRun.objects.get(pk=runs_[1].pk).finished_at == moment
