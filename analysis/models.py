@@ -68,7 +68,8 @@ class AnalysisRun(models.Model):
     slices_total = models.PositiveIntegerField(default=0, db_default=0)
     slices_reused = models.PositiveIntegerField(default=0, db_default=0)
     # The campaign's event log as the run counted it when it planned its shards (events, first and
-    # last server time: ``selectors.EventLog``), for the report's overview; None before that.
+    # last server time, and the campaign's units: ``selectors.EventLog``), for the report's
+    # overview; None before that.
     event_log = models.JSONField(null=True, blank=True, editable=False)
 
     class Meta:

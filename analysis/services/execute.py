@@ -70,9 +70,10 @@ def run_execute(*, run_id: int, task_id: str = "", worker_heartbeat: bool = True
         # One pass over each: the plan, the fingerprints and the report's counts of both.
         judged = selectors.judgments_per_grader(campaign_id=run.campaign_id, value_field=value_field)
         logged = selectors.events_per_grader(campaign_id=run.campaign_id)
+        units = selectors.CampaignUnits.counted(campaign_id=run.campaign_id)
         spans = shard_plan(campaign_id=run.campaign_id, judged=judged)
-        log = selectors.EventLog.of(logged, judged)
-        plan = _plan_store(run, spans, _fingerprints(run, spans, excluded, judged, logged), log)
+        log = selectors.EventLog.of(logged, judged, units=units.n)
+        plan = _plan_store(run, spans, _fingerprints(run, spans, excluded, judged, logged, units), log)
         reused = reuse.parts_reuse(run=run, shards=plan) if len(plan) > 1 else set()
         progress.stage("reading shards", 2)
         unread = [shard.index for shard in plan if shard.pk not in reused]
@@ -357,6 +358,7 @@ def _fingerprints(
     excluded: set[int],
     judged: list[selectors.GraderJudgments],
     logged: list[selectors.GraderEvents],
+    units: selectors.CampaignUnits,
 ) -> list[str]:
     """The shards' fingerprints (``reuse.fingerprints``); none for a run of one shard, which keeps no
     part to be taken."""
@@ -364,7 +366,13 @@ def _fingerprints(
         return [""] * len(plan)
     tolerance = float(run.parameters.get("fine_tolerance", DEFAULT_TOLERANCE))
     return reuse.fingerprints(
-        campaign_id=run.campaign_id, plan=plan, excluded=excluded, tolerance=tolerance, judged=judged, logged=logged
+        campaign_id=run.campaign_id,
+        plan=plan,
+        excluded=excluded,
+        tolerance=tolerance,
+        judged=judged,
+        logged=logged,
+        units=units,
     )
 
 

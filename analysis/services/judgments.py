@@ -42,6 +42,7 @@ class ShardPart(Protocol):
 
     judgments: pd.DataFrame
     stored: bytes | None
+    graders: np.ndarray | None  # those with a judgment in the part, when known without reading it
 
     @property
     def rows(self) -> int: ...
@@ -213,7 +214,7 @@ class StoredJudgments(Judgments):
 
     def graders(self) -> np.ndarray:
         if self._graders is None:  # asked for by the overview and the model: each part's read once
-            found = [pd.unique(p.column("grader")) for p in self.parts if p.rows]  # hashed, not sorted
+            found = [_part_graders(p) for p in self.parts if p.rows]
             every = np.unique(np.concatenate(found)) if found else np.empty(0, dtype=np.int64)
             self._graders = every[~np.isin(every, list(self.excluded))] if self.excluded else every
         return self._graders.copy()
@@ -390,6 +391,11 @@ class StoredJudgments(Judgments):
             summed[np.searchsorted(merged, u)] += c
             units, counts = merged, summed
         return units, counts
+
+
+def _part_graders(part: ShardPart) -> np.ndarray:
+    """The graders with a judgment in ``part``: as its bytes list them, else read (hashed, not sorted)."""
+    return part.graders if part.graders is not None else pd.unique(part.column("grader"))
 
 
 def _text_factorized(

@@ -60,11 +60,12 @@ def fingerprints(
     tolerance: float,
     judged: list[selectors.GraderJudgments] | None = None,
     logged: list[selectors.GraderEvents] | None = None,
+    units: selectors.CampaignUnits | None = None,
 ) -> list[str]:
     """One fingerprint per shard of ``plan``: equal for two shards exactly when they would read the
-    same graders' same data the same way. ``judged``, ``logged``: as ``selectors.shard_inputs``
-    takes them."""
-    campaign, graders = selectors.shard_inputs(campaign_id=campaign_id, judged=judged, logged=logged)
+    same graders' same data the same way. ``judged``, ``logged``, ``units``: as
+    ``selectors.shard_inputs`` takes them."""
+    campaign, graders = selectors.shard_inputs(campaign_id=campaign_id, judged=judged, logged=logged, units=units)
     scheme = Campaign.objects.values_list("scheme", flat=True).get(pk=campaign_id)
     shared = {"code": _code_digest(), "scheme": scheme, "tolerance": float(tolerance), "campaign": campaign}
     out = []

@@ -50,6 +50,9 @@ class ShardPart:
     # (``part_loads(..., judgments=False)``; ``judgments`` then has the columns and no row):
     # ``judgments.StoredJudgments`` reads them a slice at a time.
     stored: bytes | None = None
+    # The graders with a judgment in the part (sorted), when it came as bytes: ``part_dumps``
+    # lists them, so that the combining step learns who judged without reading every grader id.
+    graders: np.ndarray | None = None
 
     @property
     def rows(self) -> int:
@@ -162,6 +165,7 @@ def part_dumps(part: ShardPart) -> bytes:
             for label, s in b.stability.items()
         },
         "client_ts_replaced": b.client_ts_replaced,
+        "graders": np.sort(pd.unique(part.column("grader"))).tolist(),
     }
     out = io.BytesIO()
     # The tables are compressed inside (``_parquet``): the zip only holds them, stored as they are,
@@ -203,8 +207,13 @@ def part_loads(data: bytes, *, judgments: bool = True) -> ShardPart:
         events=frames["events"]["events"].rename(None),
         client_ts_replaced=int(meta["client_ts_replaced"]),
     )
+    graders = meta.get("graders")  # a part stored before they were listed has none
     return ShardPart(
-        span=(meta["span"][0], meta["span"][1]), judgments=frames["judgments"], behaviour=behaviour, stored=stored
+        span=(meta["span"][0], meta["span"][1]),
+        judgments=frames["judgments"],
+        behaviour=behaviour,
+        stored=stored,
+        graders=None if graders is None else np.asarray(graders, dtype=np.int64),
     )
 
 

@@ -3,6 +3,8 @@ accuracy on gold (and test–retest agreement on repeats) is reported."""
 
 from __future__ import annotations
 
+from dataclasses import replace
+
 import pandas as pd
 import pytest
 from django.db import connection
@@ -156,6 +158,18 @@ def test_the_overview_counts_from_a_runs_reading_what_the_database_counts(judged
             campaign_id=judged_campaign.pk, excluded=excluded, judged=_judged(read_as_run), log=log
         )
     assert len(within) == len(without) - 1
+    # With the units as the plan counts them too (for its fingerprints), they are not counted again.
+    with_units = replace(counted, units=selectors.CampaignUnits.counted(campaign_id=judged_campaign.pk).n)
+    assert with_units.units == Unit.objects.filter(campaign=judged_campaign).count()
+    assert selectors.EventLog.loaded(with_units.stored()) == with_units
+    with CaptureQueriesContext(connection) as planned_units:
+        assert (
+            selectors.campaign_overview(
+                campaign_id=judged_campaign.pk, excluded=excluded, judged=_judged(read_as_run), log=with_units
+            )
+            == from_database
+        )
+    assert len(planned_units) == len(within) - 1
     assert from_run["units_judged"] == len(units) and from_run["active_graders"] == 2
     assert from_run["judgments"] == len(read) + 2 * 2  # two gold units, judged by the two who count
 

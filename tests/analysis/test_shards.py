@@ -58,6 +58,7 @@ def test_a_shards_part_travels_as_bytes_unchanged(campaign):
         pd.testing.assert_frame_equal(back.behaviour.by_grader, part.behaviour.by_grader)
         pd.testing.assert_series_equal(back.behaviour.events, part.behaviour.events)
         assert back.behaviour.stability == part.behaviour.stability
+        assert back.graders.tolist() == sorted(set(part.judgments["grader"].tolist()))  # listed, not read
     whole = shard_compute(campaign_id=campaign.pk, span=(None, None), excluded=set(), tolerance=0.5)
     spec = value_spec(campaign)
     expected = with_values(whole.judgments, spec)
@@ -71,6 +72,14 @@ def test_a_shards_part_travels_as_bytes_unchanged(campaign):
         assert all(p.behaviour.opportunities.empty for p in loaded)  # given up to the whole
     one = StoredJudgments([part_loads(part_dumps(whole), judgments=False)], spec).frame()
     pd.testing.assert_frame_equal(one[list(expected.columns)], expected)
+    # Who judged: from the parts' lists, or read from parts stored before they listed them.
+    loaded, unlisted = ([part_loads(part_dumps(p), judgments=False) for p in parts] for _ in range(2))
+    for part in unlisted:
+        part.graders = None
+    leaver = int(whole.judgments["grader"].iloc[0])
+    for excluded in (set(), {leaver}):
+        listed, read = (StoredJudgments(p, spec, excluded=excluded).graders().tolist() for p in (loaded, unlisted))
+        assert listed == read == sorted(set(whole.judgments["grader"].tolist()) - excluded)
 
 
 def test_the_plan_cuts_between_graders_and_leaves_no_grader_out(campaign):
