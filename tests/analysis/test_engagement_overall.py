@@ -10,7 +10,7 @@ import pandas as pd
 import pytest
 
 from analysis import metrics as m
-from analysis.services.sections.behaviour import Opportunities, _engagement_overall, column_median
+from analysis.services.sections.behaviour import Opportunities, _engagement_overall, column_median, count_median
 
 
 def _parquet(frame: pd.DataFrame) -> bytes:
@@ -29,6 +29,26 @@ def test_the_median_in_place_is_pandas_median(n, kind):
     expected = pd.Series(values).median()
     got = column_median(values.copy())
     assert got == expected or (np.isnan(got) and np.isnan(expected))
+
+
+@pytest.mark.parametrize("n", [0, 1, 2, 3, 1000, 100_001])
+@pytest.mark.parametrize("kind", ["small", "one value", "wide", "negative", "unsigned"])
+def test_the_median_from_counts_is_pandas_median(n, kind):
+    """Odd and even numbers of values, the two middle ones equal or not, values far beyond their
+    number and below 0 (left to the median of floats): pandas' median, as a float, every time."""
+    rng = np.random.default_rng(n)
+    values = {
+        "small": rng.integers(0, 4, n),
+        "one value": np.full(n, 3),
+        "wide": rng.integers(0, 10**12, n),
+        "negative": rng.integers(-5, 5, n),
+        "unsigned": rng.integers(0, 7, n).astype(np.uint8),
+    }[kind]
+    expected = pd.Series(values).median()
+    got = count_median(values)
+    assert type(got) is float
+    assert got == expected or (np.isnan(got) and np.isnan(expected))
+    assert count_median(np.array([1, 2])) == 1.5 and count_median(np.array([0, 2, 2, 9])) == 2.0
 
 
 def test_the_overall_figures_from_parts_equal_the_summary_of_the_one_frame():

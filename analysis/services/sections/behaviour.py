@@ -86,9 +86,9 @@ def _engagement_overall(opportunities: Opportunities) -> dict[str, float]:
     for name in ("seconds", "auditions"):
         column = opportunities.column(name)
         out[f"mean_{name}"] = float(column.mean())
-        values = column.to_numpy(dtype=float)  # auditions: the floats pandas' median takes
+        values = column.to_numpy()
         del column
-        out[f"median_{name}"] = float(column_median(values))
+        out[f"median_{name}"] = count_median(values) if values.dtype.kind in "iu" else float(column_median(values))
     return {key: out[key] for key in ("mean_seconds", "median_seconds", "mean_auditions", "median_auditions")}
 
 
@@ -100,6 +100,20 @@ def column_median(values: np.ndarray) -> float:
     if np.isnan(values).any():
         return float(pd.Series(values).median())
     return float(np.median(values, overwrite_input=True))
+
+
+def count_median(values: np.ndarray) -> float:
+    """``pd.Series(values).median()`` of integers (auditions), from how many times each occurs: the
+    same middle values, found without sorting nor a float copy (80 MB at 10^7 opportunities).
+    Values below 0 or far beyond their number are left to ``column_median``."""
+    if values.size == 0:
+        return float("nan")
+    low, high = int(values.min()), int(values.max())
+    if low < 0 or high > 4 * values.size + 1024:
+        return float(column_median(values.astype(float)))
+    seen = np.cumsum(np.bincount(values))  # seen[v]: how many values are v or less
+    middle = np.searchsorted(seen, [(values.size - 1) // 2, values.size // 2], side="right")
+    return (float(middle[0]) + float(middle[1])) / 2  # numpy's median of the two middle floats
 
 
 def _rows(source: pd.DataFrame | bytes) -> int:
