@@ -31,7 +31,10 @@ per-unit rows are the same to 1e-9 (analysis.reports.compare; the differences go
 Then a grader joins and judges 1% more (one judgment in NEW_SHARE of the campaign's, with two
 events each), the workers run the analysis again, and the bench takes the new grader's rows away
 (docs/analysis.md, "Reusing shards"): seconds_after_new_work, shards_reused,
-bootstrap_blocks_reused and slices_reused are that run's. The full sharded run takes nothing from
+bootstrap_blocks_reused and slices_reused are that run's. With --after-new-repeats N that run is
+made N times, each against the same run before it (the runs after it deleted, and what it kept for
+the next given back), its seconds each time in seconds_after_new_work_repeated: on a noisy machine
+one run says little. The full sharded run takes nothing from
 the one-process run before it: the bench drops what that run kept for the next (its bootstrap's
 blocks and its slices' sums) first.
 Aims: analysis < 60 s and < 2 GB; report ≤ 30 ms at 10^6 judgments and ≤ 60 ms at 10^7; export
@@ -45,6 +48,7 @@ import argparse
 import binascii
 import json
 import os
+import pickle
 import resource
 import socket
 import subprocess
@@ -332,6 +336,41 @@ def step_forget(campaign_id: int) -> dict:
 
     deleted, _ = KeptSum.objects.filter(run__campaign_id=campaign_id).delete()
     return {"forgotten": deleted}
+
+
+def step_keep(campaign_id: int, path: str) -> dict:
+    """What the campaign's latest succeeded run keeps for the next (its shards' parts, its bootstrap's
+    blocks and its slices' sums), written to ``path`` for ``step_rewind`` to give back."""
+    from analysis.models import AnalysisRun, KeptSum, RunShard, RunStatus
+
+    run = AnalysisRun.objects.filter(campaign_id=campaign_id, status=RunStatus.SUCCEEDED).latest("pk")
+    stored = RunShard.objects.filter(run=run, part__isnull=False).values_list("pk", "part")
+    parts = {pk: bytes(part) for pk, part in stored}
+    sums = [(key, bytes(data)) for key, data in KeptSum.objects.filter(run=run).values_list("key", "sums")]
+    with open(path, "wb") as f:
+        pickle.dump({"run": run.pk, "parts": parts, "sums": sums}, f)
+    return {"run": run.pk, "parts": len(parts), "sums": len(sums)}
+
+
+def step_rewind(campaign_id: int, path: str) -> dict:
+    """Delete the campaign's runs after the one ``step_keep`` wrote, and give that run back what it
+    kept for the next (a run after it dropped it), so that the run after new work can be measured
+    again against the same run before it (--after-new-repeats)."""
+    from django.db import transaction
+
+    from analysis.models import AnalysisRun, KeptSum, RunShard
+
+    with open(path, "rb") as f:
+        kept = pickle.load(f)  # the bench's own file, written by step_keep
+    with transaction.atomic():
+        AnalysisRun.objects.filter(campaign_id=campaign_id, pk__gt=kept["run"]).delete()
+        for pk, part in kept["parts"].items():
+            RunShard.objects.filter(pk=pk).update(part=part)
+        KeptSum.objects.filter(run_id=kept["run"]).delete()
+        KeptSum.objects.bulk_create(
+            [KeptSum(run_id=kept["run"], key=key, sums=data) for key, data in kept["sums"]], batch_size=16
+        )
+    return {"run": kept["run"]}
 
 
 def step_remove(campaign_id: int) -> dict:
@@ -683,16 +722,31 @@ def compare(campaign_id: int, n_units: int, args: argparse.Namespace) -> dict:
         )
         differences = _differences(one["run"], _succeeded(sharded)["run"])
         print(f"sharded on {args.workers} workers: {sharded}", file=sys.stderr)
-        added = _step("add", campaign_id, n_units)
-        try:
-            again = _succeeded(
-                _step(
-                    "sharded", campaign_id, n_units, env=env, extra=["--broker-url", args.broker_url], workers=workers
-                )
-            )
-        finally:
-            _step("remove", campaign_id, n_units)
-        print(f"after {added['judgments']:,} new judgments by a new grader: {again}", file=sys.stderr)
+        with tempfile.TemporaryDirectory() as folder:
+            kept = ["--snapshot", os.path.join(folder, "kept.pickle")]
+            if args.after_new_repeats > 1:
+                _step("keep", campaign_id, n_units, extra=kept)
+            added = _step("add", campaign_id, n_units)
+            repeats: list[dict] = []
+            try:
+                for repeat in range(args.after_new_repeats):
+                    if repeat:
+                        _step("rewind", campaign_id, n_units, extra=kept)
+                    again = _succeeded(
+                        _step(
+                            "sharded",
+                            campaign_id,
+                            n_units,
+                            env=env,
+                            extra=["--broker-url", args.broker_url],
+                            workers=workers,
+                        )
+                    )
+                    print(f"after {added['judgments']:,} new judgments by a new grader: {again}", file=sys.stderr)
+                    repeats.append(again)
+            finally:
+                _step("remove", campaign_id, n_units)
+        again = repeats[0]
         worker_rss = [_peak_rss_mb(w.pid) for w in workers]
     print(f"the workers' peak RSS (MB): {worker_rss}", file=sys.stderr)
     return {
@@ -708,6 +762,7 @@ def compare(campaign_id: int, n_units: int, args: argparse.Namespace) -> dict:
         "shards_reused": again["shards_reused"],
         "bootstrap_blocks_reused": again["bootstrap_blocks_reused"],
         "slices_reused": again["slices_reused"],
+        **({"seconds_after_new_work_repeated": [r["seconds"] for r in repeats]} if len(repeats) > 1 else {}),
     }
 
 
@@ -804,8 +859,11 @@ def _peak_rss_mb(pid: int) -> float:
 def _arguments() -> argparse.Namespace:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument(
-        "--step", choices=[*STEPS, "has_run", "build", "sharded", "add", "remove", "forget"], help=argparse.SUPPRESS
+        "--step",
+        choices=[*STEPS, "has_run", "build", "sharded", "add", "remove", "forget", "keep", "rewind"],
+        help=argparse.SUPPRESS,
     )
+    parser.add_argument("--snapshot", help=argparse.SUPPRESS)
     parser.add_argument("--campaign", type=int, help=argparse.SUPPRESS)
     parser.add_argument("--judgments", type=int, help="judgments to build, a multiple of 5 (default 1,000,000)")
     parser.add_argument("--units", type=int, help="units of 5 judgments each (default 200,000)")
@@ -819,6 +877,13 @@ def _arguments() -> argparse.Namespace:
         help="instead of the steps: a one-process analysis against one sharded across W Celery workers started here",
     )
     parser.add_argument("--broker-url", help=f"with --workers: the workers' broker (default {DEFAULT_BROKER_URL})")
+    parser.add_argument(
+        "--after-new-repeats",
+        type=int,
+        default=1,
+        help="with --workers: measure the run after new work this many times, each against the same run "
+        "before it (a noisy machine's spread; printed as seconds_after_new_work_repeated)",
+    )
     parser.add_argument(
         "--shard-judgments",
         type=int,
@@ -834,8 +899,10 @@ def _arguments() -> argparse.Namespace:
     if not 1_000 <= args.units <= 5_000_000:
         parser.error(f"--units must be in 1,000..5,000,000 (--judgments 5,000..25,000,000), got {args.units}")
     if args.workers is None:
-        if not args.step and (args.broker_url or args.shard_judgments is not None):
-            parser.error("--broker-url and --shard-judgments go with --workers")
+        if not args.step and (args.broker_url or args.shard_judgments is not None or args.after_new_repeats != 1):
+            parser.error("--broker-url, --shard-judgments and --after-new-repeats go with --workers")
+    elif args.after_new_repeats < 1:
+        parser.error(f"--after-new-repeats must be 1 or more, got {args.after_new_repeats}")
     elif args.steps is not None:
         parser.error("--workers compares two analyses and runs no other step: give --workers or --steps, not both")
     elif args.workers < 1:
@@ -865,6 +932,9 @@ def main() -> None:
         return
     if args.step == "sharded":
         print(json.dumps(step_sharded(args.campaign)))
+        return
+    if args.step in ("keep", "rewind"):
+        print(json.dumps({"keep": step_keep, "rewind": step_rewind}[args.step](args.campaign, args.snapshot)))
         return
     if args.step in ("add", "remove", "forget"):
         print(json.dumps({"add": step_add, "remove": step_remove, "forget": step_forget}[args.step](args.campaign)))
