@@ -12,7 +12,14 @@ from django.conf import settings
 from analysis.models import AnalysisRun
 from analysis.services import runs
 from analysis.services.attempts import run_fail
-from analysis.services.execute import Transient, combine_execute, model_side_execute, run_execute, shard_execute
+from analysis.services.execute import (
+    Transient,
+    combine_execute,
+    model_side_execute,
+    run_execute,
+    shard_execute,
+    take_execute,
+)
 
 TIME_LIMIT = int(getattr(settings, "ANALYSIS_TIME_LIMIT_SECONDS", 1800))
 
@@ -51,15 +58,14 @@ def analysis_run(self: Any, run_id: int) -> str:
     return status
 
 
-def _fan_out(run_id: int, attempt: int, shards: list[int], *, queue: str | None) -> None:
-    """A run split across the workers: a chord of the shards it has to read, then the step that
-    combines them with those taken from an earlier run, sent to the queue the run's own task came
-    from (the workers that take analyses)."""
+def _fan_out(run_id: int, attempt: int, shards: list[int], taken: list[int], *, queue: str | None) -> None:
+    """A run split across the workers: a chord of the shards it has to read and, after them, one
+    task that takes the parts an earlier run has of the others, then the step that combines them,
+    sent to the queue the run's own task came from (the workers that take analyses)."""
     options = {"queue": queue} if queue else {}
-    chord(
-        group(analysis_shard.si(run_id, attempt, index).set(**options) for index in shards),
-        analysis_combine.si(run_id, attempt).set(**options),
-    ).apply_async()
+    reads = [analysis_shard.si(run_id, attempt, index).set(**options) for index in shards]
+    takes = [analysis_take.si(run_id, attempt, taken).set(**options)] if taken else []
+    chord(group(*reads, *takes), analysis_combine.si(run_id, attempt).set(**options)).apply_async()
 
 
 def _queue_of(request: Any) -> str | None:
@@ -71,6 +77,15 @@ def analysis_shard(run_id: int, attempt: int, index: int) -> str:
     """Read shard ``index`` of the run's attempt ``attempt`` and keep its part."""
     return _within_time_limit(
         run_id, "a part of the analysis", lambda: shard_execute(run_id=run_id, attempt=attempt, index=index)
+    )
+
+
+@shared_task(name="analysis.take", **_TASK)
+def analysis_take(run_id: int, attempt: int, indexes: list[int]) -> str:
+    """Take the parts of shards ``indexes`` of the run's attempt ``attempt`` from an earlier run
+    (reading any whose part is gone)."""
+    return _within_time_limit(
+        run_id, "a part of the analysis", lambda: take_execute(run_id=run_id, attempt=attempt, indexes=indexes)
     )
 
 

@@ -48,10 +48,11 @@ def run_execute(*, run_id: int, task_id: str = "", worker_heartbeat: bool = True
     """Claim, compute and store one run. Returns its final status, or why it was not run.
 
     The run reads the campaign in shards of graders (``analysis.services.shards``). Given
-    ``fan_out`` (a worker with a broker) and more than one shard, the shards are handed to it --
-    the Celery tasks ``analysis.shard``, then ``analysis.combine`` (``shard_execute``,
-    ``combine_execute``) -- and this returns "sharded"; otherwise every shard is read here, one
-    after another, and the run completes here.
+    ``fan_out`` (a worker with a broker) and more than one shard to read, the shards are handed to
+    it -- the Celery tasks ``analysis.shard`` and ``analysis.take`` (the parts an earlier run has),
+    then ``analysis.combine`` (``shard_execute``, ``take_execute``, ``combine_execute``) -- and this
+    returns "sharded"; otherwise every shard is taken or read here, one after another, and the run
+    completes here.
 
     Any error in the computation marks the run failed with a readable message; a lost database
     connection gives the run back to the queue and raises Transient for the task to retry.
@@ -74,16 +75,21 @@ def run_execute(*, run_id: int, task_id: str = "", worker_heartbeat: bool = True
         spans = shard_plan(campaign_id=run.campaign_id, judged=judged)
         log = selectors.EventLog.of(logged, judged, units=units.n)
         plan = _plan_store(run, spans, _fingerprints(run, spans, excluded, judged, logged, units), log)
-        reused = reuse.parts_reuse(run=run, shards=plan) if len(plan) > 1 else set()
-        progress.stage("reading shards", 2)
-        unread = [shard.index for shard in plan if shard.pk not in reused]
+        sources = reuse.parts_found(run=run, shards=plan) if len(plan) > 1 else {}
+        unread = [shard.index for shard in plan if shard.pk not in sources]
         if fan_out is not None and len(plan) > 1 and unread:
+            # The parts an earlier run has are taken by a task of their own, beside the shards read
+            # (``take_execute``), not here before them: copying a part inside the database takes
+            # 35 ms for each 2 MB, 0.17 s of the bench's run after new work.
+            progress.stage("reading shards", 2)
             planned = progress.finish()  # kept for the combining step, which records the run's timings
             attempts.run_owned(run_id=run.pk, attempt=run.attempts).update(
                 timings={k: v for k, v in planned.items() if k != "total"}
             )
-            fan_out(run.pk, run.attempts, unread)
+            fan_out(run.pk, run.attempts, unread, [shard.index for shard in plan if shard.pk in sources])
             return SHARDED
+        reused = reuse.parts_reuse(run=run, shards=plan, sources=sources) if sources else set()
+        progress.stage("reading shards", 2)
         parts = []
         for shard in plan:
             if shard.pk in reused:
@@ -128,6 +134,33 @@ def shard_execute(*, run_id: int, attempt: int, index: int) -> str:
 
     where = f"shard {index + 1} of {run.shards_total}"
     return _attempt(run, progress, body, heartbeat=True, where=where, release=False)
+
+
+def take_execute(*, run_id: int, attempt: int, indexes: list[int]) -> str:
+    """The shards of a run split across workers whose parts an earlier run has (the task
+    ``analysis.take``, sent with the shards to read): take those parts (``reuse.parts_reuse``, each
+    counted done), and read any shard whose part was dropped meanwhile, as its own task would."""
+    run = _owned(run_id, attempt)
+    if run is None:
+        return "lost"
+    shards = list(RunShard.objects.filter(run_id=run_id, attempt=attempt, index__in=indexes, finished_at__isnull=True))
+    taken: set[int] = set()
+
+    def body() -> str:
+        taken.update(reuse.parts_reuse(run=run, shards=shards))
+        return "done"
+
+    progress = attempts.Progress(run_id=run.pk, attempt=attempt)
+    status = _attempt(run, progress, body, heartbeat=False, where="taking an earlier run's parts", release=False)
+    if status != "done":
+        return status
+    for shard in shards:
+        if (
+            shard.pk not in taken
+            and (status := shard_execute(run_id=run_id, attempt=attempt, index=shard.index)) != "done"
+        ):
+            return status
+    return "done"
 
 
 SideOut = Callable[[int, int], None]  # (run id, attempt): send the model's task to another worker
@@ -271,7 +304,8 @@ def model_side_execute(*, run_id: int, attempt: int) -> str:
         memory_release()
 
 
-FanOut = Callable[[int, int, list[int]], None]  # (run id, attempt, indexes of the shards to read): send their tasks
+# (run id, attempt, indexes of the shards to read, indexes of those whose parts an earlier run has): send their tasks
+FanOut = Callable[[int, int, list[int], list[int]], None]
 SHARDED = "sharded"
 
 

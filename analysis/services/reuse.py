@@ -25,7 +25,7 @@ from functools import cache
 from pathlib import Path
 
 from django.db import transaction
-from django.db.models import Exists, Subquery
+from django.db.models import Exists, F, Subquery
 from django.utils import timezone
 
 from analysis import selectors, unit_blocks
@@ -88,14 +88,10 @@ def _code_digest() -> str:
     return digest.hexdigest()
 
 
-def parts_reuse(*, run: AnalysisRun, shards: list[RunShard]) -> set[int]:
-    """Give each of ``shards`` (planned, with their fingerprints) whose fingerprint a shard of a
-    succeeded run of the campaign has, that shard's part (of the latest such run: only the latest
-    keeps its parts, ``parts_keep_latest``), and count it done. Returns the ids of the shards given
-    a part.
-
-    The part is copied by one UPDATE that takes it only if it is still there: a run finishing at
-    the same moment may drop it (``parts_keep_latest``), and the shard is then read."""
+def parts_found(*, run: AnalysisRun, shards: list[RunShard]) -> dict[int, RunShard]:
+    """Per shard of ``shards`` (planned, with their fingerprints) whose fingerprint a shard of a
+    succeeded run of the campaign has, that shard (of the latest such run: only the latest keeps
+    its parts, ``parts_keep_latest``), by the planned shard's id. Nothing is taken yet."""
     wanted = {s.fingerprint for s in shards if s.fingerprint}
     sources: dict[str, RunShard] = {}
     found = (
@@ -111,9 +107,20 @@ def parts_reuse(*, run: AnalysisRun, shards: list[RunShard]) -> set[int]:
     )
     for source in found:
         sources[source.fingerprint] = source  # the latest run's, when several have it
+    return {shard.pk: sources[shard.fingerprint] for shard in shards if shard.fingerprint in sources}
+
+
+def parts_reuse(*, run: AnalysisRun, shards: list[RunShard], sources: dict[int, RunShard] | None = None) -> set[int]:
+    """Give each of ``shards`` whose fingerprint a shard of a succeeded run has (``sources``, as
+    ``parts_found`` gives them; found here when None) that shard's part, and count it done.
+    Returns the ids of the shards given a part.
+
+    The part is copied by one UPDATE that takes it only if it is still there: a run finishing at
+    the same moment may drop it (``parts_keep_latest``), and the shard is then read."""
+    sources = parts_found(run=run, shards=shards) if sources is None else sources
     taken: set[int] = set()
     for shard in shards:
-        source = sources.get(shard.fingerprint)
+        source = sources.get(shard.pk)
         if source is None:
             continue
         stored = RunShard.objects.filter(pk=source.pk, part__isnull=False)
@@ -130,7 +137,9 @@ def parts_reuse(*, run: AnalysisRun, shards: list[RunShard]) -> set[int]:
         ):
             taken.add(shard.pk)
     if taken and not attempts.run_owned(run_id=run.pk, attempt=run.attempts).update(
-        shards_done=len(taken), shards_reused=len(taken), heartbeat_at=timezone.now()
+        shards_done=F("shards_done") + len(taken),
+        shards_reused=F("shards_reused") + len(taken),
+        heartbeat_at=timezone.now(),
     ):
         raise attempts.RunLost(f"run {run.pk} was taken away from attempt {run.attempts}")
     return taken

@@ -14,7 +14,7 @@ from analysis.models import AnalysisRun, KeptSum, RunShard, RunStatus
 from analysis.reports.serialize import jsonable
 from analysis.selectors import in_span
 from analysis.services import reuse, runs, slice_memo, values
-from analysis.services.execute import combine_execute, run_execute, shard_execute
+from analysis.services.execute import combine_execute, run_execute, shard_execute, take_execute
 from analysis.services.report import report_compute
 from analysis.services.shards import shard_plan
 from grading.models import Assignment, Judgment, Unit
@@ -104,13 +104,43 @@ def test_workers_are_handed_only_the_shards_that_changed(campaign):
     sent = []
     run = _run(campaign, fan_out=lambda *args: sent.append(args))
     index = _shard_of(run, changed).index
-    assert sent == [(run.pk, run.attempts, [index])]
-    assert run.status == RunStatus.RUNNING and run.shards_done == run.shards_total - 1
+    others = [i for i in range(run.shards_total) if i != index]
+    assert sent == [(run.pk, run.attempts, [index], others)]  # to read, and to take beside them
+    assert run.status == RunStatus.RUNNING and run.shards_done == 0  # nothing copied while planning
+    assert take_execute(run_id=run.pk, attempt=run.attempts, indexes=others) == "done"
+    run.refresh_from_db()
+    assert run.shards_done == run.shards_reused == run.shards_total - 1
+    assert take_execute(run_id=run.pk, attempt=run.attempts, indexes=others) == "done"  # redelivered: nothing
+    run.refresh_from_db()
+    assert run.shards_done == run.shards_reused == run.shards_total - 1
     assert shard_execute(run_id=run.pk, attempt=run.attempts, index=index) == "done"
     assert combine_execute(run_id=run.pk, attempt=run.attempts) == RunStatus.SUCCEEDED
     run.refresh_from_db()
     expected, _ = report_compute(campaign_id=campaign.pk, parameters=run.parameters, seed=9)
     assert run.result == jsonable(expected) and run.result != first.result
+
+
+def test_a_part_dropped_before_it_is_taken_is_read_by_the_task_that_takes_the_others(campaign):
+    """Between the plan and the task that takes the parts, the run before lost one of them (a run
+    finishing meanwhile keeps only its own): that shard is read instead, and the report is the same."""
+    first = _run(campaign)
+    changed = _graders(campaign)[-1]
+    _change(campaign, changed)
+    sent = []
+    run = _run(campaign, fan_out=lambda *args: sent.append(args))
+    (_, _, [index], others) = sent[0]
+    RunShard.objects.filter(run=first, index=others[0]).update(part=None)
+    assert take_execute(run_id=run.pk, attempt=run.attempts, indexes=others) == "done"
+    run.refresh_from_db()
+    assert run.shards_done == run.shards_total - 1 and run.shards_reused == run.shards_total - 2
+    read = RunShard.objects.get(run=run, index=others[0])
+    assert read.reused_from_id is None and read.part is not None and read.finished_at is not None
+    assert take_execute(run_id=run.pk + 1000, attempt=run.attempts, indexes=others) == "lost"
+    assert shard_execute(run_id=run.pk, attempt=run.attempts, index=index) == "done"
+    assert combine_execute(run_id=run.pk, attempt=run.attempts) == RunStatus.SUCCEEDED
+    run.refresh_from_db()
+    expected, _ = report_compute(campaign_id=campaign.pk, parameters=run.parameters, seed=9)
+    assert run.result == jsonable(expected)
 
 
 def test_a_run_takes_the_sums_of_the_slices_whose_judgments_did_not_change(campaign, monkeypatch):

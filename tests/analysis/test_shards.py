@@ -126,7 +126,7 @@ def _handed_out(campaign, settings):
     sent = []
     assert run_execute(run_id=run.pk, fan_out=lambda *args: sent.append(args)) == "sharded"
     run.refresh_from_db()
-    assert sent == [(run.pk, run.attempts, list(range(run.shards_total)))] and run.stage == "reading shards"
+    assert sent == [(run.pk, run.attempts, list(range(run.shards_total)), [])] and run.stage == "reading shards"
     return run
 
 
