@@ -14,7 +14,7 @@ from analysis.metrics import KeptSums
 from analysis.reports.serialize import jsonable
 from analysis.services import slice_memo
 from analysis.services.judgments import StoredJudgments
-from analysis.services.sections.agreement import agreement
+from analysis.services.sections.agreement import agreement, fine_within_broad
 from analysis.services.sections.graders_queries import graders, queries
 from analysis.services.shards import part_dumps, part_loads, parts_behaviour, shard_compute, shard_plan
 from analysis.services.slice_memo import SliceMemo, decoded, encoded
@@ -46,6 +46,7 @@ def _sections(parts, spec, memo=None, excluded=frozenset()):
     return jsonable(
         {
             "agreement": agreement(judgments, spec, rng=np.random.default_rng(5), n_boot=20, confidence=0.9, memo=memo),
+            "fine_within_broad": fine_within_broad(judgments, spec, memo),
             "graders": graders(judgments, spec, behaviour, {}, memo),
             "queries": queries(judgments, spec, units, {}, memo),
         }
@@ -66,11 +67,11 @@ def test_a_run_takes_the_slices_that_did_not_change_and_gives_what_computing_all
 
     first = SliceMemo()
     assert _sections(parts, spec, first) == expected
-    assert (first.taken, first.computed) == (0, 3 * slices)  # three sections, every slice computed
+    assert (first.taken, first.computed) == (0, 4 * slices)  # four sections, every slice computed
 
     again = _lent(first)
     assert _sections(_parts(campaign), spec, again) == expected  # the parts read again: the same rows
-    assert (again.taken, again.computed) == (3 * slices, 0)
+    assert (again.taken, again.computed) == (4 * slices, 0)
 
     judgment = Judgment.objects.filter(campaign=campaign).order_by("unit_id").last()
     Judgment.objects.filter(pk=judgment.pk).update(broad="NS" if judgment.broad != "NS" else "VS")
@@ -78,8 +79,27 @@ def test_a_run_takes_the_slices_that_did_not_change_and_gives_what_computing_all
     after = _lent(again)
     got = _sections(changed, spec, after)
     assert got == _sections(changed, spec) and got != expected
-    assert (after.taken, after.computed) == (3 * (slices - 1), 3)  # only the last unit's slice, per section
+    assert (after.taken, after.computed) == (4 * (slices - 1), 4)  # only the last unit's slice, per section
     assert (after.slices, after.slices_reused, after.read) == (slices, slices - 1, {slices - 1})
+
+
+def test_fine_beyond_a_byte_of_tenths_is_figured_from_every_value_taken_or_not(campaign):
+    """FINE's counts per tenth are kept per slice; a score no byte of tenths holds (30.5: the
+    database refuses it, a part made from a ratings file need not) makes FINE within BROAD read
+    every slice again, as without kept counts, and its figures are those of computing every slice."""
+    spec = value_spec(campaign)
+    first = SliceMemo()
+    _sections(_parts(campaign), spec, first)
+    spans = shard_plan(campaign_id=campaign.pk, per_shard=7)
+    made = [shard_compute(campaign_id=campaign.pk, span=s, excluded=set(), tolerance=0.5) for s in spans]
+    last = made[-1].judgments
+    last.loc[last.index[last["fine"].notna()][-1], "fine"] = 30.5
+    parts = [part_loads(part_dumps(p), judgments=False) for p in made]
+    plain = fine_within_broad(StoredJudgments(parts, spec, rows=ROWS), spec)
+    lent = _lent(first)
+    assert fine_within_broad(StoredJudgments(parts, spec, rows=ROWS), spec, lent) == plain
+    assert max(row["max"] for row in plain) == 30.5
+    assert lent.taken == lent.slices - 1 and lent.computed == 1  # the kept counts taken, then every slice read
 
 
 def test_a_new_graders_part_changes_only_the_slices_of_the_units_they_judged(campaign):

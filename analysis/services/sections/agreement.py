@@ -9,7 +9,7 @@ JSON result; none touches the database.
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterable, Iterator
 from contextlib import closing
 from typing import Any
 
@@ -115,7 +115,7 @@ def agreement_report(
     sections = {
         "agreement": agreement(judgments, spec, rng=rng, n_boot=n_boot, confidence=confidence, kept=kept, memo=memo),
         "confusability": confusability(units),
-        "fine_within_broad": fine_within_broad(judgments, spec),
+        "fine_within_broad": fine_within_broad(judgments, spec, memo),
     }
     heap_release()
     return sections, units
@@ -659,16 +659,67 @@ def _bin_of(values: np.ndarray, edges: np.ndarray) -> np.ndarray:
     return at
 
 
-def fine_within_broad(judgments: pd.DataFrame | Judgments, spec: ValueSpec) -> list[dict[str, Any]] | None:
+def fine_within_broad(
+    judgments: pd.DataFrame | Judgments, spec: ValueSpec, memo: SliceMemo | None = None
+) -> list[dict[str, Any]] | None:
     """FINE's distribution (``metrics.fine_within_broad``) per BROAD category, of the judgments with
-    both; None for another scheme than BROAD_FINE."""
+    both; None for another scheme than BROAD_FINE.
+
+    When every score is a tenth (FINE's own values), each category's figures come from how many
+    times each tenth occurs (``metrics.TenthCounts``), and those counts are sums over the slices:
+    with ``memo``, a slice's counts are taken from the run before where its rows did not change
+    (``slice_memo.pieces``). A score that is not a tenth anywhere makes every slice read again, as
+    without ``memo``: such scores are figured from their values, in order."""
     if spec.scheme != Scheme.BROAD_FINE:
         return None
-    scores = _fine_by_broad(judgments_of(judgments, spec), spec)
-    if scores is None:
-        return []
-    table = m.fine_distributions(map(_expanded, scores), spec.categories)  # one category at a time
+    judgments = judgments_of(judgments, spec)
+    counted = _tenths_counted(judgments, spec, memo) if memo is not None else None
+    if counted is not None:
+        if not counted.any():
+            return []
+        scores: Iterable[np.ndarray | m.TenthCounts] = (
+            m.TenthCounts(c) if c.any() else np.empty(0)
+            for c in counted  # as ``_expanded`` gives them
+        )
+    else:
+        pieces_ = _fine_by_broad(judgments, spec)
+        if pieces_ is None:
+            return []
+        scores = map(_expanded, pieces_)
+    table = m.fine_distributions(scores, spec.categories)  # one category at a time
     return _records(table.reset_index())
+
+
+def _tenths_counted(judgments: Judgments, spec: ValueSpec, memo: SliceMemo) -> np.ndarray | None:
+    """Per BROAD category (rows), how many of its judgments with both have each FINE tenth
+    (columns, 0.0 to 25.5): the sums of every slice's counts (``_slice_tenths``), taken where a run
+    before counted the same rows; None if a slice has a score that is not a tenth."""
+    counted = pieces(
+        judgments, memo, "fine tenths", ["place", "fine"], lambda chunk: _slice_tenths(chunk, judgments, spec)
+    )
+    total = np.zeros((len(spec.categories), 256), dtype=np.int64)
+    for (frame,) in counted:
+        if frame is None:
+            return None
+        total += frame.to_numpy(dtype=np.int64).T
+    return total
+
+
+def _slice_tenths(chunk: pd.DataFrame, judgments: Judgments, spec: ValueSpec) -> tuple[pd.DataFrame | None]:
+    """One slice's counts of each category's FINE tenths (``_compact``'s bytes), a column per
+    category; None when one of its scores is not a tenth."""
+    place, fine = places(chunk, spec), chunk["fine"].to_numpy(dtype=float)
+    both = (place != -1) & ~np.isnan(fine)
+    place, fine = place[both], fine[both]
+    if (place == OUTSIDE).any():
+        _outside_refused(judgments, spec.categories)
+    counts = {}
+    for j in range(len(spec.categories)):
+        kept = _compact(fine[place == j])
+        if kept.size and kept.dtype != np.uint8:
+            return (None,)
+        counts[str(j)] = np.bincount(kept.astype(np.intp), minlength=256)
+    return (pd.DataFrame(counts),)
 
 
 def _fine_by_broad(judgments: Judgments, spec: ValueSpec) -> list[list[np.ndarray]] | None:
