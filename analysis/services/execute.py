@@ -524,7 +524,8 @@ def _result_write(run: AnalysisRun, result: dict[str, Any], progress: attempts.P
     attempt still owns it (False: the caller rolls the rows back)."""
     timings = progress.finish()
     return bool(
-        attempts.run_owned(run_id=run.pk, attempt=run.attempts).update(
+        pgcopy.update_bound(  # the result's JSON as a parameter, not quoted into the statement's text
+            attempts.run_owned(run_id=run.pk, attempt=run.attempts),
             status=RunStatus.SUCCEEDED,
             result=result,
             page_result=selectors.page_result_of(result),
