@@ -25,7 +25,7 @@ from typing import Any, BinaryIO, Literal
 
 import pandas as pd
 import psycopg
-from django.db import connection
+from django.db import connection, transaction
 from django.db.models import QuerySet
 from django.db.models.sql import UpdateQuery
 
@@ -111,13 +111,17 @@ def update_bound(qs: QuerySet, **values: Any) -> int:
     server's parsing of the text. Elsewhere ``qs.update`` itself."""
     if not available():
         return qs.update(**values)
+    if qs.query.is_sliced or qs.query.combinator:
+        raise TypeError("update_bound takes a plain filtered query, not a slice nor a combination of queries")
     query = qs.query.chain(UpdateQuery)
     query.add_update_values(values)
-    query.annotations = {}
+    if query.get_related_updates():  # a parent model's table too: QuerySet.update's own work
+        raise TypeError("update_bound writes one table; the model inherits fields from another")
+    query.clear_select_clause()
     sql, params = query.get_compiler(qs.db).as_sql()
     if not sql:  # nothing to set
         return 0
-    with server_bound() as cursor:
+    with transaction.mark_for_rollback_on_error(using=qs.db), server_bound() as cursor:
         cursor.execute(sql, params)
         return cursor.rowcount
 

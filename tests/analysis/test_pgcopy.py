@@ -270,3 +270,5 @@ def test_an_update_bound_by_the_server_is_the_querysets_update(judged_campaign):
     AnalysisRun.objects.filter(pk=runs_[1].pk).update(finished_at=None)
     assert pgcopy.update_bound(AnalysisRun.objects.filter(pk=runs_[1].pk), finished_at=moment) == 1
     assert AnalysisRun.objects.get(pk=runs_[1].pk).finished_at == moment
+    with pytest.raises(TypeError, match="slice"):
+        pgcopy.update_bound(RunModelSide.objects.order_by("pk")[:1], error="x")
