@@ -116,8 +116,15 @@ def parts_reuse(*, run: AnalysisRun, shards: list[RunShard], sources: dict[int, 
     Returns the ids of the shards given a part.
 
     The part is copied by one UPDATE that takes it only if it is still there: a run finishing at
-    the same moment may drop it (``parts_keep_latest``), and the shard is then read."""
+    the same moment may drop it (``parts_keep_latest``), and the shard is then read. The copies and
+    the count are one transaction: a task retried after a lost connection finds the shards as they
+    were, not taken and uncounted."""
     sources = parts_found(run=run, shards=shards) if sources is None else sources
+    with transaction.atomic():
+        return _parts_taken(run, shards, sources)
+
+
+def _parts_taken(run: AnalysisRun, shards: list[RunShard], sources: dict[int, RunShard]) -> set[int]:
     taken: set[int] = set()
     for shard in shards:
         source = sources.get(shard.pk)

@@ -143,6 +143,47 @@ def test_a_part_dropped_before_it_is_taken_is_read_by_the_task_that_takes_the_ot
     assert run.result == jsonable(expected)
 
 
+def test_a_take_cut_short_by_the_database_leaves_nothing_taken_and_its_retry_takes_all(campaign, monkeypatch):
+    """The copies and their count are one transaction: a connection lost at the count (after the
+    copies) leaves every shard untaken and uncounted, for the retried task to take them all."""
+    from analysis.services import attempts
+    from analysis.services.execute import Transient
+
+    _run(campaign)
+    _change(campaign, _graders(campaign)[-1])
+    sent = []
+    run = _run(campaign, fan_out=lambda *args: sent.append(args))
+    (_, _, _, others) = sent[0]
+    owned = attempts.run_owned
+    monkeypatch.setattr(attempts, "run_owned", lambda **kwargs: _LostAtCount(owned(**kwargs)))
+    with pytest.raises(Transient):
+        take_execute(run_id=run.pk, attempt=run.attempts, indexes=others)
+    monkeypatch.setattr(attempts, "run_owned", owned)
+    run.refresh_from_db()
+    assert run.shards_done == run.shards_reused == 0
+    assert not RunShard.objects.filter(run=run, index__in=others, finished_at__isnull=False).exists()
+    assert take_execute(run_id=run.pk, attempt=run.attempts, indexes=others) == "done"
+    run.refresh_from_db()
+    assert run.shards_done == run.shards_reused == len(others)
+
+
+class _LostAtCount:
+    """``attempts.run_owned``'s query, whose update of the shards' count loses the connection."""
+
+    def __init__(self, query) -> None:
+        self.query = query
+
+    def update(self, **values):
+        if "shards_done" in values:
+            from django.db import OperationalError
+
+            raise OperationalError("the connection went away")
+        return self.query.update(**values)
+
+    def __getattr__(self, name):
+        return getattr(self.query, name)
+
+
 def test_a_run_takes_the_sums_of_the_slices_whose_judgments_did_not_change(campaign, monkeypatch):
     """Slices of about 7 judgments; one judgment changes: the next run reads only that judgment's
     slice (the others' sums taken from the run before) and reports what computing everything gives."""
