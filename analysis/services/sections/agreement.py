@@ -423,7 +423,9 @@ def unit_table(judgments: pd.DataFrame | Judgments, spec: ValueSpec, memo: Slice
         return pd.DataFrame(columns=["unit", "query", "n"])
     index = judgments.units()[0]  # sorted
     columns: dict[str, Any] = {"unit": index}
-    numbers = np.full((len(index), len(m.confusability.COLUMNS)), np.nan) if spec.has_numbers else None
+    # A column after another (Fortran order): the stored figures of a slice's units are written a
+    # column at a time, each into a run of the column, not every seventh number of the rows.
+    numbers = np.full((len(index), len(m.confusability.COLUMNS)), np.nan, order="F") if spec.has_numbers else None
     counts = np.zeros((len(index), len(spec.categories)), dtype=np.int64)
     any_numbers = False
     value_columns = [c for c, wanted in (("place", spec.has_categories), ("num", spec.has_numbers)) if wanted]
@@ -506,9 +508,10 @@ def _numbers_taken(stored: dict[str, np.ndarray], numbers: np.ndarray, index: np
     them. A unit of the slice had a number when its stored n is more than 0 (the table's n is the
     count of its numbers)."""
     had = stored["n"] > 0
-    rows = _rows_in(index, stored["unit"][had])
+    every = bool(had.all())  # as a unit with a judgment mostly has a number: no copy of the columns
+    rows = _rows_in(index, stored["unit"] if every else stored["unit"][had])
     for j, name in enumerate(m.confusability.COLUMNS):
-        numbers[rows, j] = stored[name][had]
+        numbers[rows, j] = stored[name] if every else stored[name][had]
 
 
 def _category_counts(codes: np.ndarray, size: int, place: np.ndarray, k: int) -> np.ndarray:
@@ -533,14 +536,14 @@ def _unit_codes(unit: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     return codes.ravel(), first
 
 
-def _rows_in(index: np.ndarray, units: np.ndarray) -> np.ndarray:
-    """The places of ``units`` (sorted) in ``index`` (sorted, holding them): a run of places when
-    they are a run of ``index`` (a slice's units are), found by one search, else by searching each."""
+def _rows_in(index: np.ndarray, units: np.ndarray) -> slice | np.ndarray:
+    """The places of ``units`` (sorted) in ``index`` (sorted, holding them): a slice when they are a
+    run of ``index`` (a slice's units are), found by one search, else each one searched."""
     if units.size:
         start = int(np.searchsorted(index, units[0]))
         run = index[start : start + units.size]
         if run.size == units.size and np.array_equal(run, units):
-            return np.arange(start, start + units.size)
+            return slice(start, start + units.size)
     return np.searchsorted(index, units)
 
 
