@@ -680,10 +680,8 @@ def fine_within_broad(
     if counted is not None:
         if not counted.any():
             return []
-        scores: Iterable[np.ndarray | m.TenthCounts] = (
-            m.TenthCounts(c) if c.any() else np.empty(0)
-            for c in counted  # as ``_expanded`` gives them
-        )
+        # each category's counts, or no score, as ``_expanded`` gives them
+        scores: Iterable[np.ndarray | m.TenthCounts] = (m.TenthCounts(c) if c.any() else np.empty(0) for c in counted)
     else:
         pieces_ = _fine_by_broad(judgments, spec)
         if pieces_ is None:
@@ -711,17 +709,10 @@ def _tenths_counted(judgments: Judgments, spec: ValueSpec, memo: SliceMemo) -> n
 def _slice_tenths(chunk: pd.DataFrame, judgments: Judgments, spec: ValueSpec) -> tuple[pd.DataFrame | None]:
     """One slice's counts of each category's FINE tenths (``_compact``'s bytes), a column per
     category; None when one of its scores is not a tenth."""
-    place, fine = places(chunk, spec), chunk["fine"].to_numpy(dtype=float)
-    both = (place != -1) & ~np.isnan(fine)
-    place, fine = place[both], fine[both]
-    if (place == OUTSIDE).any():
-        _outside_refused(judgments, spec.categories)
-    counts = {}
-    for j in range(len(spec.categories)):
-        kept = _compact(fine[place == j])
-        if kept.size and kept.dtype != np.uint8:
-            return (None,)
-        counts[str(j)] = np.bincount(kept.astype(np.intp), minlength=256)
+    scores = _slice_scores(chunk, judgments, spec) or [np.empty(0, dtype=np.uint8)] * len(spec.categories)
+    if any(kept.size and kept.dtype != np.uint8 for kept in scores):
+        return (None,)
+    counts = {str(j): np.bincount(kept.astype(np.intp), minlength=256) for j, kept in enumerate(scores)}
     return (pd.DataFrame(counts),)
 
 
@@ -734,22 +725,30 @@ def _fine_by_broad(judgments: Judgments, spec: ValueSpec) -> list[list[np.ndarra
     of floats at 10^7 judgments). BROAD is read as its place in the scale (``values.places``), not
     as its labels (2.4 s of hashing labels at 10^7); a label outside the scale is refused as
     ``metrics.fine_by_broad`` refuses it (``_outside_refused``)."""
-    categories = spec.categories
-    scores: list[list[np.ndarray]] = [[] for _ in categories]
+    scores: list[list[np.ndarray]] = [[] for _ in spec.categories]
     seen = False
     for chunk in judgments.chunks(["place", "fine"]):
-        place, fine = places(chunk, spec), chunk["fine"].to_numpy(dtype=float)
-        both = (place != -1) & ~np.isnan(fine)
-        if not both.any():
+        pieces_ = _slice_scores(chunk, judgments, spec)
+        if pieces_ is None:
             continue
         seen = True
-        place, fine = place[both], fine[both]
-        if (place == OUTSIDE).any():
-            _outside_refused(judgments, categories)
-        for j, kept in enumerate(scores):
-            kept.append(_compact(fine[place == j]))
+        for kept, piece in zip(scores, pieces_, strict=True):
+            kept.append(piece)
     _released()
     return scores if seen else None
+
+
+def _slice_scores(chunk: pd.DataFrame, judgments: Judgments, spec: ValueSpec) -> list[np.ndarray] | None:
+    """One slice's FINE scores of each BROAD category, of its judgments with both, in their order
+    (``_compact``); None when none has both. A BROAD label outside the scale is refused."""
+    place, fine = places(chunk, spec), chunk["fine"].to_numpy(dtype=float)
+    both = (place != -1) & ~np.isnan(fine)
+    if not both.any():
+        return None
+    place, fine = place[both], fine[both]
+    if (place == OUTSIDE).any():
+        _outside_refused(judgments, spec.categories)
+    return [_compact(fine[place == j]) for j in range(len(spec.categories))]
 
 
 def _outside_refused(judgments: Judgments, categories: list[Any]) -> None:
